@@ -1,0 +1,36 @@
+#ifndef RATELAB_PARSE_H
+#define RATELAB_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Parsers for what users type on the command line and in config files.
+ * All return 0 on success and -1 on error; on error they write a one-line
+ * reason (no trailing newline) into err when err is not NULL.  Pure and
+ * thread-safe.  Values that would overflow 64-bit nanoseconds are errors.
+ */
+
+/*
+ * A duration: a non-negative decimal number with a unit, e.g. "250ms",
+ * "1.5s", "2s", "1m", "1h", "1d", "100us", "10ns".  A bare "0" is allowed.
+ */
+int parse_duration(const char *s, uint64_t *out_ns, char *err, size_t errlen);
+
+/*
+ * A rate: "COUNT/PERIOD" where PERIOD is a duration or a bare unit
+ * ("5/s", "30/1m", "500/1h", "2000/d", "10/250ms").  COUNT >= 1.
+ */
+int parse_rate(const char *s, uint64_t *count, uint64_t *period_ns, char *err, size_t errlen);
+
+/* A decimal unsigned integer in [min, max]. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen);
+
+/* A finite decimal number in [min, max]. */
+int parse_double(const char *s, double min, double max, double *out, char *err, size_t errlen);
+
+/* Format ns as a short human duration ("7.59s", "250ms", "1m30s"). */
+void parse_format_duration(uint64_t ns, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,49 @@
+/* ratelab: a rate-limit lab.  main only dispatches to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "hammer/cases.h"
+#include "hammer/hammer.h"
+#include "hammer/herd.h"
+#include "server/serve.h"
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command COMMANDS[] = {
+	{ "serve", serve_main, "run the rate-limited lab server" },
+	{ "hammer", hammer_main, "fire concurrent requests, with or without retry" },
+	{ "herd", herd_main, "run the thundering-herd comparison of backoff policies" },
+	{ "cases", cases_main, "replay a retry-cases table through the policy engine" },
+};
+
+#define NCOMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ratelab COMMAND [options]\n\ncommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+	fprintf(f, "\n'ratelab COMMAND --help' describes each one.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(argv[1], COMMANDS[i].name) == 0)
+			return COMMANDS[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "ratelab: unknown command '%s' (try 'ratelab --help')\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,126 @@
+#include <check.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/parse.h"
+#include "common/prng.h"
+
+START_TEST(durations)
+{
+	uint64_t ns;
+	char err[128];
+
+	ck_assert_int_eq(parse_duration("250ms", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 250 * NS_PER_MS);
+	ck_assert_int_eq(parse_duration("2s", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 2 * NS_PER_SEC);
+	ck_assert_int_eq(parse_duration("1.5s", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 1500 * NS_PER_MS);
+	ck_assert_int_eq(parse_duration("1m", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 60 * NS_PER_SEC);
+	ck_assert_int_eq(parse_duration("1h", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 3600 * NS_PER_SEC);
+	ck_assert_int_eq(parse_duration("1d", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 86400 * NS_PER_SEC);
+	ck_assert_int_eq(parse_duration("0", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 0);
+}
+END_TEST
+
+START_TEST(bad_durations)
+{
+	static const char *bad[] = { "", "5", "-1s", "1x", "s", "1.2.3s", "1e3s", "99999999999d", " 1s", "1s " };
+	uint64_t ns;
+	char err[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		ck_assert_msg(parse_duration(bad[i], &ns, err, sizeof(err)) == -1, "accepted '%s'", bad[i]);
+		ck_assert_msg(strstr(err, bad[i]) != NULL, "error '%s' does not name '%s'", err, bad[i]);
+	}
+}
+END_TEST
+
+START_TEST(rates)
+{
+	uint64_t n, per;
+
+	ck_assert_int_eq(parse_rate("5/s", &n, &per, NULL, 0), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(per, NS_PER_SEC);
+	ck_assert_int_eq(parse_rate("30/1m", &n, &per, NULL, 0), 0);
+	ck_assert_uint_eq(n, 30);
+	ck_assert_uint_eq(per, 60 * NS_PER_SEC);
+	ck_assert_int_eq(parse_rate("2000/d", &n, &per, NULL, 0), 0);
+	ck_assert_uint_eq(per, 86400 * NS_PER_SEC);
+	ck_assert_int_eq(parse_rate("10/250ms", &n, &per, NULL, 0), 0);
+	ck_assert_uint_eq(per, 250 * NS_PER_MS);
+	ck_assert_int_eq(parse_rate("0/s", &n, &per, NULL, 0), -1);
+	ck_assert_int_eq(parse_rate("5", &n, &per, NULL, 0), -1);
+	ck_assert_int_eq(parse_rate("5/0s", &n, &per, NULL, 0), -1);
+	ck_assert_int_eq(parse_rate("/s", &n, &per, NULL, 0), -1);
+	ck_assert_int_eq(parse_rate("x/s", &n, &per, NULL, 0), -1);
+}
+END_TEST
+
+START_TEST(integers)
+{
+	uint64_t v;
+	double d;
+
+	ck_assert_int_eq(parse_u64("40", 1, 100, &v, NULL, 0), 0);
+	ck_assert_uint_eq(v, 40);
+	ck_assert_int_eq(parse_u64("0", 1, 100, &v, NULL, 0), -1);
+	ck_assert_int_eq(parse_u64("-3", 0, 100, &v, NULL, 0), -1);
+	ck_assert_int_eq(parse_u64("99999999999999999999999", 0, UINT64_MAX, &v, NULL, 0), -1);
+	ck_assert_int_eq(parse_double("0.2", 0, 1, &d, NULL, 0), 0);
+	ck_assert_double_eq(d, 0.2);
+	ck_assert_int_eq(parse_double("2", 0, 1, &d, NULL, 0), -1);
+}
+END_TEST
+
+START_TEST(prng_reproducible)
+{
+	struct prng a, b;
+
+	prng_seed(&a, 42);
+	prng_seed(&b, 42);
+	for (int i = 0; i < 1000; i++) {
+		double x = prng_double(&a);
+
+		ck_assert(x >= 0.0 && x < 1.0);
+		ck_assert(x == prng_double(&b));
+	}
+	prng_seed(&b, 43);
+	ck_assert(prng_next(&a) != prng_next(&b));
+	for (int i = 0; i < 1000; i++)
+		ck_assert_uint_lt(prng_below(&a, 7), 7);
+}
+END_TEST
+
+START_TEST(fake_clock)
+{
+	uint64_t t = 5;
+	struct clock c = clock_fake(&t);
+
+	ck_assert_uint_eq(clock_now(&c), 5);
+	t = 99;
+	ck_assert_uint_eq(clock_now(&c), 99);
+	ck_assert_uint_gt(clock_now(&CLOCK_MONOTONIC_REAL), 0);
+}
+END_TEST
+
+Suite *parse_suite(void)
+{
+	Suite *s = suite_create("parse");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, durations);
+	tcase_add_test(tc, bad_durations);
+	tcase_add_test(tc, rates);
+	tcase_add_test(tc, integers);
+	tcase_add_test(tc, prng_reproducible);
+	tcase_add_test(tc, fake_clock);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,63 @@
+#ifndef RATELAB_TESTUTIL_H
+#define RATELAB_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Helpers for integration tests: run the real `ratelab` binary (path from
+ * $RATELAB_BIN, set by `make check`) and talk to it over 127.0.0.1.
+ * Every wait is bounded; nothing sleeps to wait for readiness.
+ */
+
+/* Path of the ratelab binary under test. */
+const char *testutil_bin(void);
+
+/* Path of a file under the source tree ($RATELAB_ROOT or "."). Static buffer per call site is not kept: copy it. */
+const char *testutil_path(const char *rel, char *buf, size_t len);
+
+struct test_server {
+	pid_t pid;
+	int port;
+	int stdout_fd;      /* the rest of the server's stdout */
+	char url[64];       /* "http://127.0.0.1:PORT" */
+};
+
+/*
+ * Start `ratelab serve --port 0 ARGS...` (argv NULL-terminated, without
+ * "serve" and "--port") and read its "listening on" line, waiting at most
+ * timeout_ms.  Returns 0, or -1 when the server exited or never said it.
+ */
+int testutil_server_start(struct test_server *s, const char *const *args, int timeout_ms);
+
+/* SIGTERM, then SIGKILL after timeout_ms; returns the exit status as from waitpid decoding (exit code, or 128+signal). */
+int testutil_server_stop(struct test_server *s, int timeout_ms);
+
+struct test_run {
+	int status;         /* exit code, 128+signal, or -1 on timeout (the child is killed) */
+	char *out;          /* NUL-terminated stdout, malloc'd */
+	char *err;          /* NUL-terminated stderr, malloc'd */
+	double seconds;     /* wall time */
+};
+
+/*
+ * Run `ratelab ARGS...` (argv NULL-terminated, args[0] is the subcommand),
+ * with extra environment assignments env (NULL-terminated "K=V" or NULL),
+ * capturing output; kill it after timeout_ms.  Free with testutil_run_free.
+ */
+int testutil_run(struct test_run *r, const char *const *args, const char *const *env, int timeout_ms);
+void testutil_run_free(struct test_run *r);
+
+/*
+ * Plain HTTP over libcurl: method, url, optional body; fills status and, when
+ * headers is not NULL, the raw header block (malloc'd), and body likewise.
+ * Returns 0, or -1 on a transport error.
+ */
+int testutil_http(const char *method, const char *url, const char *body,
+                  long *status, char **headers, char **resp_body);
+
+/* The value of header `name` (case-insensitive) in a raw header block, copied into buf; false when absent. */
+bool testutil_header(const char *headers, const char *name, char *buf, size_t len);
+
+#endif
