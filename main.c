@@ -5,6 +5,7 @@
 #include "hammer/cases.h"
 #include "hammer/hammer.h"
 #include "hammer/herd.h"
+#include "hammer/verify.h"
 #include "server/serve.h"
 
 struct command {
@@ -18,6 +19,7 @@ static const struct command COMMANDS[] = {
 	{ "hammer", hammer_main, "fire concurrent requests, with or without retry" },
 	{ "herd", herd_main, "run the thundering-herd comparison of backoff policies" },
 	{ "cases", cases_main, "replay a retry-cases table through the policy engine" },
+	{ "verify", verify_main, "grade any HTTP client's retry behaviour against a scenario" },
 };
 
 #define NCOMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))
