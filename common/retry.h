@@ -26,7 +26,7 @@ enum retry_error {
 enum backoff_kind {
 	BACKOFF_NONE,         /* wait 0 */
 	BACKOFF_CONSTANT,     /* base */
-	BACKOFF_EXPONENTIAL,  /* min(cap, base * mult^n), no jitter */
+	BACKOFF_EXPONENTIAL,  /* min(cap, base * mult^n), no jitter; n = retry number - 1, so the first retry waits base */
 	BACKOFF_FULL,         /* rand * min(cap, base * mult^n) */
 	BACKOFF_EQUAL,        /* e/2 + rand * e/2, e = min(cap, base * mult^n) */
 	BACKOFF_DECORRELATED, /* min(cap, rand_between(base, prev * 3)) */
@@ -83,7 +83,15 @@ struct retry_policy {
 	unsigned blind_max;           /* ... at most this many times, then give up; 0 = no limit */
 
 	struct retry_budget_params budget;
+
+	/* Added: the per-attempt timeout the preset asks for (signaldb: 30 s);
+	 * 0 = leave it to the hammer's --timeout. */
+	uint64_t attempt_timeout_ns;
 };
+
+/* Added: a Retry-After or RateLimit wait too large to represent saturates here
+ * (about 292 years), so now_ns + wait never overflows a uint64_t. */
+#define RETRY_WAIT_MAX_NS ((uint64_t)INT64_MAX)
 
 enum retry_reason {
 	RETRY_REASON_OK,                   /* success: nothing to retry */
@@ -120,7 +128,7 @@ struct retry_input {
 
 struct retry_decision {
 	bool retry;
-	uint64_t wait_ns;
+	uint64_t wait_ns;             /* when retry; on retry-after-too-long, the wait the server asked for */
 	enum retry_reason reason;
 	bool server_wait;             /* the wait came from Retry-After / RateLimit */
 	bool blind;                   /* the wait was the blind fallback */
@@ -128,7 +136,11 @@ struct retry_decision {
 
 /*
  * Decide what to do after one attempt.  Pure apart from drawing from rng:
- * it reads the budget but never spends from it (see retry_budget_*).
+ * it reads the budget but never spends from it (see retry_budget_*); when
+ * the budget refuses, it counts the refusal in retry_budget_refused().
+ * The checks run in this order: success, not-retryable, attempts, server
+ * wait (fail fast: retry-after-too-long), the wait itself, deadline and
+ * total wait cap, budget.  A malformed Retry-After counts as no wait.
  * Thread-safe when each thread passes its own rng.
  */
 void retry_decide(const struct retry_policy *p, const struct retry_input *in, struct prng *rng,
@@ -147,8 +159,13 @@ const char *retry_preset_names(void);
 /*
  * Override one knob by its hammer flag name without the dashes ("backoff",
  * "base", "cap", "multiplier", "max-attempts", "deadline", "retry-on",
- * "retry-non-idempotent", "retry-after", "max-retry-after", "budget").
- * Returns 0, or -1 with a one-line reason naming the flag and value.
+ * "retry-non-idempotent", "retry-after", "max-retry-after", "budget"; added:
+ * "total-wait-cap").  "budget" takes "ratio=R,min=N,window=DUR" (missing keys
+ * default to 0.2, 10, 10s), "on" (those defaults) or "none"/"off".  An explicit
+ * "backoff" turns off saia's blind fallback.  "retry-on" replaces the list; a
+ * status the preset retried on any method (signaldb's 429) keeps that.
+ * Returns 0, or -1 with a one-line reason naming the flag and value ("--knob: ..."),
+ * leaving *p unchanged.
  */
 int retry_policy_set(struct retry_policy *p, const char *knob, const char *value, char *err, size_t errlen);
 
@@ -169,8 +186,17 @@ bool retry_budget_check(struct retry_budget *b, uint64_t now_ns, enum retry_erro
 bool retry_budget_spend(struct retry_budget *b, uint64_t now_ns, enum retry_error err);
 /* An attempt ended: success refunds (AWS) or adds tokens (gRPC), failure takes (gRPC). */
 void retry_budget_on_result(struct retry_budget *b, bool success, bool was_retry);
-/* Retries refused so far. */
+/* Retries refused so far: decisions refused by the check (retry_decide
+ * counts those, the one thing it writes) plus spends lost to a race. */
 uint64_t retry_budget_refused(struct retry_budget *b);
+/* Added: count one refusal (retry_decide calls it when the check fails). */
+void retry_budget_note_refused(struct retry_budget *b);
+/* Added, for tests and `ratelab cases`: the tokens left (AWS quota, gRPC
+ * throttling), or the retries still allowed now (RATIO). */
+double retry_budget_tokens(struct retry_budget *b, uint64_t now_ns);
+/* Added, for tests and `ratelab cases`: set the tokens of an AWS or gRPC
+ * budget (clamped to 0..max_tokens); no effect on RATIO. */
+void retry_budget_set_tokens(struct retry_budget *b, double tokens);
 
 /*
  * Parse a Retry-After value: delta-seconds or any HTTP-date.  A past date or

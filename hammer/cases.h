@@ -1,7 +1,23 @@
 #ifndef RATELAB_HAMMER_CASES_H
 #define RATELAB_HAMMER_CASES_H
 
-/* Entry point of 'ratelab cases'.  argv[0] is "cases".  Returns the exit code. */
+#include <stddef.h>
+#include <stdio.h>
+
+/* Entry point of 'ratelab cases'.  argv[0] is "cases".  Returns the exit code:
+ * 0 all rows pass, 1 a row failed, 2 usage error or malformed table. */
 int cases_main(int argc, char **argv);
+
+/*
+ * Replay the retry-cases table at path through retry_decide with a fixed RNG
+ * (the table's "rng_seed", default 1, one stream per row), printing one
+ * "ok"/"FAIL" line per row and a closing "N passed, N failed" line to out
+ * (out may be NULL).  Returns 0 when the table was replayed, whatever the
+ * results, with the counts in *passed and *failed; -1 when it cannot be read
+ * or is malformed, with "FILE:LINE: why" in err (nothing more is replayed).
+ * Thread-safe (no globals).
+ */
+int cases_run_file(const char *path, FILE *out, unsigned *passed, unsigned *failed, char *err,
+                   size_t errlen);
 
 #endif
