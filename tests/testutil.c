@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,9 @@ static pid_t spawn(const char *const *argv, const char *const *env, int out_fd, 
 	if (pid != 0)
 		return pid;
 	setpgid(0, 0);
+	/* A test that fails or times out must not leave a server behind holding
+	 * the runner's pipes: the child dies with the test process. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (out_fd >= 0)
 		dup2(out_fd, 1);
 	if (err_fd >= 0)
