@@ -4,7 +4,7 @@
 CC       ?= cc
 PREFIX   ?= /usr/local
 DESTDIR  ?=
-PKGS     := libmicrohttpd libcurl check jansson
+PKGS     := libmicrohttpd libcurl check jansson hiredis
 
 # Missing system packages are installed once, before anything that builds.
 NODEPS_GOALS := clean distclean help
@@ -18,7 +18,7 @@ else ifneq ($(shell pkg-config --exists $(PKGS) && echo ok),ok)
 endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs libmicrohttpd libcurl jansson 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs libmicrohttpd libcurl jansson hiredis 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter
@@ -28,6 +28,9 @@ LDLIBS   += $(PKG_LIBS) -lpthread -lm
 ifneq ($(WERROR),)
   CFLAGS += -Werror
 endif
+
+# (comma must be set before BIN := below expands $(BUILD).)
+comma := ,
 
 # SANITIZE=address,undefined or SANITIZE=thread builds into its own tree,
 # so sanitized and plain objects never mix.
@@ -40,7 +43,6 @@ else
   BUILD   ?= build
   BIN     := ratelab
 endif
-comma := ,
 
 LIB_SRC  := $(sort $(wildcard common/*.c server/*.c hammer/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -85,8 +87,13 @@ check: $(BIN) $(TEST_BIN)
 demo: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo
 
-bench: $(BIN)
+bench: $(BIN) $(BUILD)/bench-hello
 	RATELAB_BIN=$(abspath $(BIN)) BUILD=$(BUILD) sh bench/run
+
+# The bare libmicrohttpd baseline that `make bench` compares ratelab serve and hammer against.
+$(BUILD)/bench-hello: bench/hello.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
 
 fuzz:
 	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30)
@@ -109,3 +116,13 @@ help:
 	@echo "options: SANITIZE=address,undefined|thread WERROR=1 PREFIX=/usr/local DESTDIR="
 
 -include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# The limiter microbenchmark: ns per decision (key table + decide), 1 and 2 threads.
+# bench/run calls $(BUILD)/limiter_bench; `make limiter-bench` runs it alone.
+.PHONY: limiter-bench
+$(BUILD)/limiter_bench: $(BUILD)/bench/limiter_bench.o $(BUILD)/libratelab.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+limiter-bench: $(BUILD)/limiter_bench
+	$(BUILD)/limiter_bench --limiter all
+-include $(BUILD)/bench/limiter_bench.d

@@ -1,12 +1,105 @@
+/* `ratelab serve`: parse, start, wait for SIGINT/SIGTERM, drain, summarise. */
 #include "server/serve.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-/* Placeholder until the subcommand lands; replaced by its real entry point. */
+#include "common/clock.h"
+#include "common/parse.h"
+#include "server/server.h"
+#include "server/occ.h"
+#include "server/scenario.h"
+#include "server/store_redis.h"
+
+static void summary(struct server *srv, uint64_t ran_ns, int sig)
+{
+	uint64_t total, admitted, rejected;
+	char dur[32];
+
+	server_counts(srv, &total, &admitted, &rejected);
+	parse_format_duration(ran_ns, dur, sizeof(dur));
+	printf("ratelab serve: %s after %s: %llu requests, %llu admitted, %llu rejected\n",
+	       sig == SIGINT ? "interrupted" : "stopped", dur, (unsigned long long)total,
+	       (unsigned long long)admitted, (unsigned long long)rejected);
+	fflush(stdout);
+}
+
 int serve_main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "ratelab serve: not built yet\n");
-	return 2;
+	struct server_config *cfg = malloc(sizeof(*cfg));
+	struct server *srv;
+	struct occ_route occ = { 0 };  /* /occ and --delay (server/occ.h) */
+	struct store_redis_cli store;  /* --store, --store-prefix, --store-failure (server/store_redis.h) */
+	struct scenario *scn = NULL;   /* --scenario (server/scenario.h) */
+	char err[512];
+	sigset_t set;
+	int rc = 2, sig = 0;
+	uint64_t t0;
+
+	if (!cfg)
+		return 1;
+	if (occ_route_from_args(&occ, &argc, argv, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab serve: %s\n", err);
+		goto free_cfg;
+	}
+	if (store_redis_cli_from_args(&store, &argc, argv, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab serve: %s\n", err);
+		goto free_cfg;
+	}
+	if (scenario_from_args(&scn, &argc, argv, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab serve: %s\n", err);
+		goto free_cfg;
+	}
+	rc = server_config_from_args(cfg, argc, argv, err, sizeof(err));
+	if (rc != 0) {
+		if (rc == 1)
+			server_usage(stdout), occ_route_usage(stdout), store_redis_cli_usage(stdout), scenario_usage(stdout);
+		else
+			fprintf(stderr, "%s\n", err);
+		rc = rc == 1 ? 0 : 2;
+		goto free_cfg;
+	}
+	/* Block the signals before MHD starts its threads, so only sigwait sees them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	occ.seed = cfg->seed;
+	if (!(occ.occ = occ_new()) || occ_route_register(cfg, &occ) != 0) {
+		fprintf(stderr, "ratelab serve: cannot add /occ\n");
+		rc = 1;
+		goto free_cfg;
+	}
+	if (store.o.url != NULL) {
+		store.o.quiet = cfg->quiet;
+		cfg->store_new = store_redis_cli_store;
+		cfg->store_ctx = &store;
+	}
+	if (scn && scenario_register(cfg, scn) != 0) {
+		fprintf(stderr, "ratelab serve: cannot add the scenario\n");
+		rc = 1;
+		goto free_cfg;
+	}
+	srv = server_start(cfg, err, sizeof(err));
+	if (!srv) {
+		fprintf(stderr, "ratelab serve: %s\n", err);
+		rc = 1;
+		goto free_cfg;
+	}
+	t0 = clock_monotonic_ns();
+	printf("listening on http://%s:%d\n", cfg->bind[0] == '0' && cfg->bind[1] == '.' ? "127.0.0.1" : cfg->bind,
+	       server_port(srv));
+	fflush(stdout);
+	sigwait(&set, &sig);
+	server_drain(srv);
+	summary(srv, clock_monotonic_ns() - t0, sig);
+	server_stop(srv);
+	rc = 0;
+free_cfg:
+	occ_free(occ.occ);
+	scenario_free(scn);
+	free(cfg);
+	return rc;
 }

@@ -1,0 +1,33 @@
+#ifndef RATELAB_REDIS_SCRIPTS_H
+#define RATELAB_REDIS_SCRIPTS_H
+
+/*
+ * The atomic Lua scripts of the Redis store, one per limiter, each the exact
+ * counterpart of server/limiter_<name>.c (same state, same integer
+ * arithmetic, same decision), so that a Redis store and a memory store fed
+ * the same arrivals answer the same.
+ *
+ * Calling convention (store_redis.c builds it):
+ *   KEYS[1]  the key (prefix .. limiter name .. ":" .. request key)
+ *   ARGV[1]  now in ns, or "" to use Redis TIME (ns since 2025-06-15, so that
+ *            times stay exact in Lua's doubles); TIME keeps replicas with
+ *            skewed clocks in agreement, the explicit now is for tests/replays
+ *   ARGV[2]  cost            ARGV[3]  "d" decide, "r" release (concurrency)
+ *   ARGV[4]  a unique token "OWNER:SEQ" (names sorted-set members/leases)
+ *   ARGV[5]  limit   ARGV[6] window_ns   ARGV[7] burst   ARGV[8] lease_ns
+ *   ARGV[9]  nlayers, then limit and window_ns of each layer
+ * Reply: {admitted, wait_ns, remaining, limit, window_ns, reset_ns, layer}.
+ * Every script leaves its key with a TTL (the time until the state is as good
+ * as fresh; a fresh-equivalent state is deleted), plus 10 s of slack when the
+ * caller gives `now`, since that clock need not run at Redis's pace.
+ * Arithmetic is exact while the numbers stay below 2^53 (any realistic test,
+ * and windows up to hours in production).
+ */
+
+#define REDIS_SCRIPTS_FIXED_ARGS 5  /* limit, window, burst, lease, nlayers */
+#define REDIS_SCRIPTS_TIME_BASE  1750000000  /* Unix seconds subtracted from Redis TIME */
+
+/* The full Lua source for limiter `name`, or NULL when there is none.  Static; thread-safe. */
+const char *redis_scripts_source(const char *name);
+
+#endif

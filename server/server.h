@@ -1,0 +1,150 @@
+#ifndef RATELAB_SERVER_H
+#define RATELAB_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "server/config.h"
+#include "server/faults.h"
+#include "server/headers.h"
+#include "server/limiter.h"
+#include "server/store.h"
+
+/*
+ * The in-process lab server: libmicrohttpd in front of the limiters.  `ratelab
+ * serve` is server_config_from_args + server_start + wait for a signal +
+ * server_stop; tests and `ratelab herd` call the same functions to run a
+ * server without a subprocess.
+ *
+ * Every path is limited by the route with the longest matching prefix,
+ * except the special handlers (/stats, /metrics, /reset, /healthz and those
+ * added with server_config_add_handler).
+ */
+
+#define SERVER_MAX_ROUTES (CONFIG_MAX_ROUTES + 1)
+#define SERVER_MAX_HANDLERS 16
+
+struct server;
+
+/* One request as a special handler sees it (valid during the call only). */
+struct server_request {
+	const char *method;
+	const char *path;
+	const char *body;        /* the uploaded body (NUL-terminated), "" when none */
+	size_t body_len;
+	void *conn;              /* for server_request_header/_query */
+	const char *key;         /* limited-path hook only: the client key as the limiter keys it, else NULL */
+	size_t keylen;
+};
+
+/* A special handler's answer.  body is malloc'd (the server frees it) or NULL. */
+struct server_reply {
+	int status;
+	const char *content_type;
+	char *body;
+	size_t body_len;
+	char headers[512];       /* extra "Name: value\n" lines */
+};
+
+/* Header `name` of the request, or NULL. */
+const char *server_request_header(const struct server_request *r, const char *name);
+
+/* Query argument `name` of the request, or NULL. */
+const char *server_request_query(const struct server_request *r, const char *name);
+
+/*
+ * A special handler: answers `path` exactly (any method).  Fills *out and
+ * returns 0, or returns -1 to close the connection without an answer.
+ * Called from the server's threads concurrently: it must be thread-safe.
+ */
+typedef int (*server_handler_fn)(struct server *srv, void *ctx, const struct server_request *req,
+                                 struct server_reply *out);
+
+/* Called on POST /reset after the server's own state is cleared (e.g. to reset /occ). */
+typedef void (*server_reset_fn)(void *ctx);
+
+/* Makes the store of one route; NULL (reason in err) on failure.  Default: store_memory_new. */
+typedef struct store *(*server_store_fn)(void *ctx, const struct limiter_ops *ops, const struct limiter_params *p,
+                                         size_t max_keys, char *err, size_t errlen);
+
+struct server_handler {
+	char path[64];
+	server_handler_fn fn;
+	void *ctx;
+};
+
+struct server_config {
+	char bind[64];                   /* default 127.0.0.1 */
+	unsigned port;                   /* default 8080; 0 picks a free port */
+	struct config_route routes[SERVER_MAX_ROUTES]; /* routes[0] is "/" from the command line */
+	size_t nroutes;
+	enum config_key key;             /* default ip */
+	char key_header[CONFIG_HEADER_LEN];
+	int reject_status;               /* 429 or 503 */
+	enum headers_retry_after retry_after;
+	enum headers_mode headers;
+	unsigned threads;                /* MHD thread pool; default 2 */
+	uint64_t max_keys;               /* default 100000 */
+	unsigned max_connections;        /* default 1024 */
+	uint64_t connection_timeout_ns;  /* default 30 s */
+	size_t max_body;                 /* default 64 KiB; larger bodies get 413 */
+	struct faults faults;
+	bool query_faults;
+	uint64_t seed;
+	bool quiet;                      /* no log lines on stderr */
+	struct server_handler handlers[SERVER_MAX_HANDLERS];
+	size_t nhandlers;
+	server_reset_fn on_reset;
+	void *on_reset_ctx;
+	server_store_fn store_new;       /* NULL: store_memory_new */
+	void *store_ctx;
+	/* When limited.fn is set, it answers every limited path instead of the
+	 * limiter (scripted scenarios, server/scenario.h); req->key is set. */
+	struct server_handler limited;
+};
+
+/* Fill *c with the defaults above (one route "/", token-bucket 10/s). */
+void server_config_defaults(struct server_config *c);
+
+/*
+ * Parse `ratelab serve` options (argv[0] is the command name) into *c, which
+ * starts from server_config_defaults.  Returns 0; 1 when --help was asked
+ * (usage written to stdout); -1 on a bad flag or value with one line naming
+ * both in err.
+ */
+int server_config_from_args(struct server_config *c, int argc, char **argv, char *err, size_t errlen);
+
+/* The --help text. */
+void server_usage(FILE *f);
+
+/* Add a special handler for `path`.  Returns 0, or -1 when the table is full. */
+int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx);
+
+/*
+ * Start listening and serving.  The config is copied.  Returns the server, or
+ * NULL with a one-line reason in err (port in use, bad bind address, ...).
+ */
+struct server *server_start(const struct server_config *c, char *err, size_t errlen);
+
+/* The bound port (useful with port 0). */
+int server_port(const struct server *s);
+
+/* Requests answered so far, and how many were rejected by a limiter (for the summary line). */
+void server_counts(struct server *s, uint64_t *total, uint64_t *admitted, uint64_t *rejected);
+
+/* Clear limiter state and statistics, as POST /reset does.  Thread-safe. */
+void server_reset(struct server *s);
+
+/*
+ * Stop accepting, answer held (delayed) requests at once, let in-flight
+ * requests finish (at most 5 s), and stop the threads.  Counts stay readable
+ * (server_counts) until server_stop.  Idempotent; NULL is a no-op.
+ */
+void server_drain(struct server *s);
+
+/* server_drain, then free everything.  NULL is a no-op. */
+void server_stop(struct server *s);
+
+#endif

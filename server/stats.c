@@ -1,0 +1,336 @@
+#include "server/stats.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+#define STATS_SHARDS 16
+#define STATS_NSTATUS 600
+
+struct stats_bucket {
+	_Atomic uint64_t epoch;   /* bucket number (now / 100 ms) + 1; 0 = empty */
+	_Atomic uint64_t admitted;
+	_Atomic uint64_t rejected;
+};
+
+struct stats_shard {
+	_Alignas(64) _Atomic uint64_t status[STATS_NSTATUS];
+	_Atomic uint64_t route[STATS_MAX_ROUTES][2];
+	struct stats_bucket timeline[STATS_BUCKETS];
+};
+
+struct stats {
+	size_t nroutes;
+	uint64_t start_ns;
+	_Atomic uint64_t reset_ns;
+	struct stats_shard shards[STATS_SHARDS];
+};
+
+static _Atomic unsigned next_shard;
+static _Thread_local int my_shard = -1;
+
+static struct stats_shard *shard_of(struct stats *s)
+{
+	if (my_shard < 0)
+		my_shard = (int)(atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % STATS_SHARDS);
+	return &s->shards[my_shard];
+}
+
+struct stats *stats_new(size_t nroutes, uint64_t now_ns)
+{
+	struct stats *s;
+
+	if (nroutes > STATS_MAX_ROUTES)
+		return NULL;
+	s = aligned_alloc(64, (sizeof(*s) + 63) / 64 * 64);
+	if (!s)
+		return NULL;
+	memset(s, 0, sizeof(*s));
+	s->nroutes = nroutes;
+	s->start_ns = now_ns;
+	atomic_store(&s->reset_ns, now_ns);
+	return s;
+}
+
+void stats_free(struct stats *s)
+{
+	free(s);
+}
+
+static void bump(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static void timeline_record(struct stats_shard *sh, enum stats_decision d, uint64_t now_ns)
+{
+	uint64_t epoch = now_ns / STATS_BUCKET_NS + 1;
+	struct stats_bucket *b = &sh->timeline[epoch % STATS_BUCKETS];
+	uint64_t seen = atomic_load_explicit(&b->epoch, memory_order_relaxed);
+
+	if (seen != epoch) {
+		/* The first writer of a new bucket period clears it; a shard rarely has two writers. */
+		if (atomic_compare_exchange_strong(&b->epoch, &seen, epoch)) {
+			atomic_store_explicit(&b->admitted, 0, memory_order_relaxed);
+			atomic_store_explicit(&b->rejected, 0, memory_order_relaxed);
+		}
+	}
+	bump(d == STATS_ADMITTED ? &b->admitted : &b->rejected);
+}
+
+void stats_record(struct stats *s, int route, int status, enum stats_decision d, uint64_t now_ns)
+{
+	struct stats_shard *sh = shard_of(s);
+
+	if (status < 0 || status >= STATS_NSTATUS)
+		status = STATS_NSTATUS - 1;
+	bump(&sh->status[status]);
+	if (route < 0 || (size_t)route >= s->nroutes || d == STATS_NONE)
+		return;
+	bump(&sh->route[route][d == STATS_ADMITTED]);
+	timeline_record(sh, d, now_ns);
+}
+
+void stats_reset(struct stats *s, uint64_t now_ns)
+{
+	for (size_t i = 0; i < STATS_SHARDS; i++) {
+		struct stats_shard *sh = &s->shards[i];
+
+		for (size_t k = 0; k < STATS_NSTATUS; k++)
+			atomic_store_explicit(&sh->status[k], 0, memory_order_relaxed);
+		for (size_t r = 0; r < STATS_MAX_ROUTES; r++) {
+			atomic_store_explicit(&sh->route[r][0], 0, memory_order_relaxed);
+			atomic_store_explicit(&sh->route[r][1], 0, memory_order_relaxed);
+		}
+		for (size_t b = 0; b < STATS_BUCKETS; b++)
+			atomic_store_explicit(&sh->timeline[b].epoch, 0, memory_order_relaxed);
+	}
+	atomic_store(&s->reset_ns, now_ns);
+}
+
+uint64_t stats_status_count(struct stats *s, int status)
+{
+	uint64_t sum = 0;
+
+	if (status < 0 || status >= STATS_NSTATUS)
+		return 0;
+	for (size_t i = 0; i < STATS_SHARDS; i++)
+		sum += atomic_load_explicit(&s->shards[i].status[status], memory_order_relaxed);
+	return sum;
+}
+
+uint64_t stats_total(struct stats *s)
+{
+	uint64_t sum = 0;
+
+	for (int k = 0; k < STATS_NSTATUS; k++)
+		sum += stats_status_count(s, k);
+	return sum;
+}
+
+uint64_t stats_decisions(struct stats *s, int route, enum stats_decision d)
+{
+	uint64_t sum = 0;
+
+	if (route < 0 || (size_t)route >= s->nroutes || d == STATS_NONE)
+		return 0;
+	for (size_t i = 0; i < STATS_SHARDS; i++)
+		sum += atomic_load_explicit(&s->shards[i].route[route][d == STATS_ADMITTED], memory_order_relaxed);
+	return sum;
+}
+
+/* Sums of bucket `epoch` over the shards. */
+static void timeline_at(struct stats *s, uint64_t epoch, uint64_t *adm, uint64_t *rej)
+{
+	*adm = *rej = 0;
+	for (size_t i = 0; i < STATS_SHARDS; i++) {
+		struct stats_bucket *b = &s->shards[i].timeline[epoch % STATS_BUCKETS];
+
+		if (atomic_load_explicit(&b->epoch, memory_order_relaxed) != epoch)
+			continue;
+		*adm += atomic_load_explicit(&b->admitted, memory_order_relaxed);
+		*rej += atomic_load_explicit(&b->rejected, memory_order_relaxed);
+	}
+}
+
+static json_t *timeline_json(struct stats *s, uint64_t now_ns)
+{
+	json_t *t = json_object(), *adm = json_array(), *rej = json_array();
+	uint64_t last = now_ns / STATS_BUCKET_NS + 1;
+
+	for (uint64_t k = 0; k < STATS_BUCKETS; k++) {
+		uint64_t a, r, epoch = last + k + 1 - STATS_BUCKETS;
+
+		timeline_at(s, epoch, &a, &r);
+		json_array_append_new(adm, json_integer((json_int_t)a));
+		json_array_append_new(rej, json_integer((json_int_t)r));
+	}
+	json_object_set_new(t, "bucket_ms", json_integer(STATS_BUCKET_NS / NS_PER_MS));
+	json_object_set_new(t, "buckets", json_integer(STATS_BUCKETS));
+	json_object_set_new(t, "admitted", adm);
+	json_object_set_new(t, "rejected", rej);
+	return t;
+}
+
+static json_t *status_json(struct stats *s, uint64_t *total)
+{
+	json_t *o = json_object();
+	char key[16];
+
+	*total = 0;
+	for (int k = 0; k < STATS_NSTATUS; k++) {
+		uint64_t c = stats_status_count(s, k);
+
+		if (c == 0)
+			continue;
+		*total += c;
+		if (k == STATS_STATUS_RESET)
+			snprintf(key, sizeof(key), "reset");
+		else
+			snprintf(key, sizeof(key), "%d", k);
+		json_object_set_new(o, key, json_integer((json_int_t)c));
+	}
+	return o;
+}
+
+static json_t *routes_json(struct stats *s, const struct stats_route_info *ri, size_t n, json_t *by_limiter)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = stats_decisions(s, (int)i, STATS_ADMITTED), r = stats_decisions(s, (int)i, STATS_REJECTED);
+		json_t *lim = json_object_get(by_limiter, ri[i].limiter);
+
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "prefix", ri[i].prefix,
+		                                     "limiter", ri[i].limiter, "admitted", (json_int_t)a, "rejected",
+		                                     (json_int_t)r, "live_keys", (json_int_t)ri[i].store.live_keys,
+		                                     "evictions", (json_int_t)ri[i].store.evictions, "expirations",
+		                                     (json_int_t)ri[i].store.expirations));
+		if (!lim) {
+			lim = json_pack("{s:I, s:I}", "admitted", (json_int_t)0, "rejected", (json_int_t)0);
+			json_object_set_new(by_limiter, ri[i].limiter, lim);
+		}
+		json_object_set_new(lim, "admitted", json_integer(json_integer_value(json_object_get(lim, "admitted")) + (json_int_t)a));
+		json_object_set_new(lim, "rejected", json_integer(json_integer_value(json_object_get(lim, "rejected")) + (json_int_t)r));
+	}
+	return arr;
+}
+
+char *stats_json(struct stats *s, uint64_t now_ns, const struct stats_route_info *ri, size_t n)
+{
+	json_t *root = json_object(), *by_limiter = json_object();
+	uint64_t total, live = 0, evicted = 0;
+	char *text;
+
+	for (size_t i = 0; i < n; i++) {
+		live += ri[i].store.live_keys;
+		evicted += ri[i].store.evictions;
+	}
+	json_object_set_new(root, "uptime_s", json_real((double)(now_ns - s->start_ns) / 1e9));
+	json_object_set_new(root, "since_reset_s", json_real((double)(now_ns - atomic_load(&s->reset_ns)) / 1e9));
+	json_object_set_new(root, "status", status_json(s, &total));
+	json_object_set_new(root, "requests", json_integer((json_int_t)total));
+	json_object_set_new(root, "routes", routes_json(s, ri, n, by_limiter));
+	json_object_set_new(root, "decisions", by_limiter);
+	json_object_set_new(root, "live_keys", json_integer((json_int_t)live));
+	json_object_set_new(root, "evictions", json_integer((json_int_t)evicted));
+	json_object_set_new(root, "timeline", timeline_json(s, now_ns));
+	text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	return text;
+}
+
+struct strbuf {
+	char *p;
+	size_t n, cap;
+	int failed;
+};
+
+static void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (b->failed)
+		return;
+	if (b->cap - b->n < 512) {
+		char *np = realloc(b->p, b->cap * 2 + 1024);
+
+		if (!np) {
+			b->failed = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = b->cap * 2 + 1024;
+	}
+	va_start(ap, fmt);
+	w = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= b->cap - b->n)
+		b->failed = 1;
+	else
+		b->n += (size_t)w;
+}
+
+static void metrics_status(struct strbuf *b, struct stats *s)
+{
+	sb_printf(b, "# HELP ratelab_requests_total Requests answered, by status (reset: closed without an answer).\n"
+	             "# TYPE ratelab_requests_total counter\n");
+	for (int k = 0; k < STATS_NSTATUS; k++) {
+		uint64_t c = stats_status_count(s, k);
+
+		if (c == 0)
+			continue;
+		if (k == STATS_STATUS_RESET)
+			sb_printf(b, "ratelab_requests_total{status=\"reset\"} %" PRIu64 "\n", c);
+		else
+			sb_printf(b, "ratelab_requests_total{status=\"%d\"} %" PRIu64 "\n", k, c);
+	}
+}
+
+static void metrics_routes(struct strbuf *b, struct stats *s, const struct stats_route_info *ri, size_t n)
+{
+	sb_printf(b, "# HELP ratelab_decisions_total Limiter decisions, by route.\n"
+	             "# TYPE ratelab_decisions_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		for (int d = STATS_ADMITTED; d >= STATS_REJECTED; d--)
+			sb_printf(b, "ratelab_decisions_total{route=\"%s\",limiter=\"%s\",decision=\"%s\"} %" PRIu64 "\n",
+			          ri[i].prefix, ri[i].limiter, d ? "admitted" : "rejected",
+			          stats_decisions(s, (int)i, (enum stats_decision)d));
+	sb_printf(b, "# HELP ratelab_live_keys Keys held in the limiter state table.\n# TYPE ratelab_live_keys gauge\n");
+	for (size_t i = 0; i < n; i++)
+		sb_printf(b, "ratelab_live_keys{route=\"%s\"} %" PRIu64 "\n", ri[i].prefix, ri[i].store.live_keys);
+	sb_printf(b, "# HELP ratelab_evictions_total Keys evicted by the key cap.\n# TYPE ratelab_evictions_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		sb_printf(b, "ratelab_evictions_total{route=\"%s\"} %" PRIu64 "\n", ri[i].prefix, ri[i].store.evictions);
+	sb_printf(b, "# HELP ratelab_expirations_total Keys expired when idle.\n# TYPE ratelab_expirations_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		sb_printf(b, "ratelab_expirations_total{route=\"%s\"} %" PRIu64 "\n", ri[i].prefix, ri[i].store.expirations);
+	sb_printf(b, "# HELP ratelab_store_errors_total Limiter store (Redis) failures.\n# TYPE ratelab_store_errors_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		sb_printf(b, "ratelab_store_errors_total{route=\"%s\"} %" PRIu64 "\n", ri[i].prefix, ri[i].store.errors);
+}
+
+char *stats_metrics(struct stats *s, uint64_t now_ns, const struct stats_route_info *ri, size_t n)
+{
+	struct strbuf b = { NULL, 0, 0, 0 };
+
+	sb_printf(&b, "# HELP ratelab_uptime_seconds Seconds since the server started.\n"
+	              "# TYPE ratelab_uptime_seconds gauge\nratelab_uptime_seconds %.3f\n",
+	          (double)(now_ns - s->start_ns) / 1e9);
+	metrics_status(&b, s);
+	metrics_routes(&b, s, ri, n);
+	if (b.failed) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}

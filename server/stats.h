@@ -1,0 +1,57 @@
+#ifndef RATELAB_STATS_H
+#define RATELAB_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/store.h"
+
+/*
+ * Server statistics: counts per status, decisions per route, and a timeline
+ * of the last 60 s in 100 ms buckets.  Counters are sharded per thread
+ * (relaxed atomics on a thread's own cache lines), so recording never
+ * contends; readers sum the shards.  Time comes in as an argument.
+ */
+
+#define STATS_MAX_ROUTES 16
+#define STATS_BUCKET_NS 100000000ULL
+#define STATS_BUCKETS 600
+#define STATS_STATUS_RESET 0  /* "status" of a connection closed without an answer */
+
+enum stats_decision { STATS_NONE = -1, STATS_REJECTED = 0, STATS_ADMITTED = 1 };
+
+struct stats;
+
+/* What /stats and /metrics say about one route besides the counters. */
+struct stats_route_info {
+	const char *prefix;
+	const char *limiter;
+	struct store_stats store;
+};
+
+/* A stats table for nroutes routes (<= STATS_MAX_ROUTES), started at now_ns.  NULL on failure. */
+struct stats *stats_new(size_t nroutes, uint64_t now_ns);
+void stats_free(struct stats *s);
+
+/* Count one answered request.  status 0 means reset; route -1 means not limited.  Thread-safe, lock-free. */
+void stats_record(struct stats *s, int route, int status, enum stats_decision d, uint64_t now_ns);
+
+/* Zero every counter and the timeline; uptime keeps counting.  Thread-safe (racing records may survive). */
+void stats_reset(struct stats *s, uint64_t now_ns);
+
+/* Requests answered with `status` so far (summed over shards). */
+uint64_t stats_status_count(struct stats *s, int status);
+
+/* Total requests counted (every status and resets). */
+uint64_t stats_total(struct stats *s);
+
+/* Admitted (d = STATS_ADMITTED) or rejected decisions of one route. */
+uint64_t stats_decisions(struct stats *s, int route, enum stats_decision d);
+
+/* /stats as JSON text (malloc'd, caller frees), or NULL on allocation failure. */
+char *stats_json(struct stats *s, uint64_t now_ns, const struct stats_route_info *routes, size_t n);
+
+/* /metrics in the Prometheus text format (malloc'd, caller frees), or NULL. */
+char *stats_metrics(struct stats *s, uint64_t now_ns, const struct stats_route_info *routes, size_t n);
+
+#endif
