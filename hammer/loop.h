@@ -1,0 +1,51 @@
+#ifndef RATELAB_LOOP_H
+#define RATELAB_LOOP_H
+
+#include <curl/curl.h>
+#include <stdint.h>
+
+#include "hammer/engine.h"
+
+/*
+ * One worker's event loop (internal to the engine): a curl multi handle
+ * driven by curl_multi_socket_action over epoll, a timerfd for the timer
+ * heap, and a fixed set of virtual clients, each owning one easy handle.
+ */
+
+/* What every loop of a run shares, read-only once the threads start. */
+struct loop_shared {
+	const struct hammer_config *cfg;
+	struct curl_slist *headers;
+	const char *const *urls;       /* the servers, round-robin per request */
+	uint32_t nurls;                /* >= 1 */
+	uint32_t nloops;               /* loops in the run: request k of loop i is i + k * nloops */
+	struct retry_budget *budget;   /* NULL: none */
+	uint64_t start_ns;             /* the start instant (herd: in the near future) */
+	uint64_t end_ns;               /* duration end, or 0 */
+};
+
+/* This loop's share of the run. */
+struct loop_part {
+	uint32_t index;                /* thread number */
+	uint32_t clients;
+	uint64_t requests;             /* UINT64_MAX: no limit */
+	double rate;                   /* per second; 0: closed loop */
+	uint64_t phase_ns;             /* open loop: offset of the first arrival */
+};
+
+struct loop;
+
+/* A loop ready to run (clients, easy handles, epoll set up), or NULL with err. */
+struct loop *loop_new(const struct loop_shared *sh, const struct loop_part *part, char *err, size_t errlen);
+void loop_free(struct loop *l);
+
+/* Run to the end; fills the loop's result.  Thread entry: one thread per loop. */
+void loop_run(struct loop *l);
+
+/* The loop's result (valid after loop_run returned). */
+struct hammer_result *loop_result(struct loop *l);
+
+/* Progress counters, safe to read from another thread while it runs. */
+void loop_progress(struct loop *l, uint64_t *requests, uint64_t *calls, bool *finished);
+
+#endif

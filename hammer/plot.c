@@ -1,0 +1,181 @@
+#include "hammer/plot.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+#define MAX_BARS 600
+#define PAD_L 56.0
+#define PAD_R 150.0
+#define PAD_T 28.0
+#define PAD_B 36.0
+
+static const char *colour_of(int code)
+{
+	if (code == 0)
+		return "#455a64";
+	if (code == 429)
+		return "#f57c00";
+	switch (code / 100) {
+	case 2: return "#2e7d32";
+	case 3: return "#1565c0";
+	case 4: return "#fbc02d";
+	case 5: return "#c62828";
+	default: return "#9e9e9e";
+	}
+}
+
+static uint64_t row_total(const struct timeline *t, uint32_t r)
+{
+	uint64_t n = timeline_errors(t, r) + timeline_other(t, r);
+
+	for (unsigned c = 0; c < timeline_ncodes(t); c++)
+		n += timeline_count(t, r, c);
+	return n;
+}
+
+/* Rows per bar so at most MAX_BARS bars are drawn. */
+static uint32_t group_of(const struct timeline *t)
+{
+	return timeline_rows(t) / MAX_BARS + 1;
+}
+
+uint64_t plot_peak(const struct timeline *t)
+{
+	uint32_t g = group_of(t);
+	uint64_t peak = 0;
+
+	for (uint32_t r = 0; r < timeline_rows(t); r += g) {
+		uint64_t sum = 0;
+
+		for (uint32_t k = r; k < r + g; k++)
+			sum += row_total(t, k);
+		if (sum > peak)
+			peak = sum;
+	}
+	return peak;
+}
+
+/* Column order: codes ascending. */
+static unsigned sorted_columns(const struct timeline *t, unsigned *cols)
+{
+	unsigned n = timeline_ncodes(t);
+
+	for (unsigned i = 0; i < n; i++)
+		cols[i] = i;
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && timeline_code(t, cols[j]) < timeline_code(t, cols[j - 1]); j--) {
+			unsigned tmp = cols[j];
+
+			cols[j] = cols[j - 1];
+			cols[j - 1] = tmp;
+		}
+	return n;
+}
+
+static void draw_rect(FILE *f, double x, double y, double w, double h, const char *fill)
+{
+	fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n", x, y, w, h, fill);
+}
+
+static void draw_bars(FILE *f, const struct timeline *t, double x0, double y0, double ph,
+                      double ns_w, uint64_t y_max)
+{
+	unsigned cols[TIMELINE_MAX_CODES], n = sorted_columns(t, cols);
+	uint32_t g = group_of(t);
+	double bw = ns_w * (double)timeline_interval_ns(t) * g;
+
+	for (uint32_t r = 0; r < timeline_rows(t); r += g) {
+		double x = x0 + ns_w * (double)r * (double)timeline_interval_ns(t), y = y0 + ph;
+
+		for (unsigned i = 0; i <= n + 1; i++) {
+			uint64_t v = 0;
+			int code = i < n ? timeline_code(t, cols[i]) : i == n ? 0 : 999;
+
+			for (uint32_t k = r; k < r + g; k++)
+				v += i < n ? timeline_count(t, k, cols[i]) : i == n ? timeline_errors(t, k)
+				                                                    : timeline_other(t, k);
+			if (v == 0)
+				continue;
+			y -= ph * (double)v / (double)y_max;
+			draw_rect(f, x, y, bw > 0.6 ? bw - 0.3 : bw, ph * (double)v / (double)y_max, colour_of(code));
+		}
+	}
+}
+
+static void draw_axes(FILE *f, double x0, double y0, double pw, double ph, uint64_t y_max, uint64_t x_ns)
+{
+	fprintf(f, "<path d=\"M%.2f %.2f V%.2f H%.2f\" stroke=\"#000\" fill=\"none\"/>\n", x0, y0, y0 + ph, x0 + pw);
+	for (int i = 0; i <= 4; i++) {
+		double yy = y0 + ph - ph * i / 4.0, xx = x0 + pw * i / 4.0;
+
+		fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" text-anchor=\"end\">%.0f</text>\n",
+		        x0 - 4, yy + 3, (double)y_max * i / 4.0);
+		fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" text-anchor=\"middle\">%.1fs</text>\n",
+		        xx, y0 + ph + 13, (double)x_ns * i / 4.0 / 1e9);
+	}
+	fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" text-anchor=\"middle\">time since start</text>\n",
+	        x0 + pw / 2, y0 + ph + 27);
+	fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" transform=\"rotate(-90 %.2f %.2f)\" "
+	        "text-anchor=\"middle\">answers per interval</text>\n", x0 - 40, y0 + ph / 2, x0 - 40, y0 + ph / 2);
+}
+
+static void draw_legend(FILE *f, const struct timeline *t, double x, double y)
+{
+	unsigned cols[TIMELINE_MAX_CODES], n = sorted_columns(t, cols);
+
+	for (unsigned i = 0; i <= n; i++) {
+		int code = i < n ? timeline_code(t, cols[i]) : 0;
+
+		draw_rect(f, x, y + 14.0 * i, 10, 10, colour_of(code));
+		if (i < n)
+			fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"11\">%d</text>\n", x + 14, y + 14.0 * i + 9, code);
+		else
+			fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"11\">transport error</text>\n",
+			        x + 14, y + 14.0 * i + 9);
+	}
+}
+
+void plot_lane(FILE *f, const struct timeline *t, const struct plot_box *box, const char *title)
+{
+	double x0 = box->x + PAD_L, y0 = box->y + PAD_T;
+	double pw = box->w - PAD_L - PAD_R, ph = box->h - PAD_T - PAD_B;
+	uint64_t y_max = box->y_max ? box->y_max : plot_peak(t);
+	uint64_t x_ns = box->x_max_ns ? box->x_max_ns : (uint64_t)timeline_rows(t) * timeline_interval_ns(t);
+
+	if (y_max == 0)
+		y_max = 1;
+	if (x_ns == 0)
+		x_ns = timeline_interval_ns(t);
+	fprintf(f, "<g>\n<text x=\"%.2f\" y=\"%.2f\" font-size=\"14\" font-weight=\"bold\">", x0, box->y + 18);
+	for (const char *p = title; p != NULL && *p; p++)
+		fputs(*p == '<' ? "&lt;" : *p == '&' ? "&amp;" : *p == '>' ? "&gt;" : (char[2]){ *p, 0 }, f);
+	fprintf(f, "</text>\n");
+	draw_bars(f, t, x0, y0, ph, pw / (double)x_ns, y_max);
+	draw_axes(f, x0, y0, pw, ph, y_max, x_ns);
+	draw_legend(f, t, x0 + pw + 16, y0);
+	fprintf(f, "</g>\n");
+}
+
+int plot_write_svg(const char *path, const struct timeline *t, const char *title, char *err, size_t errlen)
+{
+	struct plot_box box = { 0, 0, 900, 360, 0, 0 };
+	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+	int bad;
+
+	if (f == NULL) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"360\" "
+	        "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n");
+	plot_lane(f, t, &box, title);
+	fprintf(f, "</svg>\n");
+	bad = ferror(f) != 0;
+	bad |= (f == stdout ? fflush(f) : fclose(f)) != 0;
+	if (bad)
+		snprintf(err, errlen, "cannot write %s", path);
+	return bad ? -1 : 0;
+}

@@ -1,0 +1,101 @@
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/timeline.h"
+
+START_TEST(rows_and_columns)
+{
+	struct timeline *t = timeline_new(100 * NS_PER_MS);
+
+	timeline_sent(t, 0);
+	timeline_sent(t, 99 * NS_PER_MS);
+	timeline_sent(t, 250 * NS_PER_MS);
+	timeline_outcome(t, 10 * NS_PER_MS, 429);
+	timeline_outcome(t, 20 * NS_PER_MS, 200);
+	timeline_outcome(t, 260 * NS_PER_MS, 429);
+	timeline_outcome(t, 270 * NS_PER_MS, 0);
+	ck_assert_uint_eq(timeline_rows(t), 3);
+	ck_assert_uint_eq(timeline_attempts(t, 0), 2);
+	ck_assert_uint_eq(timeline_attempts(t, 1), 0);
+	ck_assert_uint_eq(timeline_attempts(t, 2), 1);
+	ck_assert_uint_eq(timeline_ncodes(t), 2);
+	ck_assert_int_eq(timeline_code(t, 0), 429);
+	ck_assert_int_eq(timeline_code(t, 1), 200);
+	ck_assert_uint_eq(timeline_count(t, 2, 0), 1);
+	ck_assert_uint_eq(timeline_errors(t, 2), 1);
+	ck_assert_uint_eq(timeline_class(t, 0, 4), 1);
+	ck_assert_uint_eq(timeline_class(t, 0, 2), 1);
+	ck_assert_uint_eq(timeline_peak_attempts(t), 2);
+	ck_assert_uint_eq(timeline_attempts(t, 99), 0);
+	timeline_free(t);
+}
+END_TEST
+
+START_TEST(too_many_codes_go_to_other)
+{
+	struct timeline *t = timeline_new(NS_PER_SEC);
+
+	for (int c = 200; c < 200 + TIMELINE_MAX_CODES + 3; c++)
+		timeline_outcome(t, 0, c);
+	ck_assert_uint_eq(timeline_ncodes(t), TIMELINE_MAX_CODES);
+	ck_assert_uint_eq(timeline_other(t, 0), 3);
+	timeline_free(t);
+}
+END_TEST
+
+START_TEST(merge_maps_codes)
+{
+	struct timeline *a = timeline_new(NS_PER_SEC), *b = timeline_new(NS_PER_SEC), *c = timeline_new(2);
+
+	timeline_outcome(a, 0, 200);
+	timeline_outcome(b, 0, 503);
+	timeline_outcome(b, 0, 200);
+	timeline_sent(b, 5 * NS_PER_SEC);
+	ck_assert_int_eq(timeline_merge(a, b), 0);
+	ck_assert_uint_eq(timeline_rows(a), 6);
+	ck_assert_uint_eq(timeline_count(a, 0, 0), 2);
+	ck_assert_int_eq(timeline_code(a, 1), 503);
+	ck_assert_uint_eq(timeline_count(a, 0, 1), 1);
+	ck_assert_uint_eq(timeline_attempts(a, 5), 1);
+	ck_assert_int_eq(timeline_merge(a, c), -1);
+	timeline_free(a);
+	timeline_free(b);
+	timeline_free(c);
+}
+END_TEST
+
+START_TEST(csv)
+{
+	struct timeline *t = timeline_new(100 * NS_PER_MS);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	timeline_sent(t, 0);
+	timeline_outcome(t, 0, 200);
+	timeline_sent(t, 150 * NS_PER_MS);
+	timeline_outcome(t, 150 * NS_PER_MS, 429);
+	ck_assert_int_eq(timeline_write_csv(t, f), 0);
+	fclose(f);
+	ck_assert_str_eq(buf, "t_s,attempts,2xx,3xx,4xx,5xx,errors,200,429,other\n"
+	                      "0.000,1,1,0,0,0,0,1,0,0\n"
+	                      "0.100,1,0,0,1,0,0,0,1,0\n");
+	free(buf);
+	timeline_free(t);
+}
+END_TEST
+
+Suite *timeline_suite(void)
+{
+	Suite *s = suite_create("timeline");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, rows_and_columns);
+	tcase_add_test(tc, too_many_codes_go_to_other);
+	tcase_add_test(tc, merge_maps_codes);
+	tcase_add_test(tc, csv);
+	suite_add_tcase(s, tc);
+	return s;
+}
