@@ -1,0 +1,326 @@
+# bench/lib.sh: helpers for bench/run (POSIX sh, sourced).  Every wait is bounded.
+# shellcheck disable=SC2153 # SECS, ROOT, TMP and the rest are set by bench/run
+# State lives in $TMP: pid.NAME, port.NAME, out.NAME/err.NAME, res.NAME ("rps non2xx total").
+
+bench_setup() {
+	need=""
+	command -v wrk >/dev/null 2>&1 || need="$need wrk"
+	command -v ab >/dev/null 2>&1 || need="$need apache2-utils"
+	command -v hey >/dev/null 2>&1 || need="$need hey"
+	command -v nginx >/dev/null 2>&1 || need="$need nginx-light"
+	command -v jq >/dev/null 2>&1 || need="$need jq"
+	command -v curl >/dev/null 2>&1 || need="$need curl"
+	[ -x /usr/bin/time ] || need="$need time"
+	if [ -n "$need" ]; then
+		echo "bench: installing missing tools:$need" >&2
+		# shellcheck disable=SC2086
+		sh "$ROOT/scripts/install-deps" $need >&2 || echo "bench: install-deps failed;" \
+			"sections needing$need will be skipped" >&2
+	fi
+	TMP=$(mktemp -d "${TMPDIR:-/tmp}/ratelab-bench.XXXXXX") || return 1
+	# nginx workers drop root privileges and must read the docroot.
+	chmod 755 "$TMP"
+	trap 'stop_all; rm -rf "$TMP"' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	# 10,000 virtual clients need descriptors; raise the soft limit as far as allowed.
+	# shellcheck disable=SC3045 # dash and bash both have ulimit -n/-H
+	ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+	return 0
+}
+
+# start_listener NAME CMD...: run CMD, wait (<= 10 s) for its "listening on http://H:PORT" line.
+start_listener() {
+	name=$1
+	shift
+	"$@" >"$TMP/out.$name" 2>"$TMP/err.$name" &
+	echo $! >"$TMP/pid.$name"
+	i=0
+	while [ $i -lt 200 ]; do
+		port=$(sed -n 's/^listening on http:\/\/[^:]*:\([0-9][0-9]*\).*/\1/p' "$TMP/out.$name" \
+			2>/dev/null)
+		if [ -n "$port" ]; then
+			echo "$port" >"$TMP/port.$name"
+			return 0
+		fi
+		if ! kill -0 "$(cat "$TMP/pid.$name")" 2>/dev/null; then
+			break
+		fi
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "  SKIP $name: '$*' did not start: $(head -c 200 "$TMP/err.$name" | tr '\n' ' ')"
+	stop_one "$name"
+	return 1
+}
+
+start_ratelab() {
+	name=$1
+	shift
+	start_listener "$name" "$RATELAB_BIN" "$@" --port 0
+}
+
+start_hello() {
+	if [ ! -x "$HELLO_BIN" ]; then
+		echo "  SKIP $1: $HELLO_BIN is not built (make $HELLO_BIN)"
+		return 1
+	fi
+	start_listener "$1" "$HELLO_BIN" --port 0
+}
+
+# free_port SALT: a loopback TCP port below the ephemeral range that no socket uses (nginx
+# cannot report a port-0 pick, and a port that a client connection holds fails to bind).
+free_port() {
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	span=$((lo - 10000))
+	p=$((10000 + ($$ * 31 + ${1:-0} * 997) % span))
+	n=0
+	while [ $n -lt 200 ]; do
+		if [ -z "$(ss -Htan "sport = :$p" 2>/dev/null)" ]; then
+			echo "$p"
+			return 0
+		fi
+		p=$((10000 + (p - 10000 + 7) % span))
+		n=$((n + 1))
+	done
+	return 1
+}
+
+# start_nginx NAME RATE BURST: nginx-light with limit_req from bench/nginx.conf.in, private
+# prefix; a port lost to a race is retried on another (5 tries).
+start_nginx() {
+	if ! command -v nginx >/dev/null 2>&1; then
+		echo "  SKIP $1: nginx is not installed"
+		return 1
+	fi
+	try=0
+	while [ $try -lt 5 ]; do
+		salt=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+		nginx_try "$@" "$(free_port $((try * 7919 + ${salt:-0})))" && return 0
+		try=$((try + 1))
+	done
+	echo "  SKIP $1: nginx did not start:" \
+		"$(tail -c 200 "$TMP/nginx.$1/error.log" "$TMP/err.$1" 2>/dev/null | tr '\n' ' ')"
+	return 1
+}
+
+# nginx_try NAME RATE BURST PORT: one start; 0 once it answers (<= 10 s).
+nginx_try() {
+	name=$1
+	pre=$TMP/nginx.$name
+	[ -n "$4" ] || return 1
+	mkdir -p "$pre/html"
+	chmod 755 "$pre" "$pre/html"
+	echo hello >"$pre/html/hello.txt"
+	chmod 644 "$pre/html/hello.txt"
+	sed -e "s#@PREFIX@#$pre#g" -e "s#@PORT@#$4#g" -e "s#@RATE@#$2#g" \
+		-e "s#@BURST@#$3#g" -e "s#@WORKERS@#$(nproc)#g" \
+		"$ROOT/bench/nginx.conf.in" >"$pre/nginx.conf"
+	nginx -p "$pre" -c "$pre/nginx.conf" -e "$pre/error.log" \
+		>"$TMP/out.$name" 2>"$TMP/err.$name" &
+	echo $! >"$TMP/pid.$name"
+	echo "$4" >"$TMP/port.$name"
+	i=0
+	while [ $i -lt 200 ]; do
+		curl -s -o /dev/null -m 1 "http://127.0.0.1:$4/healthz-probe" && return 0
+		kill -0 "$(cat "$TMP/pid.$name")" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	stop_one "$name"
+	return 1
+}
+
+url_of() { echo "http://127.0.0.1:$(cat "$TMP/port.$1" 2>/dev/null)"; }
+pid_of() { cat "$TMP/pid.$1" 2>/dev/null; }
+up() { [ -f "$TMP/port.$1" ]; }
+
+stop_one() {
+	pid=$(pid_of "$1")
+	rm -f "$TMP/pid.$1" "$TMP/port.$1"
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+stop_all() {
+	for f in "$TMP"/pid.*; do
+		[ -f "$f" ] && stop_one "${f##*/pid.}"
+	done
+	return 0
+}
+
+record() { echo "$2 $3 $4 ${5:--}" >>"$TMP/res.$1"; }
+
+# timed CMD...: run CMD under /usr/bin/time, its CPU seconds (user+sys) go to $TMP/time.last.
+timed() {
+	rm -f "$TMP/time.last"
+	if [ -x /usr/bin/time ]; then
+		/usr/bin/time -f '%U %S' -o "$TMP/time.last" "$@"
+	else
+		"$@"
+	fi
+}
+
+# client_us TOTAL: the last timed command's CPU microseconds per request, or "-".
+client_us() {
+	awk -v n="${1:-0}" '{ if (n > 0) printf "%.1f", ($1 + $2) * 1e6 / n; else print "-"; ok = 1 }
+		END { if (!ok) print "-" }' "$TMP/time.last" 2>/dev/null || echo "-"
+}
+
+# cpu_ticks NAME: utime+stime clock ticks of NAME's process and its children (nginx workers).
+cpu_ticks() {
+	pid=$(pid_of "$1")
+	[ -n "$pid" ] || { echo 0; return 0; }
+	t=0
+	for p in $pid $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
+
+# wrk_run NAME URL [SERVER]: one wrk -t2 -c64 run; records req/s, non-2xx, total and, when
+# SERVER names a started process, its CPU microseconds per request.
+wrk_run() {
+	case $2 in *127.0.0.1:/*) return 0 ;; esac
+	t0=$(cpu_ticks "${3:-}")
+	timed timeout $((SECS + 30)) wrk -t2 -c64 -d"${SECS}s" --timeout 5s "$2" >"$TMP/wrk.last" 2>&1
+	t1=$(cpu_ticks "${3:-}")
+	rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$TMP/wrk.last")
+	tot=$(sed -n 's/^ *\([0-9][0-9]*\) requests in.*/\1/p' "$TMP/wrk.last")
+	bad=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$TMP/wrk.last")
+	if [ -n "${3:-}" ]; then
+		us=$(awk -v t=$((t1 - t0)) -v n="${tot:-0}" -v hz="$(getconf CLK_TCK)" \
+			'BEGIN { if (n > 0 && t > 0) printf "%.1f", t * 1e6 / hz / n; else print "-" }')
+	else
+		us=$(client_us "${tot:-0}")
+	fi
+	record "$1" "${rps:-0}" "${bad:-0}" "${tot:-0}" "$us"
+}
+
+ab_run() {
+	command -v ab >/dev/null 2>&1 || return 0
+	# -n after -t: -t alone caps the run at 50,000 requests.
+	timed timeout $((SECS + 30)) ab -q -k -c64 -t "$SECS" -n 100000000 "$2" >"$TMP/ab.last" 2>&1
+	rps=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$TMP/ab.last")
+	tot=$(sed -n 's/^Complete requests: *\([0-9]*\).*/\1/p' "$TMP/ab.last")
+	bad=$(sed -n 's/^Non-2xx responses: *\([0-9]*\).*/\1/p' "$TMP/ab.last")
+	record "$1" "${rps:-0}" "${bad:-0}" "${tot:-0}" "$(client_us "${tot:-0}")"
+}
+
+hey_run() {
+	command -v hey >/dev/null 2>&1 || return 0
+	timed timeout $((SECS + 30)) hey -c 64 -z "${SECS}s" "$2" >"$TMP/hey.last" 2>&1
+	rps=$(sed -n 's/^[[:space:]]*Requests\/sec:[[:space:]]*\([0-9.]*\).*/\1/p' "$TMP/hey.last")
+	ok=$(sed -n 's/^[[:space:]]*\[200\][[:space:]]*\([0-9]*\) responses.*/\1/p' "$TMP/hey.last")
+	tot=$(awk '/^[ \t]*\[[0-9]+\][ \t]+[0-9]+ responses/ { s += $2 } END { print s + 0 }' \
+		"$TMP/hey.last")
+	record "$1" "${rps:-0}" "$(( ${tot:-0} - ${ok:-0} ))" "${tot:-0}" "$(client_us "${tot:-0}")"
+}
+
+# hammer_rps NAME URL: ratelab hammer --concurrency 64 --duration SECS; req/s from its summary line.
+hammer_rps() {
+	timed timeout $((SECS + 30)) "$RATELAB_BIN" hammer --concurrency 64 --duration "${SECS}s" "$2" \
+		>"$TMP/hammer.last" 2>"$TMP/hammer.err"
+	line=$(grep -m1 -E '^[0-9]+ requests in [0-9.]+s' "$TMP/hammer.last")
+	if [ -z "$line" ]; then
+		echo "  hammer gave no summary: $(head -c 200 "$TMP/hammer.err" | tr '\n' ' ')"
+		return 0
+	fi
+	tot=${line%% *}
+	secs=$(echo "$line" | sed 's/.* in \([0-9.]*\)s.*/\1/')
+	ok=$(awk '/^2[0-9][0-9] +x[0-9]+/ { sub("x", "", $2); s += $2 } END { print s + 0 }' \
+		"$TMP/hammer.last")
+	record "$1" "$(awk -v n="$tot" -v s="$secs" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')" \
+		"$((tot - ok))" "$tot" "$(client_us "$tot")"
+}
+
+# best NAME: highest req/s recorded for NAME (empty when none).
+best() {
+	[ -f "$TMP/res.$1" ] || return 0
+	sort -g -r -k1,1 "$TMP/res.$1" | head -n1 | cut -d' ' -f1
+}
+
+# print_best LABEL NAME: the best run's req/s and non-2xx share, every run's req/s and, for
+# servers, the lowest CPU microseconds per request over the runs (less noisy than req/s).
+print_best() {
+	f=$TMP/res.$2
+	if [ ! -s "$f" ]; then
+		printf '%-44s %10s\n' "$1" "n/a"
+		return 0
+	fi
+	line=$(sort -g -r -k1,1 "$f" | head -n1)
+	runs=$(awk '{ printf "%s%.0f", (NR > 1 ? " " : ""), $1 }' "$f")
+	cpu=$(awk '$4 != "-" && (m == "" || $4 + 0 < m + 0) { m = $4 } END { print (m == "" ? "-" : m) }' "$f")
+	echo "$line" | awk -v n="$1" -v r="$runs" -v c="$cpu" '{
+		share = $3 > 0 ? 100 * $2 / $3 : 0
+		printf "%-44s %10.0f %7.1f%% %9s  (%s)\n", n, $1, share, c, r }'
+}
+
+ratio() {
+	if [ -z "$1" ] || [ -z "$2" ]; then
+		echo "n/a"
+		return 0
+	fi
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'
+}
+
+fmax() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a + 0 >= b + 0) print a; else print b }'; }
+
+proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+mb() {
+	[ -n "${1:-}" ] || { echo "?"; return 0; }
+	awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'
+}
+
+# json_num FILE KEY: top-level number KEY in FILE, else the sum of every KEY below it, else "?".
+json_num() {
+	jq -r --arg k "$2" '(if type == "object" then .[$k] else null end)
+		// ([paths(numbers) as $p | select($p[-1] == $k) | getpath($p)] | add) // "?"' \
+		"$1" 2>/dev/null || echo "?"
+}
+
+# wait_files F1 F2 PID MAXSECS: until both files exist, PID exits, or MAXSECS pass.
+wait_files() {
+	i=0
+	while [ $i -lt $(($4 * 20)) ] && kill -0 "$3" 2>/dev/null; do
+		[ -e "$1" ] && [ -e "$2" ] && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# sample_rss PID MAXSECS: "seconds rss_kb" every 0.2 s while PID lives (bounded).
+sample_rss() {
+	t0=$(date +%s.%N)
+	i=0
+	while [ $i -lt $(($2 * 5)) ] && kill -0 "$1" 2>/dev/null; do
+		k=$(proc_kb "$1" VmRSS)
+		[ -n "$k" ] && echo "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') $k"
+		sleep 0.2
+		i=$((i + 1))
+	done
+}
+
+summarize_rss() {
+	if [ ! -s "$1" ]; then
+		echo "no RSS samples"
+		return 0
+	fi
+	awk '{ t[NR] = $1; k[NR] = $2; if ($2 > pk) pk = $2 }
+	END {
+		a = int(NR * 0.1) + 1
+		printf "hammer RSS MB: first sample %.1f, at 10%% (%.1fs) %.1f, peak %.1f, last (%.1fs) %.1f;",
+			k[1] / 1024, t[a], k[a] / 1024, pk / 1024, t[NR], k[NR] / 1024
+		printf " growth 10%%->end %+.1f MB over %d samples (goal: flat)\n", (k[NR] - k[a]) / 1024, NR
+	}' "$1"
+}
