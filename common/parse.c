@@ -1,7 +1,6 @@
 #include "common/parse.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +68,11 @@ int parse_duration(const char *s, uint64_t *out_ns, char *err, size_t errlen)
 	if (!unit_ns(s + n, &mult))
 		return fail(err, errlen, "bad duration unit (want ns, us, ms, s, m, h, d)", s);
 	v = strtod(s, NULL) * (double)mult;
-	if (!(v >= 0) || v >= 1.8e19)
+	/* 9e18 ns is about 104,000 days: anything longer is a typo, and the
+	 * bound keeps the rounding below inside int64 range. */
+	if (!(v >= 0) || v >= 9e18)
 		return fail(err, errlen, "duration out of range", s);
-	*out_ns = (uint64_t)llround(v);
+	*out_ns = (uint64_t)(v + 0.5);
 	return 0;
 }
 

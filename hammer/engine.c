@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -105,7 +106,7 @@ const char *hammer_error_name(enum retry_error e)
 static int raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)clients + 4 * (rlim_t)threads + FDS_SPARE;
+	rlim_t need = (rlim_t)loop_fds_needed(clients, threads ? threads : 1) + FDS_SPARE;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
 		return 0;
@@ -131,10 +132,23 @@ static int raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t er
  */
 static void presize_fd_table(uint32_t clients)
 {
-	int fd = fcntl(0, F_DUPFD_CLOEXEC, (int)clients + FDS_SPARE / 2);
+	int fd = fcntl(0, F_DUPFD_CLOEXEC, (int)loop_fds_needed(clients, 1) + FDS_SPARE / 2);
 
 	if (fd >= 0)
 		close(fd);
+}
+
+/*
+ * Grow and keep the heap in big steps.  With glibc's defaults, a 10,000-client
+ * run made 26,746 mprotect calls growing the worker threads' arenas a page at
+ * a time; each takes the address-space lock for writing and stalls the other
+ * worker's page faults.  With these two settings it made 42.  Untouched pad
+ * is address space, not resident memory.
+ */
+static void tune_malloc(void)
+{
+	mallopt(M_TOP_PAD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -146,6 +160,7 @@ static void curl_init_once(void)
 
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
+	tune_malloc();
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 

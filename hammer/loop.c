@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -239,6 +240,13 @@ static int shard_init(struct loop *l, struct shard *sh, uint32_t index)
 	    curl_multi_setopt(sh->multi, CURLMOPT_MAXCONNECTS, (long)SHARD_CLIENTS + 4) != CURLM_OK)
 		return -1;
 	return 0;
+}
+
+uint64_t loop_fds_needed(uint32_t clients, uint32_t threads)
+{
+	uint64_t shards = (uint64_t)clients / SHARD_CLIENTS + threads;
+
+	return (uint64_t)clients + 2 * shards + 2 * (uint64_t)threads;
 }
 
 static int multi_new(struct loop *l)
@@ -797,8 +805,13 @@ static void schedule_first(struct loop *l)
 	}
 }
 
+struct dbg_sched_attr { uint32_t size, policy; uint64_t flags; int32_t nice; uint32_t prio; uint64_t runtime, deadline, period; };
 void loop_run(struct loop *l)
 {
+	if (getenv("DBG_SLICE")) {
+		struct dbg_sched_attr a = { sizeof(a), 0, 0, 0, 0, (uint64_t)atoll(getenv("DBG_SLICE")), 0, 0 };
+		if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) perror("sched_setattr");
+	}
 	schedule_first(l);
 	while (!should_stop(l)) {
 		fire_timers(l);

@@ -35,6 +35,13 @@ struct loop_part {
 
 struct loop;
 
+/*
+ * File descriptors a run of `clients` clients over `threads` loops can hold
+ * at once: a socket per client, libcurl's wake-up socketpair per multi
+ * handle (one per 16 clients), and an epoll and a timerfd per loop.
+ */
+uint64_t loop_fds_needed(uint32_t clients, uint32_t threads);
+
 /* A loop ready to run (clients, easy handles, epoll set up), or NULL with err. */
 struct loop *loop_new(const struct loop_shared *sh, const struct loop_part *part, char *err, size_t errlen);
 void loop_free(struct loop *l);

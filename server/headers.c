@@ -30,6 +30,9 @@ static void puts_lit(struct hbuf *b, const char *s)
 	put(b, s, strlen(s));
 }
 
+/* A string literal, its length known at compile time (no strlen on the reject path). */
+#define PUT_LIT(b, lit) put((b), (lit), sizeof(lit) - 1)
+
 static void putu(struct hbuf *b, uint64_t v)
 {
 	char tmp[24];
@@ -177,34 +180,37 @@ void headers_wait_ms(uint64_t wait_ns, char *buf, size_t len)
 int headers_problem_body(int status, const char *limiter, const struct limiter_params *p, bool layered,
                          const struct limiter_decision *d, char *buf, size_t len)
 {
-	char name[16];
+	char name[16], ms[32];
 	uint64_t ra = headers_retry_after_secs(d->wait_ns);
-	struct hbuf b = { buf, 0, len, len == 0 };
+	struct hbuf b = { buf, 0, len, len == 0 }, m = { ms, 0, sizeof(ms), false };
 
 	headers_policy_name(p, layered, d->layer, name, sizeof(name));
-	puts_lit(&b, status == 503 ? "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":"
-	                           : "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":");
+	put_ms(&m, d->wait_ns);  /* said twice: format once */
+	if (status == 503)
+		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":");
+	else
+		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":");
 	putu(&b, (uint64_t)status);
-	puts_lit(&b, ",\"detail\":\"rate limit exceeded: retry in ");
-	put_ms(&b, d->wait_ns);
-	puts_lit(&b, " ms (Retry-After rounds up to ");
+	PUT_LIT(&b, ",\"detail\":\"rate limit exceeded: retry in ");
+	put(&b, ms, m.n);
+	PUT_LIT(&b, " ms (Retry-After rounds up to ");
 	putu(&b, ra);
-	puts_lit(&b, " s)\",\"limiter\":\"");
+	PUT_LIT(&b, " s)\",\"limiter\":\"");
 	puts_lit(&b, limiter);
-	puts_lit(&b, "\",\"policy\":{\"name\":\"");
+	PUT_LIT(&b, "\",\"policy\":{\"name\":\"");
 	puts_lit(&b, name);
-	puts_lit(&b, "\",\"quota\":");
+	PUT_LIT(&b, "\",\"quota\":");
 	putu(&b, d->limit);
-	puts_lit(&b, ",\"window_s\":");
+	PUT_LIT(&b, ",\"window_s\":");
 	putu(&b, headers_ceil_secs(d->window_ns));
-	puts_lit(&b, "},\"wait_ms\":");
-	put_ms(&b, d->wait_ns);
-	puts_lit(&b, ",\"retry_after_s\":");
+	PUT_LIT(&b, "},\"wait_ms\":");
+	put(&b, ms, m.n);
+	PUT_LIT(&b, ",\"retry_after_s\":");
 	putu(&b, ra);
-	puts_lit(&b, ",\"remaining\":");
+	PUT_LIT(&b, ",\"remaining\":");
 	putu(&b, d->remaining);
-	puts_lit(&b, ",\"layer\":");
+	PUT_LIT(&b, ",\"layer\":");
 	putu(&b, (uint64_t)d->layer);
-	puts_lit(&b, "}\n");
+	PUT_LIT(&b, "}\n");
 	return b.over ? -1 : (int)b.n;
 }

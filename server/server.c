@@ -41,6 +41,23 @@ struct resp_cache {
 	uint64_t remaining, reset_s;
 };
 
+/*
+ * A connection's last rejection.  Its body points at `body`: the connection
+ * sends one answer at a time, so the buffer is rewritten only once the
+ * previous answer is out.  When the next rejection has the same headers and
+ * body length, only the body text is rewritten and the response re-queued:
+ * no allocation, no header building.
+ */
+struct rej_cache {
+	struct MHD_Response *r;
+	int route, layer;
+	bool has_ra;
+	uint64_t limit, remaining, reset_s;
+	size_t len;
+	char ra[40];
+	char body[HEADERS_BODY_LEN];
+};
+
 struct route_rt {
 	const char *prefix;          /* points into cfg */
 	size_t prefix_len;
@@ -95,6 +112,8 @@ struct request {
 	size_t body_len, body_cap;
 	size_t keylen;
 	char key[SERVER_KEY_LEN];
+	/* Not cleared per request: kept for the connection's life (pooled requests only). */
+	struct rej_cache rej;
 };
 
 static _Atomic uint64_t server_generation;
@@ -270,27 +289,83 @@ static enum MHD_Result send_admitted(struct server *s, struct MHD_Connection *c,
 	return MHD_queue_response(c, MHD_HTTP_OK, r);
 }
 
-static enum MHD_Result send_rejected(struct server *s, struct MHD_Connection *c, const struct route_rt *rt,
-                                     const struct request *rq)
+/* Retry-After of a rejection into ra; false when it is left out. */
+static bool rejection_retry_after(const struct server *s, const struct request *rq, char *ra, size_t len)
 {
-	char body[HEADERS_BODY_LEN], ra[64];
+	/* The wall clock is read only for the HTTP-date form. */
+	return !rq->fault.no_retry_after &&
+	       headers_retry_after(s->cfg.retry_after, rq->d.wait_ns,
+	                           s->cfg.retry_after == HEADERS_RA_HTTPDATE ? (int64_t)(clock_wall_ns() / NS_PER_SEC) : 0,
+	                           ra, len);
+}
+
+/* A rejection response over body (len bytes, kept or copied per mode), with its headers. */
+static struct MHD_Response *rejection_new(const struct server *s, const struct route_rt *rt,
+                                          const struct limiter_decision *d, char *body, size_t len,
+                                          const char *ra, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+
+	if (!r)
+		return NULL;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
+	if (ra)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	add_ratelimit(s, rt, d, r);
+	return r;
+}
+
+static bool rejection_reusable(const struct rej_cache *rc, int route, const struct limiter_decision *d,
+                               uint64_t reset_s, size_t len, bool has_ra, const char *ra)
+{
+	return rc->r && rc->route == route && rc->layer == d->layer && rc->limit == d->limit &&
+	       rc->remaining == d->remaining && rc->reset_s == reset_s && rc->len == len &&
+	       rc->has_ra == has_ra && (!has_ra || strcmp(rc->ra, ra) == 0);
+}
+
+/* Remember the connection's new rejection response and what it says. */
+static void rejection_keep(struct rej_cache *rc, struct MHD_Response *r, const struct request *rq,
+                           uint64_t reset_s, size_t len, bool has_ra, const char *ra)
+{
+	if (rc->r)
+		MHD_destroy_response(rc->r);
+	rc->r = r;
+	rc->route = rq->route;
+	rc->layer = rq->d.layer;
+	rc->limit = rq->d.limit;
+	rc->remaining = rq->d.remaining;
+	rc->reset_s = reset_s;
+	rc->len = len;
+	rc->has_ra = has_ra;
+	snprintf(rc->ra, sizeof(rc->ra), "%s", has_ra ? ra : "");
+}
+
+static enum MHD_Result send_rejected(struct server *s, struct MHD_Connection *c, const struct route_rt *rt,
+                                     struct request *rq)
+{
+	char ra[40], own[HEADERS_BODY_LEN];
+	bool has_ra = rejection_retry_after(s, rq, ra, sizeof(ra));
+	uint64_t reset_s = headers_reset_secs(&rq->d);
+	struct rej_cache *rc = &rq->rej;
+	/* Only a pooled request's buffer outlives the answer; otherwise MHD copies the body. */
+	char *body = rq->pooled ? rc->body : own;
 	int len = headers_problem_body(s->cfg.reject_status, rt->limiter, &rt->params, rt->layered, &rq->d, body,
-	                               sizeof(body));
+	                               HEADERS_BODY_LEN);
 	struct MHD_Response *r;
 
 	if (len < 0)
 		return MHD_NO;
-	r = text_response(body, (size_t)len, "application/problem+json");
-	if (!r)
-		return MHD_NO;
-	/* The wall clock is read only for the HTTP-date form. */
-	if (!rq->fault.no_retry_after &&
-	    headers_retry_after(s->cfg.retry_after, rq->d.wait_ns,
-	                        s->cfg.retry_after == HEADERS_RA_HTTPDATE ? (int64_t)(clock_wall_ns() / NS_PER_SEC) : 0,
-	                        ra, sizeof(ra)))
-		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
-	add_ratelimit(s, rt, &rq->d, r);
-	return send_owned(c, (unsigned)s->cfg.reject_status, r);
+	if (!rq->pooled)
+		return send_owned(c, (unsigned)s->cfg.reject_status,
+		                  rejection_new(s, rt, &rq->d, own, (size_t)len, has_ra ? ra : NULL,
+		                                MHD_RESPMEM_MUST_COPY));
+	if (!rejection_reusable(rc, rq->route, &rq->d, reset_s, (size_t)len, has_ra, ra)) {
+		r = rejection_new(s, rt, &rq->d, rc->body, (size_t)len, has_ra ? ra : NULL, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		rejection_keep(rc, r, rq, reset_s, (size_t)len, has_ra, ra);
+	}
+	return MHD_queue_response(c, (unsigned)s->cfg.reject_status, rc->r);
 }
 
 static enum MHD_Result send_fault(struct MHD_Connection *c, int status)
@@ -333,13 +408,12 @@ static bool decide(struct server *s, struct MHD_Connection *c, const struct rout
 	rq->decided = true;
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
-		rq->admitted = true;
-		return false;
-	}
-	request_key(rt, c, rq);
-	if (rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d) < 0) {
-		rq->store_failed = true;
-		return false;
+	} else {
+		request_key(rt, c, rq);
+		if (rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d) < 0) {
+			rq->store_failed = true;
+			return false;
+		}
 	}
 	rq->admitted = rq->d.admitted;
 	if (rq->fault.delay_ns == 0 || !s->delays || atomic_load(&s->stopping))
@@ -647,12 +721,16 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 {
 	(void)cls;
 	(void)c;
+	struct request *rq = *socket_context;
+
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		*socket_context = malloc(sizeof(struct request));
-	} else {
-		free(*socket_context);
-		*socket_context = NULL;
+		*socket_context = calloc(1, sizeof(struct request));
+		return;
 	}
+	if (rq && rq->rej.r)
+		MHD_destroy_response(rq->rej.r);
+	free(rq);
+	*socket_context = NULL;
 }
 
 void server_reset(struct server *s)

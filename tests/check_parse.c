@@ -22,6 +22,8 @@ START_TEST(durations)
 	ck_assert_uint_eq(ns, 3600 * NS_PER_SEC);
 	ck_assert_int_eq(parse_duration("1d", &ns, err, sizeof(err)), 0);
 	ck_assert_uint_eq(ns, 86400 * NS_PER_SEC);
+	ck_assert_int_eq(parse_duration("100000d", &ns, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ns, 100000ULL * 86400 * NS_PER_SEC);
 	ck_assert_int_eq(parse_duration("0", &ns, err, sizeof(err)), 0);
 	ck_assert_uint_eq(ns, 0);
 }
@@ -29,7 +31,7 @@ END_TEST
 
 START_TEST(bad_durations)
 {
-	static const char *bad[] = { "", "5", "-1s", "1x", "s", "1.2.3s", "1e3s", "99999999999d", " 1s", "1s " };
+	static const char *bad[] = { "", "5", "-1s", "1x", "s", "1.2.3s", "1e3s", "99999999999d", "106752d", "199099d", " 1s", "1s " };
 	uint64_t ns;
 	char err[128];
 

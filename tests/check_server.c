@@ -198,7 +198,7 @@ START_TEST(admitted_ratelimit_counts_down)
 		ck_assert_str_eq(v, want[i]);
 		ck_assert(header(&r, "RateLimit-Policy", v, sizeof(v)));
 		ck_assert_str_eq(v, "\"default\";q=5;w=3600");
-		snprintf(rem, sizeof(rem), "%d", 4 - i);
+		snprintf(rem, sizeof(rem), "%d", (4 - i) % 10);
 		ck_assert(header(&r, "X-RateLimit-Remaining", v, sizeof(v)));
 		ck_assert_str_eq(v, rem);
 	}
