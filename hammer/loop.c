@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -805,13 +804,8 @@ static void schedule_first(struct loop *l)
 	}
 }
 
-struct dbg_sched_attr { uint32_t size, policy; uint64_t flags; int32_t nice; uint32_t prio; uint64_t runtime, deadline, period; };
 void loop_run(struct loop *l)
 {
-	if (getenv("DBG_SLICE")) {
-		struct dbg_sched_attr a = { sizeof(a), 0, 0, 0, 0, (uint64_t)atoll(getenv("DBG_SLICE")), 0, 0 };
-		if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) perror("sched_setattr");
-	}
 	schedule_first(l);
 	while (!should_stop(l)) {
 		fire_timers(l);

@@ -78,6 +78,8 @@ START_TEST(lab_without_retry)
 	ck_assert_ptr_nonnull(strstr(r.out, "\n40 calls, 0 retries"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\nlatency p50 "));
 	ck_assert_ptr_nonnull(strstr(r.out, "\npeak 40 attempts per 100ms\n"));
+	/* one server: no per-server breakdown */
+	ck_assert_ptr_null(strstr(r.out, "per server"));
 	ck_assert_double_lt(r.seconds, 2.0);
 	testutil_run_free(&r);
 }
