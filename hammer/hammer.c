@@ -34,6 +34,7 @@ struct hammer_opts {
 	bool quiet;
 	bool requests_given;
 	bool concurrency_given;
+	bool seed_given;
 	const char *json_path;
 	const char *timeline_path;
 	const char *plot_path;
@@ -195,8 +196,10 @@ static int load_flag(struct hammer_opts *o, const char *name, const char *flag, 
 		       : c->timeout_ns < NS_PER_MS ? bad_flag(flag, v, "must be at least 1ms") : 0;
 	if (strcmp(name, "connect-timeout") == 0)
 		return flag_duration(flag, v, &c->connect_timeout_ns);
-	if (strcmp(name, "seed") == 0)
-		return flag_u64(flag, v, 0, UINT64_MAX, &c->seed);
+	if (strcmp(name, "seed") == 0) {
+		o->seed_given = true;
+		return flag_u64(flag, v, 0, INT64_MAX, &c->seed);
+	}
 	return 1;
 }
 
@@ -380,6 +383,10 @@ static int finish_opts(struct hammer_opts *o)
 		o->cfg.concurrency = 256;
 	if (o->cfg.poisson && o->cfg.rate == 0)
 		return bad_flag("--arrivals", "poisson", "needs --rate");
+	/* Without --seed every run draws its own jitter (two hammers started
+	 * together must not retry in lockstep); --json reports the seed drawn. */
+	if (!o->seed_given)
+		o->cfg.seed = (clock_wall_ns() ^ ((uint64_t)getpid() << 32)) & INT64_MAX;
 	retry_policy_preset(o->policy_name, &o->policy);
 	for (unsigned i = 0; i < o->nknobs; i++)
 		if (retry_policy_set(&o->policy, o->knobs[i].name, o->knobs[i].value, err, sizeof(err)) != 0) {

@@ -137,6 +137,32 @@ START_TEST(no_retry_env_wins)
 }
 END_TEST
 
+/* Without --seed two runs draw different jitter; --seed N is reported back as given. */
+START_TEST(seed_drawn_unless_given)
+{
+	struct fixture f;
+	struct test_run r;
+	static const char *const sargs[] = { "--limiter", "none", NULL };
+	long long seeds[3];
+	json_t *j;
+
+	serve(&f, sargs);
+	for (int i = 0; i < 3; i++) {
+		const char *args[] = { "hammer", f.url, "--requests", "1", "--json", "-", "--quiet",
+		                       i == 2 ? "--seed" : NULL, "9007199254740993", NULL };
+		j = run_json(args, NULL, &r);
+		ck_assert_int_eq(r.status, 0);
+		seeds[i] = (long long)json_integer_value(json_object_get(json_object_get(j, "config"), "seed"));
+		json_decref(j);
+		testutil_run_free(&r);
+	}
+	unserve(&f);
+	ck_assert(seeds[0] >= 0 && seeds[1] >= 0);
+	ck_assert_msg(seeds[0] != seeds[1], "two runs drew the same seed %lld", seeds[0]);
+	ck_assert_int_eq(seeds[2], 9007199254740993LL);
+}
+END_TEST
+
 START_TEST(signaldb_post_503_not_retried)
 {
 	struct fixture f;
@@ -442,6 +468,7 @@ Suite *hammer_suite(void)
 	tcase_add_test(tc, lab_without_retry);
 	tcase_add_test(tc, lab_with_retry);
 	tcase_add_test(tc, no_retry_env_wins);
+	tcase_add_test(tc, seed_drawn_unless_given);
 	tcase_add_test(tc, signaldb_post_503_not_retried);
 	tcase_add_test(tc, retry_after_3600_fails_fast);
 	tcase_add_test(tc, expect_exit_codes);
