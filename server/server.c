@@ -337,7 +337,8 @@ static void rejection_keep(struct rej_cache *rc, struct MHD_Response *r, const s
 	rc->reset_s = reset_s;
 	rc->len = len;
 	rc->has_ra = has_ra;
-	snprintf(rc->ra, sizeof(rc->ra), "%s", has_ra ? ra : "");
+	/* ra is at most an HTTP-date (29 bytes); both buffers are 40. */
+	memcpy(rc->ra, has_ra ? ra : "", has_ra ? strlen(ra) + 1 : 1);
 }
 
 static enum MHD_Result send_rejected(struct server *s, struct MHD_Connection *c, const struct route_rt *rt,
