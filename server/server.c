@@ -662,6 +662,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	(void)version;
 	if (!rq) {
+		/* Draining: a new request on a kept-alive connection is not taken in
+		 * (closed unanswered, uncounted), so the drain ends once the requests
+		 * already taken in are answered, and every one of those is. */
+		if (atomic_load_explicit(&s->stopping, memory_order_relaxed))
+			return MHD_NO;
 		/* First call: headers only.  Answering now would force Connection: close. */
 		rq = request_begin(c);
 		if (!rq)
