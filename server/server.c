@@ -315,6 +315,9 @@ static struct MHD_Response *rejection_new(const struct server *s, const struct r
 	return r;
 }
 
+/* Spaces a new rejection body gets past its JSON, so the next, longer wait still fits. */
+#define REJECTION_SLACK 16
+
 static bool rejection_reusable(const struct rej_cache *rc, int route, const struct limiter_decision *d,
                                uint64_t reset_s, size_t len, bool has_ra, const char *ra)
 {
@@ -360,7 +363,20 @@ static enum MHD_Result send_rejected(struct server *s, struct MHD_Connection *c,
 		return send_owned(c, (unsigned)s->cfg.reject_status,
 		                  rejection_new(s, rt, &rq->d, own, (size_t)len, has_ra ? ra : NULL,
 		                                MHD_RESPMEM_MUST_COPY));
+	/*
+	 * The exact wait changes the body's length from one rejection to the next, and a new
+	 * length means a new response.  JSON allows trailing whitespace, so pad to the kept
+	 * response's length, and leave some slack when making a new one.
+	 */
+	if (rc->r && (size_t)len < rc->len) {
+		memset(body + len, ' ', rc->len - (size_t)len);
+		len = (int)rc->len;
+	}
 	if (!rejection_reusable(rc, rq->route, &rq->d, reset_s, (size_t)len, has_ra, ra)) {
+		int slack = len + REJECTION_SLACK < HEADERS_BODY_LEN ? REJECTION_SLACK : 0;
+
+		memset(body + len, ' ', (size_t)slack);
+		len += slack;
 		r = rejection_new(s, rt, &rq->d, rc->body, (size_t)len, has_ra ? ra : NULL, MHD_RESPMEM_PERSISTENT);
 		if (!r)
 			return MHD_NO;
