@@ -117,11 +117,13 @@ replicas() {
 }
 
 failures=0
+passes=0
 check() {   # check DESCRIPTION COMMAND...: the command must succeed
 	d=$1
 	shift
 	if "$@"; then
 		echo "ok   $d"
+		passes=$((passes + 1))
 	else
 		echo "FAIL $d"
 		failures=$((failures + 1))
@@ -157,7 +159,7 @@ selftest() {
 		check "/metrics counts store errors" sh -c \
 			"curl -s '$URL_closed/metrics' | grep -q 'ratelab_store_errors_total{route=\"/\"} 3'"
 	fi
-	echo "redis.sh: $failures failed"
+	echo "redis.sh: $passes passed, $failures failed"
 	[ "$failures" -eq 0 ]
 }
 
