@@ -15,128 +15,37 @@
 #include "server/server.h"
 #include "tests/testutil.h"
 
-struct reply {
-	long status;          /* 0 when the connection closed without an answer */
-	char headers[4096];
-	size_t hlen;
-	char body[8192];
-	size_t blen;
-};
-
-static size_t take(char *dst, size_t *len, size_t cap, const char *p, size_t n)
-{
-	size_t k = n < cap - 1 - *len ? n : cap - 1 - *len;
-
-	memcpy(dst + *len, p, k);
-	*len += k;
-	dst[*len] = '\0';
-	return n;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud)
-{
-	struct reply *r = ud;
-
-	return take(r->headers, &r->hlen, sizeof(r->headers), p, sz * n);
-}
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-	struct reply *r = ud;
-
-	return take(r->body, &r->blen, sizeof(r->body), p, sz * n);
-}
-
-/* One request on a reused handle (keep-alive).  Returns the CURLcode. */
-static CURLcode fire(CURL *c, const char *method, const char *url, struct reply *r)
-{
-	CURLcode rc;
-
-	memset(r, 0, sizeof(*r));
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, strcmp(method, "POST") == 0 ? "" : NULL);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	rc = curl_easy_perform(c);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	return rc;
-}
-
 static void url_of(const struct test_server *s, const char *path, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s", s->url, path);
 }
 
-/*
- * A failed assertion ends the test process at once (_exit), which would leave
- * its server running: a watchdog process kills the server when the test
- * process's end of a pipe closes without the all-clear byte.
- */
-static int watchdog_fd = -1;
-static pid_t watchdog_pid;
-
-static void watch(pid_t server)
-{
-	int p[2];
-	char b;
-
-	ck_assert_int_eq(pipe(p), 0);
-	watchdog_pid = fork();
-	ck_assert_int_ge(watchdog_pid, 0);
-	if (watchdog_pid == 0) {
-		close(p[1]);
-		if (read(p[0], &b, 1) != 1)
-			kill(server, SIGKILL);
-		_exit(0);
-	}
-	close(p[0]);
-	watchdog_fd = p[1];
-}
-
-static void unwatch(void)
-{
-	if (watchdog_fd < 0)
-		return;
-	ck_assert_int_eq(write(watchdog_fd, "x", 1), 1);
-	close(watchdog_fd);
-	waitpid(watchdog_pid, NULL, 0);
-	watchdog_fd = -1;
-}
-
 static void start(struct test_server *s, const char *const *args)
 {
 	ck_assert_msg(testutil_server_start(s, args, 5000) == 0, "server did not start (bin %s)", testutil_bin());
-	watch(s->pid);
 }
 
 static void stop(struct test_server *s)
 {
-	unwatch();
 	ck_assert_int_eq(testutil_server_stop(s, 5000), 0);
 }
 
 static json_t *get_json(CURL *c, const struct test_server *s, const char *path)
 {
-	struct reply r;
+	struct test_reply r;
 	char url[128];
 	json_error_t je;
 	json_t *j;
 
 	url_of(s, path, url, sizeof(url));
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	j = json_loads(r.body, 0, &je);
 	ck_assert_msg(j != NULL, "%s is not JSON: %s", path, je.text);
 	return j;
 }
 
-static bool header(const struct reply *r, const char *name, char *buf, size_t len)
+static bool header(const struct test_reply *r, const char *name, char *buf, size_t len)
 {
 	return testutil_header(r->headers, name, buf, len);
 }
@@ -146,14 +55,14 @@ START_TEST(token_bucket_40_gets)
 	static const char *const args[] = { "--limiter", "token-bucket", "--limit", "5", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128], v[256];
 	int ok = 0, rejected = 0;
 
 	start(&s, args);
 	url_of(&s, "/work", url, sizeof(url));
 	for (int i = 0; i < 40; i++) {
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		if (r.status == 200) {
 			ok++;
 			ck_assert(header(&r, "RateLimit", v, sizeof(v)));
@@ -186,13 +95,13 @@ START_TEST(admitted_ratelimit_counts_down)
 	                                    "\"default\";r=1;t=2880", "\"default\";r=0;t=3600" };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128], v[64], rem[8];
 
 	start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 200);
 		ck_assert(header(&r, "RateLimit", v, sizeof(v)));
 		ck_assert_str_eq(v, want[i]);
@@ -212,7 +121,7 @@ START_TEST(problem_body_carries_exact_wait)
 	static const char *const args[] = { "--limit", "2", "--window", "1h", "--key", "global", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128];
 	json_t *j;
 	double ms;
@@ -220,10 +129,10 @@ START_TEST(problem_body_carries_exact_wait)
 	start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 200);
 	}
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 429);
 	j = json_loads(r.body, 0, NULL);
 	ck_assert_ptr_nonnull(j);
@@ -246,7 +155,7 @@ START_TEST(stats_and_metrics_count)
 	static const char *const args[] = { "--limit", "5", "--window", "1h", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128], want[160];
 	json_t *j, *tl;
 	json_int_t adm = 0, rej = 0;
@@ -256,7 +165,7 @@ START_TEST(stats_and_metrics_count)
 	start(&s, args);
 	url_of(&s, "/a", url, sizeof(url));
 	for (int k = 0; k < 8; k++)
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	j = get_json(c, &s, "/stats");
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "status"), "200")), 5);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "status"), "429")), 3);
@@ -276,7 +185,7 @@ START_TEST(stats_and_metrics_count)
 	ck_assert_int_eq(rej, 3);
 	json_decref(j);
 	url_of(&s, "/metrics", url, sizeof(url));
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	snprintf(want, sizeof(want), "\nratelab_decisions_total{route=\"/\",limiter=\"token-bucket\",decision=\"admitted\"} 5\n");
 	ck_assert_msg(strstr(r.body, want) != NULL, "metrics lack %s", want);
@@ -301,7 +210,7 @@ START_TEST(reset_restores_burst)
 	static const char *const args[] = { "--limit", "3", "--window", "1h", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128], rurl[128];
 	json_t *j;
 
@@ -310,15 +219,15 @@ START_TEST(reset_restores_burst)
 	url_of(&s, "/reset", rurl, sizeof(rurl));
 	for (int round = 0; round < 2; round++) {
 		for (int k = 0; k < 3; k++) {
-			ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+			ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 			ck_assert_int_eq(r.status, 200);
 		}
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 429);
 		if (round == 0) {
-			ck_assert_int_eq(fire(c, "GET", rurl, &r), CURLE_OK);
+			ck_assert_int_eq(testutil_fire(c, "GET", rurl, NULL, &r), CURLE_OK);
 			ck_assert_int_eq(r.status, 405);
-			ck_assert_int_eq(fire(c, "POST", rurl, &r), CURLE_OK);
+			ck_assert_int_eq(testutil_fire(c, "POST", rurl, NULL, &r), CURLE_OK);
 			ck_assert_int_eq(r.status, 200);
 		}
 	}
@@ -336,7 +245,7 @@ START_TEST(faults_at_their_rates)
 	static const char *const args[] = { "--limiter", "none", "--faults", "503:10,502:5,reset:5", "--seed", "7", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128];
 	int n200 = 0, n503 = 0, n502 = 0, nreset = 0;
 	json_t *j, *st;
@@ -344,7 +253,7 @@ START_TEST(faults_at_their_rates)
 	start(&s, args);
 	url_of(&s, "/f", url, sizeof(url));
 	for (int i = 0; i < 2000; i++) {
-		CURLcode rc = fire(c, "GET", url, &r);
+		CURLcode rc = testutil_fire(c, "GET", url, NULL, &r);
 
 		if (rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR) {
 			nreset++;
@@ -378,13 +287,13 @@ START_TEST(no_retry_after_fault_and_modes)
 	                                    "--headers", "both", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128], v[64];
 	int without = 0;
 
 	start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert(header(&r, "X-RateLimit-Limit", v, sizeof(v)));
 	ck_assert_str_eq(v, "1");
@@ -393,7 +302,7 @@ START_TEST(no_retry_after_fault_and_modes)
 	ck_assert(header(&r, "RateLimit", v, sizeof(v)));
 	ck_assert_str_eq(v, "\"default\";r=0;t=3600");
 	for (int i = 0; i < 400; i++) {
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 429);
 		ck_assert(header(&r, "X-RateLimit-Reset", v, sizeof(v)));
 		ck_assert_int_ge(atoi(v), 3599);
@@ -412,14 +321,14 @@ START_TEST(http_date_and_status_503)
 	                                    "--status", "503", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128], v[64];
 	time_t when, now;
 
 	start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	now = time(NULL);
 	ck_assert_int_eq(r.status, 503);
 	ck_assert(header(&r, "Retry-After", v, sizeof(v)));
@@ -493,14 +402,14 @@ START_TEST(sigterm_drains_and_summarises)
 	static const char *const args[] = { "--limit", "2", "--window", "1h", NULL };
 	struct test_server s;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char url[128], out[512];
 	size_t used = 0;
 
 	start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	curl_easy_cleanup(c);
 	kill(s.pid, SIGTERM);
 	for (int k = 0; k < 100 && used < sizeof(out) - 1; k++) {
@@ -554,7 +463,7 @@ START_TEST(inprocess_routes_and_handler)
 	struct server_config cfg;
 	struct server *srv;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char base[64], url[128], v[64];
 	char *argv[] = { "serve", "--limiter", "none", NULL };
 	char err[256];
@@ -567,22 +476,22 @@ START_TEST(inprocess_routes_and_handler)
 	srv = start_inproc(&cfg, base, sizeof(base));
 	snprintf(url, sizeof(url), "%s/api/v1", base);
 	for (int i = 0; i < 3; i++) {
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, i < 2 ? 200 : 429);
 	}
 	snprintf(url, sizeof(url), "%s/other", base);
 	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 200);
 	}
 	snprintf(url, sizeof(url), "%s/echo?say=x", base);
-	ck_assert_int_eq(fire(c, "POST", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "POST", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 201);
 	ck_assert_str_eq(r.body, "hi POST /echo 0 x");
 	ck_assert(header(&r, "X-Echo", v, sizeof(v)));
 	ck_assert_str_eq(v, "yes");
 	snprintf(url, sizeof(url), "%s/healthz", base);
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	curl_easy_cleanup(c);
 	server_stop(srv);
@@ -594,7 +503,7 @@ START_TEST(concurrency_slot_released_on_disconnect)
 	struct server_config cfg;
 	struct server *srv;
 	CURL *c = curl_easy_init(), *slow = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char base[64], url[128], slow_url[128];
 	char *argv[] = { "serve", "--limiter", "concurrency", "--limit", "1", "--query-faults", "--key", "global", NULL };
 	char err[256];
@@ -610,13 +519,13 @@ START_TEST(concurrency_slot_released_on_disconnect)
 	curl_easy_setopt(slow, CURLOPT_TIMEOUT_MS, 50L);
 	ck_assert_int_eq(curl_easy_perform(slow), CURLE_OPERATION_TIMEDOUT);
 	curl_easy_cleanup(slow);
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 429);
 	for (int i = 0; i < 100 && !answered; i++) {
 		struct timespec ts = { 0, 20 * 1000000L };
 
 		nanosleep(&ts, NULL);
-		ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		answered = r.status == 200;
 	}
 	ck_assert_msg(answered, "slot never released");
@@ -630,7 +539,7 @@ START_TEST(delay_fault_holds_the_answer)
 	struct server_config cfg;
 	struct server *srv;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char base[64], url[128];
 	char *argv[] = { "serve", "--limiter", "none", "--faults", "delay=200ms:100", NULL };
 	char err[256];
@@ -639,12 +548,12 @@ START_TEST(delay_fault_holds_the_answer)
 	ck_assert_int_eq(server_config_from_args(&cfg, 5, argv, err, sizeof(err)), 0);
 	srv = start_inproc(&cfg, base, sizeof(base));
 	snprintf(url, sizeof(url), "%s/slow", base);
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &t);
 	ck_assert_msg(t >= 0.2 && t < 2.0, "took %f s", t);
 	snprintf(url, sizeof(url), "%s/healthz", base);
-	ck_assert_int_eq(fire(c, "GET", url, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &t);
 	ck_assert_msg(t < 0.2, "/healthz took %f s", t);
 	curl_easy_cleanup(c);
@@ -657,7 +566,7 @@ START_TEST(oversized_requests_refused)
 	struct server_config cfg;
 	struct server *srv;
 	CURL *c = curl_easy_init();
-	struct reply r;
+	struct test_reply r;
 	char base[64], *url = malloc(70000), *body = malloc(100001);
 	char *argv[] = { "serve", "--limiter", "none", NULL };
 	char err[256];
@@ -668,21 +577,12 @@ START_TEST(oversized_requests_refused)
 	snprintf(url, 70000, "%s/", base);
 	memset(url + strlen(url), 'a', 60000);
 	url[strlen(base) + 1 + 60000] = '\0';
-	rc = fire(c, "GET", url, &r);
+	rc = testutil_fire(c, "GET", url, NULL, &r);
 	ck_assert_msg(rc != CURLE_OK || r.status == 414 || r.status == 431, "long URL: rc %d status %ld", rc, r.status);
 	memset(body, 'b', 100000);
 	body[100000] = '\0';
 	snprintf(url, 70000, "%s/up", base);
-	curl_easy_reset(c);
-	memset(&r, 0, sizeof(r));
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+	ck_assert_int_eq(testutil_http("POST", url, body, &r.status, NULL, NULL), 0);
 	ck_assert_int_eq(r.status, 413);
 	free(url);
 	free(body);

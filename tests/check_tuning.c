@@ -14,60 +14,7 @@
 #include "common/clock.h"
 #include "server/server.h"
 #include "server/store.h"
-
-struct tuning_reply {
-	long status;
-	char headers[4096];
-	size_t hlen;
-	char body[4096];
-	size_t blen;
-};
-
-static size_t tuning_take(char *dst, size_t *len, size_t cap, const char *p, size_t n)
-{
-	size_t k = n < cap - 1 - *len ? n : cap - 1 - *len;
-
-	memcpy(dst + *len, p, k);
-	*len += k;
-	dst[*len] = '\0';
-	return n;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud)
-{
-	struct tuning_reply *r = ud;
-
-	return tuning_take(r->headers, &r->hlen, sizeof(r->headers), p, sz * n);
-}
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-	struct tuning_reply *r = ud;
-
-	return tuning_take(r->body, &r->blen, sizeof(r->body), p, sz * n);
-}
-
-/* One GET on a reused handle (keep-alive); extra header line optional.  Returns the CURLcode. */
-static CURLcode get(CURL *c, const char *url, const char *header, struct tuning_reply *r)
-{
-	struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
-	CURLcode rc;
-
-	memset(r, 0, sizeof(*r));
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-	curl_slist_free_all(h);
-	return rc;
-}
+#include "tests/testutil.h"
 
 static struct server *start_args(int argc, char **argv, char *base, size_t len)
 {
@@ -212,7 +159,7 @@ START_TEST(cap_across_chunks)
 END_TEST
 
 /* Parse a 429's body: valid JSON whose length is what was received; returns wait_ms. */
-static double check_problem(const struct tuning_reply *r)
+static double check_problem(const struct test_reply *r)
 {
 	json_error_t e;
 	json_t *j = json_loadb(r->body, r->blen, 0, &e);
@@ -230,7 +177,7 @@ static double check_problem(const struct tuning_reply *r)
 START_TEST(rejections_on_one_connection)
 {
 	char *argv[] = { "serve", "--limit", "1", "--window", "100s", NULL };
-	struct tuning_reply r;
+	struct test_reply r;
 	char base[64], url[128];
 	struct server *srv = start_args(5, argv, base, sizeof(base));
 	CURL *c = curl_easy_init();
@@ -238,10 +185,10 @@ START_TEST(rejections_on_one_connection)
 	long conns = 0;
 
 	snprintf(url, sizeof(url), "%s/", base);
-	ck_assert_int_eq(get(c, url, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	for (int i = 0; i < 200; i++) {
-		ck_assert_int_eq(get(c, url, NULL, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 429);
 		ck_assert_ptr_nonnull(strstr(r.headers, "Retry-After: 100\r\n"));
 		ck_assert_ptr_nonnull(strstr(r.headers, "RateLimit: \"default\";r=0;t=100\r\n"));
@@ -260,7 +207,7 @@ END_TEST
 START_TEST(rejection_headers_change_mid_connection)
 {
 	char *argv[] = { "serve", "--limit", "1", "--window", "100s", "--faults", "no-retry-after:50", NULL };
-	struct tuning_reply r;
+	struct test_reply r;
 	char base[64], url[128];
 	struct server *srv = start_args(7, argv, base, sizeof(base));
 	CURL *c = curl_easy_init();
@@ -268,11 +215,11 @@ START_TEST(rejection_headers_change_mid_connection)
 	bool last = false;
 
 	snprintf(url, sizeof(url), "%s/", base);
-	ck_assert_int_eq(get(c, url, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	for (int i = 0; i < 200; i++) {
 		bool has;
 
-		ck_assert_int_eq(get(c, url, NULL, &r), CURLE_OK);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 429);
 		check_problem(&r);
 		has = strstr(r.headers, "Retry-After: 100\r\n") != NULL;
@@ -294,7 +241,7 @@ END_TEST
 START_TEST(header_sizes_with_small_pool)
 {
 	char *argv[] = { "serve", "--limiter", "none", NULL };
-	struct tuning_reply r;
+	struct test_reply r;
 	char base[64], url[128], *h = malloc(20100);
 	struct server *srv = start_args(3, argv, base, sizeof(base));
 	CURL *c = curl_easy_init();
@@ -304,14 +251,14 @@ START_TEST(header_sizes_with_small_pool)
 	memcpy(h, "X-Big: ", 7);
 	memset(h + 7, 'a', 6000);
 	h[6007] = '\0';
-	ck_assert_int_eq(get(c, url, h, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, h, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(r.body, "ok\n");
 	memset(h + 7, 'a', 20000);
 	h[20007] = '\0';
-	rc = get(c, url, h, &r);
+	rc = testutil_fire(c, "GET", url, h, &r);
 	ck_assert_msg(rc != CURLE_OK || r.status == 431, "20 kB header: rc %d status %ld", rc, r.status);
-	ck_assert_int_eq(get(c, url, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
 	free(h);
 	curl_easy_cleanup(c);

@@ -298,3 +298,51 @@ bool testutil_header(const char *headers, const char *name, char *buf, size_t le
 	}
 	return false;
 }
+
+static size_t reply_take(char *dst, size_t *len, size_t cap, const char *p, size_t n)
+{
+	size_t k = n < cap - 1 - *len ? n : cap - 1 - *len;
+
+	memcpy(dst + *len, p, k);
+	*len += k;
+	dst[*len] = '\0';
+	return n;
+}
+
+static size_t reply_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct test_reply *r = ud;
+
+	return reply_take(r->headers, &r->hlen, sizeof(r->headers), p, sz * n);
+}
+
+static size_t reply_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct test_reply *r = ud;
+
+	return reply_take(r->body, &r->blen, sizeof(r->body), p, sz * n);
+}
+
+CURLcode testutil_fire(CURL *c, const char *method, const char *url, const char *header, struct test_reply *r)
+{
+	struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
+	CURLcode rc;
+
+	memset(r, 0, sizeof(*r));
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, strcmp(method, "POST") == 0 ? "" : NULL);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, reply_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(h);
+	return rc;
+}

@@ -1,6 +1,7 @@
 #ifndef RATELAB_TESTUTIL_H
 #define RATELAB_TESTUTIL_H
 
+#include <curl/curl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -56,6 +57,22 @@ void testutil_run_free(struct test_run *r);
  */
 int testutil_http(const char *method, const char *url, const char *body,
                   long *status, char **headers, char **resp_body);
+
+/* One answer, headers and body kept NUL-terminated (cut at the buffer sizes). */
+struct test_reply {
+	long status;          /* 0 when the connection closed without an answer */
+	char headers[4096];
+	size_t hlen;
+	char body[8192];
+	size_t blen;
+};
+
+/*
+ * One request on the reused easy handle c, so the connection is kept alive
+ * between calls: method, url and an optional extra header line.  Fills *r and
+ * returns the CURLcode.
+ */
+CURLcode testutil_fire(CURL *c, const char *method, const char *url, const char *header, struct test_reply *r);
 
 /* The value of header `name` (case-insensitive) in a raw header block, copied into buf; false when absent. */
 bool testutil_header(const char *headers, const char *name, char *buf, size_t len);
