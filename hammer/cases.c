@@ -412,33 +412,49 @@ static int run_row(struct case_row *c, uint64_t seed, unsigned index, FILE *out,
 	return pass ? 1 : 0;
 }
 
-/* The whole file as a NUL-terminated string, or NULL with err. */
+/* The whole file as a NUL-terminated string, or NULL with err.  The buffer grows
+ * with the file (a table is a few kB), up to CASES_MAX_BYTES. */
 static char *read_text(const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n;
+	char *buf = NULL, *grown;
+	size_t n = 0, cap = 0;
 
 	if (f == NULL) {
 		snprintf(err, errlen, "%s: cannot open", path);
 		return NULL;
 	}
-	buf = malloc(CASES_MAX_BYTES + 1);
-	if (buf == NULL) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		goto close_f;
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64u << 10;
+			if (cap > CASES_MAX_BYTES + 1)
+				cap = CASES_MAX_BYTES + 1;
+			if (n == cap || !(grown = realloc(buf, cap + 1))) {
+				snprintf(err, errlen, n == cap ? "%s: unreadable or larger than %u bytes"
+				                               : "%s: out of memory", path, CASES_MAX_BYTES);
+				goto fail;
+			}
+			buf = grown;
+		}
+		n += fread(buf + n, 1, cap - n, f);
+		if (ferror(f)) {
+			snprintf(err, errlen, "%s: unreadable or larger than %u bytes", path, CASES_MAX_BYTES);
+			goto fail;
+		}
+		if (feof(f))
+			break;
 	}
-	n = fread(buf, 1, CASES_MAX_BYTES + 1, f);
-	if (n > CASES_MAX_BYTES || ferror(f)) {
+	if (n > CASES_MAX_BYTES) {
 		snprintf(err, errlen, "%s: unreadable or larger than %u bytes", path, CASES_MAX_BYTES);
-		free(buf);
-		buf = NULL;
-		goto close_f;
+		goto fail;
 	}
 	buf[n] = '\0';
-close_f:
 	fclose(f);
 	return buf;
+fail:
+	free(buf);
+	fclose(f);
+	return NULL;
 }
 
 /* The rows array (root array, or root object's "cases") and the RNG seed. */
