@@ -183,6 +183,7 @@ static int check_config(const struct hammer_config *cfg, char *err, size_t errle
 
 struct run {
 	struct loop_shared sh;
+	struct wire_target *targets;
 	struct loop **loops;
 	pthread_t *tids;
 	uint32_t nloops;
@@ -194,6 +195,44 @@ static uint64_t share(uint64_t total, uint32_t parts, uint32_t i)
 	if (total == UINT64_MAX)
 		return UINT64_MAX;
 	return total / parts + (i < total % parts ? 1 : 0);
+}
+
+static void targets_free(struct run *run)
+{
+	for (uint32_t i = 0; run->targets != NULL && i < run->sh.nurls; i++)
+		wire_target_destroy(&run->targets[i]);
+	free(run->targets);
+	run->targets = NULL;
+	run->sh.targets = NULL;
+}
+
+/*
+ * The own HTTP/1.1 path when the transport allows it and every URL is plain
+ * http:// that resolves; otherwise libcurl (auto), or an error (wire).
+ */
+static int targets_setup(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
+{
+	struct wire_spec spec = { cfg->method, cfg->headers, cfg->nheaders, cfg->data };
+	char why[256] = "";
+
+	if (cfg->transport == HAMMER_TRANSPORT_CURL)
+		return 0;
+	run->targets = calloc(run->sh.nurls, sizeof(*run->targets));
+	if (run->targets == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (uint32_t i = 0; i < run->sh.nurls; i++) {
+		if (wire_target_init(&run->targets[i], run->sh.urls[i], &spec, why, sizeof(why)) == 0)
+			continue;
+		targets_free(run);
+		if (cfg->transport == HAMMER_TRANSPORT_AUTO)
+			return 0;
+		snprintf(err, errlen, "--transport wire: %s", why);
+		return -1;
+	}
+	run->sh.targets = run->targets;
+	return 0;
 }
 
 static int shared_setup(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
@@ -217,6 +256,8 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	if (targets_setup(run, cfg, err, errlen) != 0)
+		return -1;
 	if (cfg->policy->budget.kind != BUDGET_NONE) {
 		run->sh.budget = retry_budget_new(&cfg->policy->budget, clock_monotonic_ns());
 		if (run->sh.budget == NULL) {
@@ -330,6 +371,7 @@ static void run_free(struct run *run)
 	free(run->loops);
 	free(run->tids);
 	curl_slist_free_all(run->sh.headers);
+	targets_free(run);
 	retry_budget_free(run->sh.budget);
 }
 
@@ -361,6 +403,7 @@ int hammer_run(const struct hammer_config *cfg, struct hammer_result *res, char 
 		rc = hammer_result_merge(res, loop_result(run.loops[i]));
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory merging results");
+	res->wire = run.sh.targets != NULL;
 free_run:
 	run_free(&run);
 	return rc;

@@ -24,6 +24,9 @@
 /* Servers one run can spread its requests over (`hammer URL1 URL2 ...`). */
 #define HAMMER_MAX_URLS 16
 
+/* How requests travel: the own HTTP/1.1 path for plain http:// (auto picks it when every URL allows), or libcurl. */
+enum hammer_transport { HAMMER_TRANSPORT_AUTO, HAMMER_TRANSPORT_WIRE, HAMMER_TRANSPORT_CURL };
+
 struct hammer_config {
 	const char *url;               /* the server when nurls is 0 */
 	const char *const *urls;       /* several servers, requests round-robin over them; or NULL */
@@ -42,6 +45,7 @@ struct hammer_config {
 	uint64_t connect_timeout_ns;   /* 0 = curl's default */
 	bool herd;                     /* every client fires at one instant, once all are ready */
 	uint64_t seed;
+	enum hammer_transport transport;
 	const struct retry_policy *policy;
 	uint64_t interval_ns;          /* timeline interval */
 	FILE *notes;                   /* one line per retry (--verbose), or NULL */
@@ -74,6 +78,7 @@ struct hammer_result {
 	uint64_t budget_refused;  /* retries the budget allowed at decision time but refused at send time */
 	uint64_t wall_ns;        /* from the start instant to the end */
 	bool interrupted;        /* stopped by *cancel */
+	bool wire;               /* sent over the own HTTP/1.1 path (else libcurl) */
 	struct histogram *latency;   /* per request, from its intended start to its final outcome */
 	struct histogram *lateness;  /* timer fire time minus due time */
 	struct timeline *timeline;

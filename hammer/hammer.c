@@ -15,6 +15,7 @@
 #include "hammer/expect.h"
 #include "hammer/plot.h"
 #include "hammer/report.h"
+#include "hammer/wire.h"
 
 #define MAX_HEADERS 64
 #define MAX_KNOBS 32
@@ -57,7 +58,7 @@ static const struct { const char *name; bool has_value; } KNOBS[] = {
 static const char *const VALUE_FLAGS[] = {
 	"requests", "concurrency", "duration", "rate", "arrivals", "threads", "method", "header",
 	"data", "timeout", "connect-timeout", "start", "seed", "policy", "json", "timeline",
-	"interval", "plot", "expect",
+	"interval", "plot", "expect", "transport",
 };
 
 static atomic_int cancel_flag;
@@ -84,6 +85,8 @@ static void usage(FILE *f)
 	"  --method M, --header 'K: V' (repeatable), --data BODY\n"
 	"  --timeout DUR         per attempt (30s); --connect-timeout DUR\n"
 	"  --start now|herd      herd: every client fires at one instant once all are ready\n"
+	"  --transport T         auto (default): ratelab's own HTTP/1.1 client for http:// URLs,\n"
+	"                        libcurl otherwise; wire: the own client only; curl: libcurl only\n"
 	"  --seed N              make every jittered wait reproducible\n"
 	"\nretries:\n"
 	"  --retry               the lab preset (same as --policy lab)\n"
@@ -221,6 +224,17 @@ static int request_flag(struct hammer_opts *o, const char *name, const char *fla
 	}
 	if (strcmp(name, "data") == 0) {
 		o->cfg.data = v;
+		return 0;
+	}
+	if (strcmp(name, "transport") == 0) {
+		if (strcmp(v, "auto") == 0)
+			o->cfg.transport = HAMMER_TRANSPORT_AUTO;
+		else if (strcmp(v, "wire") == 0)
+			o->cfg.transport = HAMMER_TRANSPORT_WIRE;
+		else if (strcmp(v, "curl") == 0)
+			o->cfg.transport = HAMMER_TRANSPORT_CURL;
+		else
+			return bad_flag(flag, v, "want auto, wire or curl");
 		return 0;
 	}
 	return 1;
@@ -373,6 +387,9 @@ static int finish_opts(struct hammer_opts *o)
 	for (uint32_t i = 0; i < o->cfg.nurls; i++)
 		if (strncmp(o->urls[i], "http://", 7) != 0 && strncmp(o->urls[i], "https://", 8) != 0)
 			return bad_flag("URL", o->urls[i], "want http://HOST[:PORT]/PATH");
+	for (uint32_t i = 0; o->cfg.transport == HAMMER_TRANSPORT_WIRE && i < o->cfg.nurls; i++)
+		if (!wire_url_supported(o->urls[i]))
+			return bad_flag("--transport wire", o->urls[i], "only plain http://HOST[:PORT]/PATH URLs");
 	o->cfg.url = o->urls[0];
 	o->cfg.urls = o->urls;
 	if (o->cfg.method == NULL)

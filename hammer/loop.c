@@ -15,6 +15,7 @@
 #include "common/parse.h"
 #include "common/prng.h"
 #include "hammer/timerheap.h"
+#include "hammer/wireconn.h"
 
 #define ARRIVAL_ID UINT32_MAX
 #define MAX_EVENTS 256
@@ -27,6 +28,10 @@
  * shard size bounds the work done between two timer checks: 16 keeps that
  * under a millisecond where 64 took several (10,000-client timer bench) */
 #define SHARD_CLIENTS 16
+/* epoll data of a wire client's socket: this bit plus the client's index */
+#define WIRE_TAG (UINT64_C(1) << 63)
+#define WIRE_BUF (64 * 1024)
+#define NO_ID UINT32_MAX
 
 struct loop;
 
@@ -39,6 +44,23 @@ struct shard {
 };
 
 enum client_state { CLIENT_IDLE, CLIENT_WAITING, CLIENT_ACTIVE };
+
+/*
+ * Wire clients waiting on a deadline, oldest first.  Every deadline is
+ * "now + a constant" (the attempt timeout, or the connect timeout), so
+ * appending keeps the order and the earliest is always at the head.
+ */
+struct dlist {
+	uint32_t head, tail;
+};
+
+struct dlink {
+	uint32_t prev, next;
+	uint64_t due;
+	bool in;
+};
+
+enum { DL_ATTEMPT, DL_CONNECT };
 
 struct vclient {
 	CURL *easy;
@@ -56,6 +78,8 @@ struct vclient {
 	enum client_state state;
 	char retry_after[64];
 	char ratelimit[96];
+	struct wireconn wc;
+	struct dlink dl[2];       /* in the loop's attempt and connect deadline lists */
 };
 
 struct loop {
@@ -79,6 +103,10 @@ struct loop {
 	uint64_t *backlog;        /* open loop: intended starts waiting for a client (ring) */
 	uint32_t bl_head, bl_n, bl_cap;
 	struct prng rng;
+	struct dlist dl[2];       /* wire clients by attempt / connect deadline */
+	uint32_t *failq;          /* wire attempts that failed as they began (ring) */
+	uint32_t fq_head, fq_n;
+	char *rbuf;               /* wire: scratch for reading answers */
 	_Atomic uint64_t prog_requests, prog_calls;
 	atomic_bool finished;
 };
@@ -250,6 +278,8 @@ uint64_t loop_fds_needed(uint32_t clients, uint32_t threads)
 
 static int multi_new(struct loop *l)
 {
+	if (l->sh->targets != NULL)
+		return 0;
 	l->nshards = (l->part.clients + SHARD_CLIENTS - 1) / SHARD_CLIENTS;
 	if (l->nshards == 0)
 		l->nshards = 1;
@@ -275,6 +305,17 @@ static int fds_new(struct loop *l)
 	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd, &ev);
 }
 
+static int wire_new(struct loop *l)
+{
+	uint32_t n = l->part.clients;
+
+	l->dl[DL_ATTEMPT].head = l->dl[DL_ATTEMPT].tail = NO_ID;
+	l->dl[DL_CONNECT].head = l->dl[DL_CONNECT].tail = NO_ID;
+	l->failq = calloc(n ? n : 1, sizeof(*l->failq));
+	l->rbuf = malloc(WIRE_BUF);
+	return l->failq != NULL && l->rbuf != NULL ? 0 : -1;
+}
+
 static int clients_new(struct loop *l)
 {
 	uint32_t n = l->part.clients;
@@ -284,12 +325,20 @@ static int clients_new(struct loop *l)
 	l->heap = timerheap_new(n + 16);
 	if (l->clients == NULL || l->free_ids == NULL || l->heap == NULL)
 		return -1;
+	for (uint32_t i = 0; i < n; i++)
+		wireconn_init(&l->clients[i].wc);
+	if (l->sh->targets != NULL && wire_new(l) != 0)
+		return -1;
 	for (uint32_t i = 0; i < n; i++) {
-		l->clients[i].shard = &l->shards[i / SHARD_CLIENTS];
-		l->clients[i].easy = easy_new(l, &l->clients[i]);
-		if (l->clients[i].easy == NULL)
-			return -1;
+		struct vclient *c = &l->clients[i];
+
 		l->free_ids[l->nfree++] = n - 1 - i;
+		if (l->sh->targets != NULL)
+			continue;
+		c->shard = &l->shards[i / SHARD_CLIENTS];
+		c->easy = easy_new(l, c);
+		if (c->easy == NULL)
+			return -1;
 	}
 	return 0;
 }
@@ -333,6 +382,7 @@ void loop_free(struct loop *l)
 	if (l == NULL)
 		return;
 	for (uint32_t i = 0; l->clients != NULL && i < l->part.clients; i++) {
+		wireconn_close(&l->clients[i].wc, l->epfd);
 		if (l->clients[i].easy == NULL)
 			continue;
 		if (l->clients[i].shard->multi != NULL)
@@ -351,6 +401,8 @@ void loop_free(struct loop *l)
 	free(l->clients);
 	free(l->free_ids);
 	free(l->backlog);
+	free(l->failq);
+	free(l->rbuf);
 	hammer_result_destroy(&l->res);
 	free(l);
 }
@@ -371,6 +423,7 @@ void loop_progress(struct loop *l, uint64_t *requests, uint64_t *calls, bool *fi
 
 static void finish_request(struct loop *l, struct vclient *c, uint64_t now, enum retry_reason why);
 static void next_request(struct loop *l, struct vclient *c, uint64_t now);
+static void wire_begin(struct loop *l, struct vclient *c, uint64_t now);
 
 /* Send the next attempt of c's request. */
 static void start_attempt(struct loop *l, struct vclient *c, uint64_t now)
@@ -391,6 +444,10 @@ static void start_attempt(struct loop *l, struct vclient *c, uint64_t now)
 	l->res.servers[c->server].calls++;
 	atomic_store_explicit(&l->prog_calls, l->res.calls, memory_order_relaxed);
 	timeline_sent(l->res.timeline, since_start(l, now));
+	if (l->sh->targets != NULL) {
+		wire_begin(l, c, now);
+		return;
+	}
 	mc = curl_multi_add_handle(c->shard->multi, c->easy);
 	if (mc != CURLM_OK) {
 		/* cannot even queue it: count it as a transport failure of this attempt */
@@ -408,7 +465,7 @@ static void pick_server(struct loop *l, struct vclient *c)
 
 	c->server = (uint32_t)((l->part.index + l->seq * sh->nloops) % sh->nurls);
 	l->seq++;
-	if (c->server != c->url_set &&
+	if (c->easy != NULL && c->server != c->url_set &&
 	    curl_easy_setopt(c->easy, CURLOPT_URL, sh->urls[c->server]) == CURLE_OK)
 		c->url_set = c->server;
 }
@@ -507,20 +564,16 @@ static void schedule_retry(struct loop *l, struct vclient *c, uint64_t now, cons
 		finish_request(l, c, now, RETRY_REASON_BUDGET);
 }
 
-/* One attempt of c ended with rc. */
-static void on_attempt_done(struct loop *l, struct vclient *c, CURLcode rc, uint64_t now)
+/*
+ * One attempt of c ended: c->last_status (0: none) and c->last_err are set;
+ * retry_after and ratelimit are the answer's header values, or "".
+ */
+static void attempt_ended(struct loop *l, struct vclient *c, const char *retry_after,
+                          const char *ratelimit, uint64_t now)
 {
 	struct retry_input in = { 0 };
 	struct retry_decision d;
-	long code = 0;
 
-	c->last_status = 0;
-	c->last_err = rc == CURLE_OK ? RETRY_ERR_NONE : classify(rc);
-	if (rc == CURLE_OK && curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
-	    code >= 100 && code < RETRY_STATUS_MAX)
-		c->last_status = (int)code;
-	else if (rc == CURLE_OK)
-		c->last_err = RETRY_ERR_OTHER;
 	timeline_outcome(l->res.timeline, since_start(l, now), c->last_status);
 	if (c->last_status > 0) {
 		l->res.answered++;
@@ -535,8 +588,8 @@ static void on_attempt_done(struct loop *l, struct vclient *c, CURLcode rc, uint
 	in.error = c->last_err;
 	in.method = l->cfg->method;
 	in.idempotent = -1;
-	in.retry_after = c->retry_after[0] ? c->retry_after : NULL;
-	in.ratelimit = c->ratelimit[0] ? c->ratelimit : NULL;
+	in.retry_after = retry_after[0] ? retry_after : NULL;
+	in.ratelimit = ratelimit[0] ? ratelimit : NULL;
 	in.now_wall_s = (int64_t)(clock_wall_ns() / NS_PER_SEC);
 	in.attempt = c->attempt;
 	in.elapsed_ns = now - c->first_ns;
@@ -550,6 +603,173 @@ static void on_attempt_done(struct loop *l, struct vclient *c, CURLcode rc, uint
 		schedule_retry(l, c, now, &d);
 	else
 		finish_request(l, c, now, d.reason);
+}
+
+/* One curl attempt of c ended with rc. */
+static void on_attempt_done(struct loop *l, struct vclient *c, CURLcode rc, uint64_t now)
+{
+	long code = 0;
+
+	c->last_status = 0;
+	c->last_err = rc == CURLE_OK ? RETRY_ERR_NONE : classify(rc);
+	if (rc == CURLE_OK && curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
+	    code >= 100 && code < RETRY_STATUS_MAX)
+		c->last_status = (int)code;
+	else if (rc == CURLE_OK)
+		c->last_err = RETRY_ERR_OTHER;
+	attempt_ended(l, c, c->retry_after, c->ratelimit, now);
+}
+
+/* ---- the own HTTP/1.1 path ---- */
+
+static void dl_push(struct loop *l, int which, uint32_t id, uint64_t due)
+{
+	struct dlist *d = &l->dl[which];
+	struct dlink *k = &l->clients[id].dl[which];
+
+	k->due = due;
+	k->prev = d->tail;
+	k->next = NO_ID;
+	k->in = true;
+	if (d->tail != NO_ID)
+		l->clients[d->tail].dl[which].next = id;
+	else
+		d->head = id;
+	d->tail = id;
+}
+
+static void dl_remove(struct loop *l, int which, uint32_t id)
+{
+	struct dlist *d = &l->dl[which];
+	struct dlink *k = &l->clients[id].dl[which];
+
+	if (!k->in)
+		return;
+	if (k->prev != NO_ID)
+		l->clients[k->prev].dl[which].next = k->next;
+	else
+		d->head = k->next;
+	if (k->next != NO_ID)
+		l->clients[k->next].dl[which].prev = k->prev;
+	else
+		d->tail = k->prev;
+	k->in = false;
+}
+
+/* Earliest deadline of a list, or UINT64_MAX. */
+static uint64_t dl_due(const struct loop *l, int which)
+{
+	uint32_t h = l->dl[which].head;
+
+	return h == NO_ID ? UINT64_MAX : l->clients[h].dl[which].due;
+}
+
+static uint32_t client_id(const struct loop *l, const struct vclient *c)
+{
+	return (uint32_t)(c - l->clients);
+}
+
+/* Keep c in the connect-deadline list exactly while it is connecting. */
+static void sync_connect(struct loop *l, struct vclient *c, uint64_t now)
+{
+	uint32_t id = client_id(l, c);
+	bool connecting = wireconn_connecting(&c->wc);
+
+	if (connecting && !c->dl[DL_CONNECT].in && l->cfg->connect_timeout_ns)
+		dl_push(l, DL_CONNECT, id, now + l->cfg->connect_timeout_ns);
+	else if (!connecting)
+		dl_remove(l, DL_CONNECT, id);
+}
+
+/* A wire attempt of c ended: an answer (err NONE) or err. */
+static void wire_end(struct loop *l, struct vclient *c, enum retry_error err, uint64_t now)
+{
+	const struct wire_resp *r = &c->wc.resp;
+	uint32_t id = client_id(l, c);
+
+	dl_remove(l, DL_ATTEMPT, id);
+	dl_remove(l, DL_CONNECT, id);
+	c->last_status = 0;
+	c->last_err = err;
+	if (err == RETRY_ERR_NONE && r->status >= 100 && r->status < RETRY_STATUS_MAX)
+		c->last_status = r->status;
+	else if (err == RETRY_ERR_NONE)
+		c->last_err = RETRY_ERR_OTHER;
+	if (err == RETRY_ERR_NONE)
+		attempt_ended(l, c, r->retry_after, r->ratelimit, now);
+	else
+		attempt_ended(l, c, "", "", now);
+}
+
+/*
+ * Send c's attempt.  An attempt that fails as it begins is queued, not
+ * ended here: ending it may begin the next one, and against a dead server
+ * that would recurse once per request.
+ */
+static void wire_begin(struct loop *l, struct vclient *c, uint64_t now)
+{
+	uint32_t id = client_id(l, c);
+	enum retry_error err = RETRY_ERR_OTHER;
+	enum wireconn_result r;
+
+	dl_push(l, DL_ATTEMPT, id, now + l->cfg->timeout_ns);
+	r = wireconn_begin(&c->wc, &l->sh->targets[c->server], l->epfd, WIRE_TAG | id, &err);
+	if (r == WIRECONN_FAILED) {
+		c->last_err = err;
+		l->failq[(l->fq_head + l->fq_n) % l->part.clients] = id;
+		l->fq_n++;
+		return;
+	}
+	sync_connect(l, c, now);
+}
+
+/* End the attempts that failed as they began. */
+static void wire_failed_drain(struct loop *l, uint64_t now)
+{
+	uint32_t n = l->fq_n;
+
+	/* only those queued so far: the ones these start are for the next pass */
+	while (n-- > 0) {
+		uint32_t id = l->failq[l->fq_head];
+
+		l->fq_head = (l->fq_head + 1) % l->part.clients;
+		l->fq_n--;
+		wire_end(l, &l->clients[id], l->clients[id].last_err, now);
+	}
+}
+
+static void wire_event(struct loop *l, uint32_t id, uint64_t now)
+{
+	struct vclient *c = &l->clients[id];
+	enum retry_error err = RETRY_ERR_OTHER;
+	enum wireconn_result r;
+
+	if (c->state != CLIENT_ACTIVE) {
+		/* a kept-alive connection between requests: the server closed it */
+		wireconn_close(&c->wc, l->epfd);
+		return;
+	}
+	r = wireconn_event(&c->wc, &l->sh->targets[c->server], l->epfd, WIRE_TAG | id, l->rbuf, WIRE_BUF,
+	                   &err);
+	if (r == WIRECONN_DONE)
+		wire_end(l, c, RETRY_ERR_NONE, now);
+	else if (r == WIRECONN_FAILED)
+		wire_end(l, c, err, now);
+	else
+		sync_connect(l, c, now);
+}
+
+/* Time out the attempts (and connects) whose deadline passed. */
+static void wire_expire(struct loop *l, uint64_t now)
+{
+	for (int which = DL_ATTEMPT; which <= DL_CONNECT; which++) {
+		while (dl_due(l, which) <= now) {
+			struct vclient *c = &l->clients[l->dl[which].head];
+
+			wireconn_close(&c->wc, l->epfd);
+			wire_end(l, c, RETRY_ERR_TIMEOUT, now);
+		}
+	}
 }
 
 static void backlog_push(struct loop *l, uint64_t intended)
@@ -740,6 +960,13 @@ static int wait_ms(const struct loop *l)
 			until = l->shards[i].curl_due_ns;
 	if (l->sh->end_ns != 0 && l->sh->end_ns < until)
 		until = l->sh->end_ns;
+	if (l->sh->targets != NULL) {
+		if (l->fq_n > 0)
+			return 0;
+		for (int which = DL_ATTEMPT; which <= DL_CONNECT; which++)
+			if (dl_due(l, which) < until)
+				until = dl_due(l, which);
+	}
 	if (until <= now)
 		return 0;
 	return (int)((until - now + NS_PER_MS - 1) / NS_PER_MS);
@@ -762,6 +989,12 @@ static void poll_once(struct loop *l)
 			if (read(l->tfd, &ticks, sizeof(ticks)) < 0)
 				ticks = 0;
 			l->tfd_armed = 0;
+			continue;
+		}
+		if (ev[i].data.u64 & WIRE_TAG) {
+			wire_event(l, (uint32_t)ev[i].data.u64, clock_monotonic_ns());
+			if (timer_due(l))
+				fire_timers(l);
 			continue;
 		}
 		mask |= (ev[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0;
@@ -809,8 +1042,13 @@ void loop_run(struct loop *l)
 	schedule_first(l);
 	while (!should_stop(l)) {
 		fire_timers(l);
-		curl_timeout_if_due(l);
-		drain_done(l);
+		if (l->sh->targets != NULL) {
+			wire_failed_drain(l, clock_monotonic_ns());
+			wire_expire(l, clock_monotonic_ns());
+		} else {
+			curl_timeout_if_due(l);
+			drain_done(l);
+		}
 		if (should_stop(l))
 			break;
 		arm_timerfd(l);

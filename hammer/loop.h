@@ -5,17 +5,20 @@
 #include <stdint.h>
 
 #include "hammer/engine.h"
+#include "hammer/wire.h"
 
 /*
- * One worker's event loop (internal to the engine): a curl multi handle
- * driven by curl_multi_socket_action over epoll, a timerfd for the timer
- * heap, and a fixed set of virtual clients, each owning one easy handle.
+ * One worker's event loop (internal to the engine): epoll, a timerfd for the
+ * timer heap, and a fixed set of virtual clients.  Each client owns either
+ * a connection of the hammer's own HTTP/1.1 path (plain http://) or a curl
+ * easy handle in a multi handle driven by curl_multi_socket_action.
  */
 
 /* What every loop of a run shares, read-only once the threads start. */
 struct loop_shared {
 	const struct hammer_config *cfg;
 	struct curl_slist *headers;
+	const struct wire_target *targets;  /* one per URL: the own HTTP/1.1 path; NULL: libcurl */
 	const char *const *urls;       /* the servers, round-robin per request */
 	uint32_t nurls;                /* >= 1 */
 	uint32_t nloops;               /* loops in the run: request k of loop i is i + k * nloops */

@@ -140,12 +140,13 @@ static json_t *json_reasons(const uint64_t *counts)
 	return o;
 }
 
-static json_t *json_config(const struct report_info *info)
+static json_t *json_config(const struct report_info *info, const struct hammer_result *r)
 {
-	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s}", "url", info->url, "method", info->method,
+	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s,s:s}", "url", info->url, "method", info->method,
 	                 "policy", info->policy, "concurrency", (json_int_t)info->concurrency,
 	                 "threads", (json_int_t)info->threads, "seed", (json_int_t)info->seed,
-	                 "rate", info->rate, "start", info->herd ? "herd" : "now");
+	                 "rate", info->rate, "start", info->herd ? "herd" : "now",
+	                 "transport", r->wire ? "wire" : "curl");
 }
 
 /* One object per server, in URL order: url, requests, ok, failed, calls, retries, statuses, errors. */
@@ -171,7 +172,7 @@ json_t *report_json(const struct hammer_result *r, const struct report_info *inf
 
 	return json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
 	                 "s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
-	                 "config", json_config(info),
+	                 "config", json_config(info, r),
 	                 "requests", (json_int_t)r->requests, "ok", (json_int_t)r->ok,
 	                 "failed", (json_int_t)r->failed, "calls", (json_int_t)r->calls,
 	                 "retries", (json_int_t)r->retries, "answered", (json_int_t)r->answered,

@@ -1,0 +1,61 @@
+#ifndef RATELAB_WIRECONN_H
+#define RATELAB_WIRECONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/retry.h"
+#include "hammer/wire.h"
+
+/*
+ * One virtual client's connection on the hammer's own HTTP/1.1 path: a
+ * small state machine in the manner of wrk's.  The socket is registered in
+ * the caller's epoll set (level-triggered) with `tag` as its data, and its
+ * mask changes only when the phase does, so a kept-alive request costs one
+ * send and one recv.  Not thread-safe: each belongs to one event loop.
+ */
+
+enum wireconn_phase { WIRECONN_IDLE, WIRECONN_CONNECTING, WIRECONN_SENDING, WIRECONN_READING };
+
+enum wireconn_result {
+	WIRECONN_PENDING,    /* wait for the socket */
+	WIRECONN_DONE,       /* an answer: resp.status, resp.retry_after, resp.ratelimit */
+	WIRECONN_FAILED,     /* no answer: see *err */
+};
+
+struct wireconn {
+	int fd;              /* -1: none */
+	uint32_t mask;       /* epoll events registered; 0: not registered */
+	uint8_t phase;
+	bool reused;         /* the attempt began on a kept-alive connection */
+	uint32_t sent;       /* request bytes written */
+	struct wire_resp resp;
+};
+
+/* No connection yet. */
+void wireconn_init(struct wireconn *c);
+
+/*
+ * Begin an attempt: send on the kept-alive connection, or open one.
+ * PENDING while the socket must be waited on; FAILED with *err when the
+ * attempt ended at once (no descriptor, connection refused).
+ */
+enum wireconn_result wireconn_begin(struct wireconn *c, const struct wire_target *t, int epfd,
+                                    uint64_t tag, enum retry_error *err);
+
+/*
+ * The socket is ready (events from epoll).  buf is scratch for reading.
+ * A kept-alive connection that closes before any byte of the answer is
+ * reopened and the request sent again once, as libcurl does.
+ */
+enum wireconn_result wireconn_event(struct wireconn *c, const struct wire_target *t, int epfd,
+                                    uint64_t tag, char *buf, size_t cap, enum retry_error *err);
+
+/* True while the connection is waiting for its TCP handshake. */
+bool wireconn_connecting(const struct wireconn *c);
+
+/* Close the socket (an abandoned attempt, or an idle connection the peer closed). */
+void wireconn_close(struct wireconn *c, int epfd);
+
+#endif
