@@ -28,7 +28,7 @@
  * shard size bounds the work done between two timer checks: 16 keeps that
  * under a millisecond where 64 took several (10,000-client timer bench) */
 #define SHARD_CLIENTS 16
-/* epoll data of a wire client's socket: this bit plus the client's index */
+/* epoll data of a wire client's socket: this bit, its server << 32 and the client's index */
 #define WIRE_TAG (UINT64_C(1) << 63)
 #define WIRE_BUF (64 * 1024)
 #define NO_ID UINT32_MAX
@@ -79,6 +79,8 @@ struct vclient {
 	char retry_after[64];
 	char ratelimit[96];
 	struct wireconn wc;
+	uint32_t wc_server;       /* the server wc talks to */
+	int *parked;              /* several URLs: an idle kept-alive socket per server, or -1 */
 	struct dlink dl[2];       /* in the loop's attempt and connect deadline lists */
 };
 
@@ -313,7 +315,16 @@ static int wire_new(struct loop *l)
 	l->dl[DL_CONNECT].head = l->dl[DL_CONNECT].tail = NO_ID;
 	l->failq = calloc(n ? n : 1, sizeof(*l->failq));
 	l->rbuf = malloc(WIRE_BUF);
-	return l->failq != NULL && l->rbuf != NULL ? 0 : -1;
+	if (l->failq == NULL || l->rbuf == NULL)
+		return -1;
+	for (uint32_t i = 0; l->sh->nurls > 1 && i < n; i++) {
+		l->clients[i].parked = malloc(sizeof(int) * l->sh->nurls);
+		if (l->clients[i].parked == NULL)
+			return -1;
+		for (uint32_t k = 0; k < l->sh->nurls; k++)
+			l->clients[i].parked[k] = -1;
+	}
+	return 0;
 }
 
 static int clients_new(struct loop *l)
@@ -383,6 +394,10 @@ void loop_free(struct loop *l)
 		return;
 	for (uint32_t i = 0; l->clients != NULL && i < l->part.clients; i++) {
 		wireconn_close(&l->clients[i].wc, l->epfd);
+		for (uint32_t k = 0; l->clients[i].parked != NULL && k < l->sh->nurls; k++)
+			if (l->clients[i].parked[k] >= 0)
+				close(l->clients[i].parked[k]);
+		free(l->clients[i].parked);
 		if (l->clients[i].easy == NULL)
 			continue;
 		if (l->clients[i].shard->multi != NULL)
@@ -664,6 +679,11 @@ static uint64_t dl_due(const struct loop *l, int which)
 	return h == NO_ID ? UINT64_MAX : l->clients[h].dl[which].due;
 }
 
+static uint64_t wire_tag(uint32_t server, uint32_t id)
+{
+	return WIRE_TAG | (uint64_t)server << 32 | id;
+}
+
 static uint32_t client_id(const struct loop *l, const struct vclient *c)
 {
 	return (uint32_t)(c - l->clients);
@@ -713,7 +733,14 @@ static void wire_begin(struct loop *l, struct vclient *c, uint64_t now)
 	enum wireconn_result r;
 
 	dl_push(l, DL_ATTEMPT, id, now + l->cfg->timeout_ns);
-	r = wireconn_begin(&c->wc, &l->sh->targets[c->server], l->epfd, WIRE_TAG | id, &err);
+	if (c->wc_server != c->server) {
+		/* keep the other server's connection for this client's next request there */
+		c->parked[c->wc_server] = wireconn_park(&c->wc);
+		wireconn_adopt(&c->wc, c->parked[c->server]);
+		c->parked[c->server] = -1;
+		c->wc_server = c->server;
+	}
+	r = wireconn_begin(&c->wc, &l->sh->targets[c->server], l->epfd, wire_tag(c->server, id), &err);
 	if (r == WIRECONN_FAILED) {
 		c->last_err = err;
 		l->failq[(l->fq_head + l->fq_n) % l->part.clients] = id;
@@ -738,19 +765,27 @@ static void wire_failed_drain(struct loop *l, uint64_t now)
 	}
 }
 
-static void wire_event(struct loop *l, uint32_t id, uint64_t now)
+static void wire_event(struct loop *l, uint64_t tag, uint64_t now)
 {
+	uint32_t id = (uint32_t)tag, server = (uint32_t)(tag >> 32) & 0xffff;
 	struct vclient *c = &l->clients[id];
 	enum retry_error err = RETRY_ERR_OTHER;
 	enum wireconn_result r;
 
+	if (server != c->wc_server) {
+		/* a parked connection to another server: the server closed it */
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->parked[server], NULL);
+		close(c->parked[server]);
+		c->parked[server] = -1;
+		return;
+	}
 	if (c->state != CLIENT_ACTIVE) {
 		/* a kept-alive connection between requests: the server closed it */
 		wireconn_close(&c->wc, l->epfd);
 		return;
 	}
-	r = wireconn_event(&c->wc, &l->sh->targets[c->server], l->epfd, WIRE_TAG | id, l->rbuf, WIRE_BUF,
-	                   &err);
+	r = wireconn_event(&c->wc, &l->sh->targets[c->server], l->epfd, wire_tag(server, id), l->rbuf,
+	                   WIRE_BUF, &err);
 	if (r == WIRECONN_DONE)
 		wire_end(l, c, RETRY_ERR_NONE, now);
 	else if (r == WIRECONN_FAILED)
@@ -992,7 +1027,7 @@ static void poll_once(struct loop *l)
 			continue;
 		}
 		if (ev[i].data.u64 & WIRE_TAG) {
-			wire_event(l, (uint32_t)ev[i].data.u64, clock_monotonic_ns());
+			wire_event(l, ev[i].data.u64, clock_monotonic_ns());
 			if (timer_due(l))
 				fire_timers(l);
 			continue;

@@ -42,6 +42,24 @@ void wireconn_close(struct wireconn *c, int epfd)
 	c->phase = WIRECONN_IDLE;
 }
 
+int wireconn_park(struct wireconn *c)
+{
+	int fd = c->fd;
+
+	c->fd = -1;
+	c->mask = 0;
+	c->phase = WIRECONN_IDLE;
+	return fd;
+}
+
+void wireconn_adopt(struct wireconn *c, int fd)
+{
+	c->fd = fd;
+	/* an idle kept-alive socket is always registered for reading only */
+	c->mask = fd >= 0 ? EPOLLIN : 0;
+	c->phase = WIRECONN_IDLE;
+}
+
 bool wireconn_connecting(const struct wireconn *c)
 {
 	return c->phase == WIRECONN_CONNECTING;

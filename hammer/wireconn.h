@@ -55,6 +55,16 @@ enum wireconn_result wireconn_event(struct wireconn *c, const struct wire_target
 /* True while the connection is waiting for its TCP handshake. */
 bool wireconn_connecting(const struct wireconn *c);
 
+/*
+ * Hand over an idle kept-alive socket (-1: none) and forget it, so the
+ * client can talk to another server meanwhile.  The socket stays in the
+ * epoll set, readable-only, under the tag it was registered with.
+ */
+int wireconn_park(struct wireconn *c);
+
+/* Take back a socket wireconn_park gave (or -1: none). */
+void wireconn_adopt(struct wireconn *c, int fd);
+
 /* Close the socket (an abandoned attempt, or an idle connection the peer closed). */
 void wireconn_close(struct wireconn *c, int epfd);
 

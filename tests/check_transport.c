@@ -132,6 +132,50 @@ START_TEST(idle_connection_closed_by_server)
 }
 END_TEST
 
+static json_t *server_at(json_t *j, size_t i)
+{
+	return json_array_get(json_object_get(j, "servers"), i);
+}
+
+/*
+ * One client alternating between two servers must reach each: the first
+ * admits everything, the second one request per hour.
+ */
+START_TEST(each_request_reaches_its_server)
+{
+	static const char *const open_args[] = { "--limiter", "none", NULL };
+	static const char *const tight_args[] = { "--limiter", "fixed-window", "--limit", "1", "--window",
+	                                          "1h", "--key", "global", NULL };
+	struct test_server a, b;
+	struct test_run r;
+	char ua[96], ub[96], reset[128];
+	long status = 0;
+	json_t *j;
+
+	ck_assert_int_eq(testutil_server_start(&a, open_args, 5000), 0);
+	ck_assert_int_eq(testutil_server_start(&b, tight_args, 5000), 0);
+	snprintf(ua, sizeof(ua), "%s/", a.url);
+	snprintf(ub, sizeof(ub), "%s/", b.url);
+	snprintf(reset, sizeof(reset), "%s/reset", b.url);
+	for (int t = 0; t < 2; t++) {
+		const char *args[] = { "hammer", ua, ub, "--requests", "10", "--concurrency", "1", "--threads",
+		                       "1", "--no-retry", "--transport", TRANSPORTS[t], "--json", "-", NULL };
+
+		j = run_json(args, &r);
+		ck_assert_int_eq(jint(server_at(j, 0), "ok", NULL), 5);
+		ck_assert_int_eq(jint(server_at(j, 1), "ok", NULL), 1);
+		ck_assert_int_eq(jint(server_at(j, 1), "failed", NULL), 4);
+		ck_assert_int_eq(jint(j, "calls", NULL), 10);
+		json_decref(j);
+		testutil_run_free(&r);
+		ck_assert_int_eq(testutil_http("POST", reset, "", &status, NULL, NULL), 0);
+		ck_assert_int_eq(status, 200);
+	}
+	testutil_server_stop(&a, 3000);
+	testutil_server_stop(&b, 3000);
+}
+END_TEST
+
 START_TEST(transport_usage_errors)
 {
 	static const char *const bad[][5] = {
@@ -160,6 +204,7 @@ Suite *transport_suite(void)
 	tcase_add_test(tc, same_counts);
 	tcase_add_test(tc, headers_and_body_arrive);
 	tcase_add_test(tc, idle_connection_closed_by_server);
+	tcase_add_test(tc, each_request_reaches_its_server);
 	tcase_add_test(tc, transport_usage_errors);
 	suite_add_tcase(s, tc);
 	return s;
