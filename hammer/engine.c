@@ -103,25 +103,43 @@ const char *hammer_error_name(enum retry_error e)
 }
 
 /* Make room for one socket per client; -1 with err when the hard limit forbids it. */
-static int raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t errlen)
+/*
+ * Raise the open-file limit to what the clients need, plus up to `extra`
+ * more if the hard limit allows (idle connections parked per server);
+ * *room gets how many of those extra descriptors there are.
+ */
+static int raise_nofile(uint32_t clients, uint32_t threads, uint64_t extra, uint64_t *room,
+                        char *err, size_t errlen)
 {
 	struct rlimit rl;
 	rlim_t need = (rlim_t)loop_fds_needed(clients, threads ? threads : 1) + FDS_SPARE;
+	rlim_t want = need + (rlim_t)extra;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+	*room = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return 0;
-	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-		snprintf(err, errlen, "--concurrency %u needs %llu open files but the hard limit is %llu "
-		         "(raise it: ulimit -Hn)", clients, (unsigned long long)need,
-		         (unsigned long long)rl.rlim_max);
-		return -1;
+	if (rl.rlim_cur < want) {
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+			snprintf(err, errlen, "--concurrency %u needs %llu open files but the hard limit is %llu "
+			         "(raise it: ulimit -Hn)", clients, (unsigned long long)need,
+			         (unsigned long long)rl.rlim_max);
+			return -1;
+		}
+		rlim_t old = rl.rlim_cur;
+
+		rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+			if (old < need) {
+				snprintf(err, errlen, "--concurrency %u needs %llu open files: %s", clients,
+				         (unsigned long long)need, strerror(errno));
+				return -1;
+			}
+			rl.rlim_cur = old;
+		}
 	}
-	rl.rlim_cur = need;
-	if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
-		snprintf(err, errlen, "--concurrency %u needs %llu open files: %s", clients,
-		         (unsigned long long)need, strerror(errno));
-		return -1;
-	}
+	*room = rl.rlim_cur > need ? (uint64_t)(rl.rlim_cur - need) : 0;
+	if (*room > extra)
+		*room = extra;
 	return 0;
 }
 
@@ -164,6 +182,14 @@ static void curl_init_once(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* Idle connections the own HTTP/1.1 path would keep to the other servers: one per client and server. */
+static uint64_t park_wanted(const struct hammer_config *cfg)
+{
+	if (cfg->transport == HAMMER_TRANSPORT_CURL || cfg->nurls < 2)
+		return 0;
+	return (uint64_t)cfg->concurrency * (cfg->nurls - 1);
+}
+
 static int check_config(const struct hammer_config *cfg, char *err, size_t errlen)
 {
 	if ((cfg->url == NULL && cfg->nurls == 0) || cfg->policy == NULL || cfg->concurrency == 0) {
@@ -184,6 +210,7 @@ static int check_config(const struct hammer_config *cfg, char *err, size_t errle
 struct run {
 	struct loop_shared sh;
 	struct wire_target *targets;
+	uint64_t park_room;          /* descriptors for parked connections, all loops */
 	struct loop **loops;
 	pthread_t *tids;
 	uint32_t nloops;
@@ -275,6 +302,7 @@ static int loops_new(struct run *run, const struct hammer_config *cfg, char *err
 	if (n > cfg->concurrency)
 		n = cfg->concurrency;
 	run->sh.nloops = n;
+	run->sh.park_max = run->park_room / n > UINT32_MAX ? UINT32_MAX : (uint32_t)(run->park_room / n);
 	run->loops = calloc(n, sizeof(*run->loops));
 	run->tids = calloc(n, sizeof(*run->tids));
 	if (run->loops == NULL || run->tids == NULL) {
@@ -381,7 +409,7 @@ int hammer_run(const struct hammer_config *cfg, struct hammer_result *res, char 
 	int rc = -1;
 
 	if (check_config(cfg, err, errlen) != 0 ||
-	    raise_nofile(cfg->concurrency, cfg->threads, err, errlen) != 0)
+	    raise_nofile(cfg->concurrency, cfg->threads, park_wanted(cfg), &run.park_room, err, errlen) != 0)
 		return -1;
 	presize_fd_table(cfg->concurrency);
 	pthread_once(&curl_once, curl_init_once);

@@ -108,6 +108,7 @@ struct loop {
 	struct dlist dl[2];       /* wire clients by attempt / connect deadline */
 	uint32_t *failq;          /* wire attempts that failed as they began (ring) */
 	uint32_t fq_head, fq_n;
+	uint32_t nparked;         /* idle connections held in clients' parked slots */
 	char *rbuf;               /* wire: scratch for reading answers */
 	_Atomic uint64_t prog_requests, prog_calls;
 	atomic_bool finished;
@@ -722,6 +723,28 @@ static void wire_end(struct loop *l, struct vclient *c, enum retry_error err, ui
 }
 
 /*
+ * c's next request goes to another server: keep the idle connection to the
+ * old one for later (while descriptors allow) and take the new one's.
+ */
+static void switch_server(struct loop *l, struct vclient *c)
+{
+	int fd = wireconn_park(&c->wc);
+
+	if (fd >= 0 && l->nparked >= l->sh->park_max) {
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+		close(fd);
+		fd = -1;
+	}
+	l->nparked += fd >= 0;
+	c->parked[c->wc_server] = fd;
+	fd = c->parked[c->server];
+	l->nparked -= fd >= 0;
+	wireconn_adopt(&c->wc, fd);
+	c->parked[c->server] = -1;
+	c->wc_server = c->server;
+}
+
+/*
  * Send c's attempt.  An attempt that fails as it begins is queued, not
  * ended here: ending it may begin the next one, and against a dead server
  * that would recurse once per request.
@@ -733,13 +756,8 @@ static void wire_begin(struct loop *l, struct vclient *c, uint64_t now)
 	enum wireconn_result r;
 
 	dl_push(l, DL_ATTEMPT, id, now + l->cfg->timeout_ns);
-	if (c->wc_server != c->server) {
-		/* keep the other server's connection for this client's next request there */
-		c->parked[c->wc_server] = wireconn_park(&c->wc);
-		wireconn_adopt(&c->wc, c->parked[c->server]);
-		c->parked[c->server] = -1;
-		c->wc_server = c->server;
-	}
+	if (c->wc_server != c->server)
+		switch_server(l, c);
 	r = wireconn_begin(&c->wc, &l->sh->targets[c->server], l->epfd, wire_tag(c->server, id), &err);
 	if (r == WIRECONN_FAILED) {
 		c->last_err = err;
@@ -777,6 +795,7 @@ static void wire_event(struct loop *l, uint64_t tag, uint64_t now)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->parked[server], NULL);
 		close(c->parked[server]);
 		c->parked[server] = -1;
+		l->nparked--;
 		return;
 	}
 	if (c->state != CLIENT_ACTIVE) {

@@ -22,6 +22,7 @@ struct loop_shared {
 	const char *const *urls;       /* the servers, round-robin per request */
 	uint32_t nurls;                /* >= 1 */
 	uint32_t nloops;               /* loops in the run: request k of loop i is i + k * nloops */
+	uint32_t park_max;             /* wire: idle connections to other servers one loop may keep */
 	struct retry_budget *budget;   /* NULL: none */
 	uint64_t start_ns;             /* the start instant (herd: in the near future) */
 	uint64_t end_ns;               /* duration end, or 0 */
