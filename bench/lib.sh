@@ -225,9 +225,12 @@ hey_run() {
 	record "$1" "${rps:-0}" "$(( ${tot:-0} - ${ok:-0} ))" "${tot:-0}" "$(client_us "${tot:-0}")"
 }
 
-# hammer_rps NAME URL: ratelab hammer --concurrency 64 --duration SECS; req/s from its summary line.
+# hammer_rps NAME URL [ARGS...]: ratelab hammer --concurrency 64 --duration SECS ARGS; req/s from its summary line.
 hammer_rps() {
-	timed timeout $((SECS + 30)) "$RATELAB_BIN" hammer --concurrency 64 --duration "${SECS}s" "$2" \
+	_n=$1
+	_u=$2
+	shift 2
+	timed timeout $((SECS + 30)) "$RATELAB_BIN" hammer --concurrency 64 --duration "${SECS}s" "$_u" "$@" \
 		>"$TMP/hammer.last" 2>"$TMP/hammer.err"
 	line=$(grep -m1 -E '^[0-9]+ requests in [0-9.]+s' "$TMP/hammer.last")
 	if [ -z "$line" ]; then
@@ -238,7 +241,7 @@ hammer_rps() {
 	secs=$(echo "$line" | sed 's/.* in \([0-9.]*\)s.*/\1/')
 	ok=$(awk '/^2[0-9][0-9] +x[0-9]+/ { sub("x", "", $2); s += $2 } END { print s + 0 }' \
 		"$TMP/hammer.last")
-	record "$1" "$(awk -v n="$tot" -v s="$secs" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')" \
+	record "$_n" "$(awk -v n="$tot" -v s="$secs" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')" \
 		"$((tot - ok))" "$tot" "$(client_us "$tot")"
 }
 
