@@ -5,8 +5,15 @@
  */
 #include <check.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -176,6 +183,191 @@ START_TEST(each_request_reaches_its_server)
 }
 END_TEST
 
+/*
+ * A scripted peer: answers every request with the same bytes, written in
+ * pieces 5 ms apart, and closes after each answer when told.  It is the
+ * odd server (chunked, HTTP/1.0, garbage, silence) that ratelab serve
+ * never is.  Every wait is bounded; it stops when told or after 10 s.
+ */
+struct script {
+	int lfd, port;
+	const char *const *pieces;
+	size_t npieces;
+	bool close_after;
+	atomic_int conns, stop;
+	pthread_t t;
+};
+
+/* Read one request's head (up to the blank line); false on EOF, error or 5 s of nothing. */
+static bool read_head(int fd)
+{
+	char buf[4096];
+	size_t n = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (n < sizeof(buf) - 1) {
+		ssize_t r;
+
+		if (poll(&p, 1, 5000) != 1)
+			return false;
+		r = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
+		if (r <= 0)
+			return false;
+		n += (size_t)r;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n") != NULL)
+			return true;
+	}
+	return false;
+}
+
+static void answer(struct script *sc, int fd)
+{
+	struct timespec gap = { 0, 5 * 1000 * 1000 };
+
+	while (!atomic_load(&sc->stop) && read_head(fd)) {
+		for (size_t i = 0; i < sc->npieces; i++) {
+			if (i > 0)
+				nanosleep(&gap, NULL);
+			if (send(fd, sc->pieces[i], strlen(sc->pieces[i]), MSG_NOSIGNAL) < 0)
+				return;
+		}
+		if (sc->close_after)
+			return;
+	}
+}
+
+static void *script_main(void *arg)
+{
+	struct script *sc = arg;
+	struct pollfd p = { .fd = sc->lfd, .events = POLLIN };
+
+	for (int ticks = 0; ticks < 100 && !atomic_load(&sc->stop); ticks++) {
+		int fd;
+
+		if (poll(&p, 1, 100) != 1)
+			continue;
+		fd = accept(sc->lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		atomic_fetch_add(&sc->conns, 1);
+		answer(sc, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void script_start(struct script *sc, const char *const *pieces, size_t n, bool close_after)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+
+	sc->pieces = pieces;
+	sc->npieces = n;
+	sc->close_after = close_after;
+	atomic_store(&sc->conns, 0);
+	atomic_store(&sc->stop, 0);
+	sc->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(sc->lfd, 0);
+	ck_assert_int_eq(bind(sc->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(sc->lfd, 16), 0);
+	ck_assert_int_eq(getsockname(sc->lfd, (struct sockaddr *)&a, &len), 0);
+	sc->port = ntohs(a.sin_port);
+	ck_assert_int_eq(pthread_create(&sc->t, NULL, script_main, sc), 0);
+}
+
+static void script_stop(struct script *sc)
+{
+	atomic_store(&sc->stop, 1);
+	pthread_join(sc->t, NULL);
+	close(sc->lfd);
+}
+
+/* Run the hammer at the scripted peer: `requests` requests, one client, no retry. */
+static json_t *hammer_at(struct script *sc, const char *transport, const char *requests, struct test_run *r,
+                         int want_exit)
+{
+	char url[64];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", sc->port);
+	const char *args[] = { "hammer", url, "--requests", requests, "--concurrency", "1", "--threads", "1",
+	                       "--no-retry", "--timeout", "3s", "--transport", transport, "--json", "-", NULL };
+	ck_assert_int_eq(testutil_run(r, args, NULL, RUN_MS), 0);
+	ck_assert_msg(r->status == want_exit, "%s: exit %d: %s", transport, r->status, r->err);
+	j = json_loads(r->out, 0, &je);
+	ck_assert_msg(j != NULL, "not JSON (%s): %s / %s", je.text, r->out, r->err);
+	return j;
+}
+
+/* A chunked 429 that arrives in three pieces, three times on one kept-alive connection. */
+START_TEST(chunked_answer_in_pieces)
+{
+	static const char *const pieces[] = {
+		"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nTransfer-Enc",
+		"oding: chunked\r\n\r\n4\r\nab", "cd\r\n0\r\n\r\n",
+	};
+	struct script sc;
+	struct test_run r;
+
+	for (int t = 0; t < 2; t++) {
+		script_start(&sc, pieces, 3, false);
+		json_t *j = hammer_at(&sc, TRANSPORTS[t], "3", &r, 0);
+		script_stop(&sc);
+		ck_assert_int_eq(jint(j, "statuses", "429"), 3);
+		ck_assert_int_eq(jint(j, "calls", NULL), 3);
+		ck_assert_int_eq(jint(j, "transport_errors", "other"), 0);
+		ck_assert_int_eq(atomic_load(&sc.conns), 1);
+		json_decref(j);
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
+/* HTTP/1.0 with no length: the body ends at the close, and each request opens a connection. */
+START_TEST(body_ends_at_the_close)
+{
+	static const char *const pieces[] = { "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhel", "lo" };
+	struct script sc;
+	struct test_run r;
+
+	for (int t = 0; t < 2; t++) {
+		script_start(&sc, pieces, 2, true);
+		json_t *j = hammer_at(&sc, TRANSPORTS[t], "2", &r, 0);
+		script_stop(&sc);
+		ck_assert_int_eq(jint(j, "ok", NULL), 2);
+		ck_assert_int_eq(atomic_load(&sc.conns), 2);
+		json_decref(j);
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
+/* Not HTTP at all, and no answer at all: both transports name the same error; exit 1 (no HTTP answer). */
+START_TEST(garbage_and_silence)
+{
+	static const char *const garbage[] = { "SSH-2.0-OpenSSH_9.2\r\n\r\n" };
+	struct script sc;
+	struct test_run r;
+
+	for (int t = 0; t < 2; t++) {
+		script_start(&sc, garbage, 1, true);
+		json_t *j = hammer_at(&sc, TRANSPORTS[t], "1", &r, 1);
+		script_stop(&sc);
+		ck_assert_msg(jint(j, "errors", "other") == 1, "%s: %s", TRANSPORTS[t], r.out);
+		json_decref(j);
+		testutil_run_free(&r);
+		script_start(&sc, NULL, 0, true);
+		j = hammer_at(&sc, TRANSPORTS[t], "1", &r, 1);
+		script_stop(&sc);
+		ck_assert_msg(jint(j, "errors", "reset") == 1, "%s: %s", TRANSPORTS[t], r.out);
+		json_decref(j);
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
 START_TEST(transport_usage_errors)
 {
 	static const char *const bad[][5] = {
@@ -205,6 +397,9 @@ Suite *transport_suite(void)
 	tcase_add_test(tc, headers_and_body_arrive);
 	tcase_add_test(tc, idle_connection_closed_by_server);
 	tcase_add_test(tc, each_request_reaches_its_server);
+	tcase_add_test(tc, chunked_answer_in_pieces);
+	tcase_add_test(tc, body_ends_at_the_close);
+	tcase_add_test(tc, garbage_and_silence);
 	tcase_add_test(tc, transport_usage_errors);
 	suite_add_tcase(s, tc);
 	return s;
