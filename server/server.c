@@ -70,6 +70,7 @@ struct route_rt {
 	const char *key_header;
 	struct store *store;
 	bool stateless;              /* the none limiter on the memory store: decide without a key */
+	bool async;                  /* the store queues decisions (Redis): suspend while it works */
 	char policy[HEADERS_POLICY_LEN];
 };
 
@@ -105,7 +106,8 @@ struct request {
 	bool pooled;
 	const struct server_handler *handler;
 	int route;
-	bool decided, admitted, delayed, too_big, store_failed;
+	bool decided, held, admitted, delayed, too_big, store_failed;
+	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct fault_pick fault;
 	struct limiter_decision d;
 	char *body;
@@ -418,20 +420,47 @@ static void resume_connection(void *conn)
 	MHD_resume_connection(conn);
 }
 
-/* Decide once per request; true when the answer must wait for a delay fault (connection suspended). */
-static bool decide(struct server *s, struct MHD_Connection *c, const struct route_rt *rt, struct request *rq,
-                   uint64_t now)
+/* The store's thread is done with rq->d: wake the connection so the handler answers. */
+static void on_decided(void *arg, int rc)
+{
+	struct request *rq = arg;
+
+	if (rc < 0)
+		rq->store_failed = true;
+	MHD_resume_connection(rq->conn);
+}
+
+/*
+ * Decide once per request.  True when the connection was suspended until an
+ * asynchronous store (Redis) answers; MHD calls the handler again then.
+ */
+static bool decide(const struct route_rt *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
 	rq->decided = true;
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
-	} else {
-		request_key(rt, c, rq);
-		if (rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d) < 0) {
-			rq->store_failed = true;
-			return false;
-		}
+		return false;
 	}
+	request_key(rt, c, rq);
+	if (rt->async) {
+		rq->conn = c;
+		MHD_suspend_connection(c);
+		if (rt->store->ops->submit(rt->store, rq->key, rq->keylen, now, 1, &rq->d, on_decided, rq) == 0)
+			return true;
+		/* Not queued (stopping): decide on this thread. */
+		MHD_resume_connection(c);
+	}
+	if (rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d) < 0)
+		rq->store_failed = true;
+	return false;
+}
+
+/* Once the decision is in: true when the answer must wait for a delay fault (connection suspended). */
+static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
+{
+	rq->held = true;
+	if (rq->store_failed)
+		return false;
 	rq->admitted = rq->d.admitted;
 	if (rq->fault.delay_ns == 0 || !s->delays || atomic_load(&s->stopping))
 		return false;
@@ -474,9 +503,11 @@ static enum MHD_Result serve_limited(struct server *s, struct MHD_Connection *c,
 			abort_connection(c);
 			return MHD_NO;
 		}
-		if (decide(s, c, rt, rq, now))
+		if (decide(rt, c, rq, now))
 			return MHD_YES;
 	}
+	if (!rq->held && hold(s, c, rq, now))
+		return MHD_YES;
 	if (rq->store_failed) {
 		stats_record(s->stats, rq->route, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, now);
 		return send_owned(c, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -799,6 +830,7 @@ static int setup_route(struct server *s, size_t i, char *err, size_t errlen)
 		r->store = s->cfg.store_new(s->cfg.store_ctx, r->ops, &r->params, s->cfg.max_keys, err, errlen);
 	else if (!(r->store = store_memory_new(r->ops, &r->params, s->cfg.max_keys, 0)))
 		snprintf(err, errlen, "route %s: out of memory for the key table", cr->prefix);
+	r->async = r->store && r->store->ops->submit != NULL && !s->cfg.limited.fn;
 	return r->store ? 0 : -1;
 }
 
@@ -869,6 +901,15 @@ static bool needs_suspend(const struct server_config *c)
 	return false;
 }
 
+/* True when some route's store answers asynchronously (its connections are suspended meanwhile). */
+static bool any_async(const struct server *s)
+{
+	for (size_t i = 0; i < s->nroutes; i++)
+		if (s->routes[i].async)
+			return true;
+	return false;
+}
+
 static int start_daemon(struct server *s, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
@@ -883,7 +924,7 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 	}
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	if (needs_suspend(&s->cfg))
+	if (needs_suspend(&s->cfg) || any_async(s))
 		flags |= MHD_ALLOW_SUSPEND_RESUME;
 	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -989,6 +1030,10 @@ void server_drain(struct server *s)
 
 		nanosleep(&ts, NULL);
 	}
+	/* No connection may stay suspended on a store past this: MHD_stop_daemon would abort. */
+	for (size_t i = 0; i < s->nroutes; i++)
+		if (s->routes[i].store->ops->quiesce)
+			s->routes[i].store->ops->quiesce(s->routes[i].store);
 	MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
 	if (fd != MHD_INVALID_SOCKET)

@@ -22,6 +22,13 @@ struct store_stats {
 	uint64_t errors;      /* backend errors (Redis); 0 for memory */
 };
 
+/*
+ * The end of an asynchronous decision (store_ops.submit): rc is 0 with the
+ * decision filled in, or -1 when the backend failed and the request must fail
+ * closed (503).  Called exactly once, from the store's own thread.
+ */
+typedef void (*store_done_fn)(void *arg, int rc);
+
 struct store_ops {
 	const char *name;
 	/* Decide for `key` at `now`; returns 0, or -1 when the backend failed (d untouched). */
@@ -33,6 +40,20 @@ struct store_ops {
 	void (*reset)(struct store *s);
 	void (*stats)(struct store *s, struct store_stats *out);
 	void (*free)(struct store *s);
+	/*
+	 * Optional (NULL: the store only decides synchronously).  Queue a decision
+	 * like decide; *d (owned by the caller, kept alive until done) is filled and
+	 * then done(arg, rc) runs on the store's thread, possibly before submit
+	 * returns.  Returns 0 when queued, -1 when not (stopping, out of memory):
+	 * the caller then uses decide.  Thread-safe.
+	 */
+	int (*submit)(struct store *s, const char *key, size_t keylen, uint64_t now, uint64_t cost,
+	              struct limiter_decision *d, store_done_fn done, void *arg);
+	/*
+	 * Optional: finish every queued decision (their done callbacks have run when
+	 * this returns) and refuse later submits.  Bounded by the backend's timeouts.
+	 */
+	void (*quiesce)(struct store *s);
 };
 
 struct store {

@@ -15,6 +15,13 @@
  * limit.  Each calling thread gets its own connection (created lazily), every
  * command has a timeout, and a lost connection is retried with jittered
  * exponential backoff, never blocking a thread for longer than the timeout.
+ *
+ * The server decides through submit (store.h) instead: HTTP threads queue
+ * decisions and one pipeline thread per store sends all that is queued in one
+ * write on its own connection and reads the replies in order, so many
+ * requests in flight share few round trips and no HTTP thread waits on Redis.
+ * Same timeout, backoff, NOSCRIPT fallback, failure mode and error counting
+ * (one error per failed decision).  quiesce answers everything queued.
  */
 
 #define STORE_REDIS_DEFAULT_PREFIX  "ratelab:"

@@ -659,6 +659,142 @@ START_TEST(redis_absent_at_start)
 }
 END_TEST
 
+/* ---- the pipeline: decisions queued by many threads, sent in batches (store_ops.submit) ---- */
+
+struct submit_tally {
+	pthread_mutex_t mu;
+	int done, failed, admitted;
+};
+
+struct submission {
+	struct submit_tally *t;
+	struct limiter_decision d;
+};
+
+struct submit_arg {
+	struct store *s;
+	struct submission *sub;
+	int n;
+	int refused;
+};
+
+static void tally_done(void *arg, int rc)
+{
+	struct submission *sub = arg;
+
+	pthread_mutex_lock(&sub->t->mu);
+	sub->t->done++;
+	sub->t->failed += rc < 0;
+	sub->t->admitted += rc == 0 && sub->d.admitted;
+	pthread_mutex_unlock(&sub->t->mu);
+}
+
+static void *submit_many(void *arg)
+{
+	struct submit_arg *a = arg;
+
+	for (int i = 0; i < a->n; i++)
+		if (a->s->ops->submit(a->s, "hot", 3, 5 * SEC, 1, &a->sub[i].d, tally_done, &a->sub[i]) < 0)
+			a->refused++;
+	return NULL;
+}
+
+/* Submit n decisions on key "hot" from `threads` threads, then quiesce: every callback has run. */
+static void submit_and_quiesce(struct store *s, struct submit_tally *t, int threads, int n)
+{
+	struct submission *sub = calloc((size_t)(threads * n), sizeof(*sub));
+	struct submit_arg args[8];
+	pthread_t th[8];
+	int refused = 0;
+
+	ck_assert(threads <= 8 && sub != NULL);
+	for (int i = 0; i < threads * n; i++)
+		sub[i].t = t;
+	for (int i = 0; i < threads; i++) {
+		args[i] = (struct submit_arg){ s, sub + i * n, n, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, submit_many, &args[i]), 0);
+	}
+	for (int i = 0; i < threads; i++) {
+		pthread_join(th[i], NULL);
+		refused += args[i].refused;
+	}
+	s->ops->quiesce(s);
+	ck_assert_int_eq(refused, 0);
+	pthread_mutex_lock(&t->mu);
+	ck_assert_int_eq(t->done, threads * n);
+	pthread_mutex_unlock(&t->mu);
+	free(sub);
+}
+
+/*
+ * 4 threads queue 75 decisions each on one key while the script cache was
+ * flushed (every EVALSHA of the first batch meets NOSCRIPT): exactly `limit`
+ * of 300 are admitted, every callback ran by the time quiesce returns, no
+ * errors, and a submit after quiesce is refused (the caller decides itself).
+ */
+START_TEST(pipeline_exact_admissions)
+{
+	struct limiter_params p = { 0 };
+	const struct limiter_ops *ops = params_for("sliding-log", &p, 100, 60 * SEC, 0);
+	char prefix[64];
+	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "pipe"), true, true, 5 * SEC);
+	struct submit_tally t = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct submission late = { &t, { 0 } };
+	struct store_stats st;
+
+	need_redis();
+	ck_assert(s->ops->submit != NULL);
+	freeReplyObject(cmd(shared_redis.port, "SCRIPT FLUSH%s", ""));
+	submit_and_quiesce(s, &t, 4, 75);
+	ck_assert_int_eq(t.admitted, 100);
+	ck_assert_int_eq(t.failed, 0);
+	s->ops->stats(s, &st);
+	ck_assert_uint_eq(st.errors, 0);
+	ck_assert_int_eq(s->ops->submit(s, "hot", 3, 5 * SEC, 1, &late.d, tally_done, &late), -1);
+	s->ops->reset(s);
+	s->ops->free(s);
+}
+END_TEST
+
+/*
+ * Redis stalls (CLIENT PAUSE 1.5 s) past a 50 ms command timeout with 40
+ * decisions queued: quiesce returns once every one has failed (fail closed:
+ * rc -1), each failure is counted once, and the store works again after.
+ */
+START_TEST(pipeline_timeout_fails_each_once)
+{
+	struct limiter_params p = { 0 };
+	const struct limiter_ops *ops = params_for("token-bucket", &p, 1000, SEC, 0);
+	char prefix[64];
+	struct submit_tally t = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct store *s;
+	struct store_stats st;
+	struct limiter_decision d;
+	uint64_t t0;
+
+	need_redis();
+	store_timeout_ns = 50 * MS;
+	s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "pto"), true, true, 5 * SEC);
+	store_timeout_ns = 2 * SEC;
+	freeReplyObject(cmd(shared_redis.port, "CLIENT PAUSE %s ALL", "1500"));
+	t0 = clock_monotonic_ns();
+	submit_and_quiesce(s, &t, 2, 20);
+	ck_assert_int_eq(t.failed, 40);
+	ck_assert_msg(elapsed_ms(t0) < 1400, "quiesce took %" PRIu64 " ms (must not wait for Redis)", elapsed_ms(t0));
+	s->ops->stats(s, &st);
+	ck_assert_uint_eq(st.errors, 40);
+	/* Back after the pause (reconnect backoff is at most 2 s, jittered). */
+	sleep_ms(1600 - (long)elapsed_ms(t0));
+	t0 = clock_monotonic_ns();
+	while (s->ops->decide(s, "hot", 3, 5 * SEC, 1, &d) < 0 && elapsed_ms(t0) < 4000)
+		sleep_ms(20);
+	ck_assert_int_eq(s->ops->decide(s, "hot", 3, 5 * SEC, 1, &d), 0);
+	ck_assert(d.admitted);
+	s->ops->reset(s);
+	s->ops->free(s);
+}
+END_TEST
+
 /* ---- through `ratelab serve`: replicas and outages ---- */
 
 /* Servers and Redis a test started, killed at exit when an assertion ends the test early. */
@@ -800,6 +936,137 @@ START_TEST(server_outage_open_and_closed)
 }
 END_TEST
 
+struct hammer_arg {
+	const char *url;
+	int n;                 /* requests, or 0: until the server goes away (at most 5 s) */
+	int ok, rejected, other;
+};
+
+/* One keep-alive connection firing requests back to back. */
+static void *hammer_one(void *arg)
+{
+	struct hammer_arg *a = arg;
+	CURL *c = curl_easy_init();
+	struct test_reply *r = malloc(sizeof(*r));
+	uint64_t t0 = clock_monotonic_ns();
+
+	for (int i = 0; c != NULL && r != NULL && (a->n == 0 || i < a->n) && elapsed_ms(t0) < 5000; i++) {
+		if (testutil_fire(c, "GET", a->url, NULL, r) != CURLE_OK) {
+			if (a->n == 0)
+				break;     /* the server is draining: it closes kept-alive connections */
+			a->other++;
+			continue;
+		}
+		a->ok += r->status == 200;
+		a->rejected += r->status == 429;
+		a->other += r->status != 200 && r->status != 429;
+	}
+	free(r);
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+/* `threads` connections at once against url; sums into *sum. */
+static void hammer_all(const char *url, int threads, int n, struct hammer_arg *sum, void (*meanwhile)(void *), void *ctx)
+{
+	struct hammer_arg a[16];
+	pthread_t th[16];
+
+	ck_assert(threads <= 16);
+	for (int i = 0; i < threads; i++) {
+		a[i] = (struct hammer_arg){ url, n, 0, 0, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, hammer_one, &a[i]), 0);
+	}
+	if (meanwhile)
+		meanwhile(ctx);
+	*sum = (struct hammer_arg){ url, n, 0, 0, 0 };
+	for (int i = 0; i < threads; i++) {
+		pthread_join(th[i], NULL);
+		sum->ok += a[i].ok;
+		sum->rejected += a[i].rejected;
+		sum->other += a[i].other;
+	}
+}
+
+static void start_pipe_server(struct test_server *srv, const char *url, const char *limit)
+{
+	const char *args[] = { "--limiter", "token-bucket", "--limit", limit, "--window", "1h", "--key", "global",
+	                       "--threads", "2", "--quiet", "--store", url, "--store-failure", "closed", NULL };
+
+	ck_assert_msg(testutil_server_start(srv, args, 5000) == 0, "ratelab serve --store %s did not start", url);
+	track(srv->pid);
+}
+
+/*
+ * 16 connections at once, 10 requests each, one global key of 40 per hour on
+ * Redis: the pipelined decisions admit exactly 40 of the 160 (refill in the
+ * run is far below one token) and reject exactly 120 with 429.
+ */
+START_TEST(server_concurrent_one_key_exact)
+{
+	struct redis_proc rp;
+	struct test_server srv;
+	struct hammer_arg sum;
+	char url[128];
+
+	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	start_pipe_server(&srv, rp.url, "40");
+	snprintf(url, sizeof(url), "%s/", srv.url);
+	hammer_all(url, 16, 10, &sum, NULL, NULL);
+	ck_assert_int_eq(sum.ok, 40);
+	ck_assert_int_eq(sum.rejected, 120);
+	ck_assert_int_eq(sum.other, 0);
+	ck_assert(metrics_has(&srv, "ratelab_store_errors_total{route=\"/\"} 0\n"));
+	stop_servers(&srv, 1);
+	redis_kill(&rp);
+}
+END_TEST
+
+struct stop_ctx {
+	struct test_server *srv;
+	int status;
+	uint64_t ms;
+};
+
+static void stop_meanwhile(void *arg)
+{
+	struct stop_ctx *c = arg;
+	uint64_t t0;
+
+	sleep_ms(300);
+	t0 = clock_monotonic_ns();
+	c->status = testutil_server_stop(c->srv, 5000);
+	c->ms = elapsed_ms(t0);
+}
+
+/*
+ * SIGTERM while 8 connections keep requests waiting on Redis (suspended in
+ * the pipeline): the server drains and exits 0 (MHD would abort on a
+ * connection left suspended), promptly, and every answer it gave is a 200.
+ */
+START_TEST(server_sigterm_drains_pipeline)
+{
+	struct redis_proc rp;
+	struct test_server srv;
+	struct hammer_arg sum;
+	struct stop_ctx stop = { &srv, -1, 0 };
+	char url[128];
+
+	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	start_pipe_server(&srv, rp.url, "100000");
+	snprintf(url, sizeof(url), "%s/", srv.url);
+	hammer_all(url, 8, 0, &sum, stop_meanwhile, &stop);
+	for (size_t k = 0; k < nstarted; k++)
+		if (started[k] == srv.pid)
+			started[k] = 0;
+	ck_assert_int_eq(stop.status, 0);
+	ck_assert_msg(stop.ms < 2000, "drain took %" PRIu64 " ms", stop.ms);
+	ck_assert_msg(sum.ok > 0, "no request was answered before SIGTERM");
+	ck_assert_int_eq(sum.rejected, 0);
+	redis_kill(&rp);
+}
+END_TEST
+
 Suite *redis_suite(void)
 {
 	Suite *s = suite_create("redis");
@@ -817,6 +1084,8 @@ Suite *redis_suite(void)
 	tcase_add_test(tc, concurrency_lease_expires);
 	tcase_add_test(tc, noscript_falls_back_to_eval);
 	tcase_add_test(tc, bad_urls);
+	tcase_add_test(tc, pipeline_exact_admissions);
+	tcase_add_test(tc, pipeline_timeout_fails_each_once);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(outage, 30);
 	tcase_add_test(outage, outage_open_and_closed);
@@ -825,6 +1094,8 @@ Suite *redis_suite(void)
 	tcase_set_timeout(server, 40);
 	tcase_add_test(server, three_replicas_through_the_server);
 	tcase_add_test(server, server_outage_open_and_closed);
+	tcase_add_test(server, server_concurrent_one_key_exact);
+	tcase_add_test(server, server_sigterm_drains_pipeline);
 	suite_add_tcase(s, server);
 	return s;
 }
