@@ -199,10 +199,18 @@ wrk_run() {
 	if [ -n "${3:-}" ]; then
 		us=$(awk -v t=$((t1 - t0)) -v n="${tot:-0}" -v hz="$(getconf CLK_TCK)" \
 			'BEGIN { if (n > 0 && t > 0) printf "%.1f", t * 1e6 / hz / n; else print "-" }')
+		# wrk's own CPU too: on shared cores the load generator's cost per answer counts
+		echo "$(client_us "${tot:-0}")" >>"$TMP/wrkcpu.$1"
 	else
 		us=$(client_us "${tot:-0}")
 	fi
 	record "$1" "${rps:-0}" "${bad:-0}" "${tot:-0}" "$us"
+}
+
+# wrk_cpu NAME: the lowest wrk CPU microseconds per request over NAME's server runs ("-" when none).
+wrk_cpu() {
+	[ -f "$TMP/wrkcpu.$1" ] || { echo "-"; return 0; }
+	grep -v '^-$' "$TMP/wrkcpu.$1" | sort -g | head -n1 | grep . || echo "-"
 }
 
 ab_run() {
