@@ -37,7 +37,12 @@ static int parse_kind(char *kind, struct fault_entry *e, char *err, size_t errle
 		}
 		return 0;
 	}
-	if (parse_u64(kind, 100, 599, &v, NULL, 0) == 0) {
+	if (*kind && strspn(kind, "0123456789") == strlen(kind)) {
+		/* A final answer: 1xx is informational only. */
+		if (parse_u64(kind, 200, 599, &v, NULL, 0) < 0) {
+			snprintf(err, errlen, "status '%s' is not in 200..599", kind);
+			return -1;
+		}
 		e->kind = FAULT_STATUS;
 		e->status = (int)v;
 		return 0;

@@ -10,7 +10,7 @@
 /*
  * Fault injection, fortio-style: "503:5,502:2,504:1,reset:1,no-retry-after:10,delay=50ms:20".
  * Each entry is KIND:PERCENT (PERCENT defaults to 100 when omitted).
- * - STATUS (100-599) and `reset` form one exclusive group: one draw picks at
+ * - STATUS (200-599) and `reset` form one exclusive group: one draw picks at
  *   most one of them; their percentages add up to at most 100.
  * - `delay=DUR` entries form a second exclusive group (at most 100 in all).
  * - `no-retry-after` is drawn on its own, for rejections only.

@@ -233,7 +233,7 @@ int occ_route_from_args(struct occ_route *r, int *argc, char **argv, char *err, 
 
 		if (strcmp(argv[i], "--delay") == 0) {
 			if (i + 1 >= *argc) {
-				snprintf(err, errlen, "ratelab serve: --delay: missing value");
+				snprintf(err, errlen, "--delay: missing value");
 				return -1;
 			}
 			v = argv[++i];

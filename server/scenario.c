@@ -534,16 +534,22 @@ int scenario_from_args(struct scenario **out, int *argc, char **argv, char *err,
 
 	*out = NULL;
 	for (int i = 1; i < *argc; i++) {
-		if (strcmp(argv[i], "--scenario") != 0) {
+		const char *v;
+
+		if (strncmp(argv[i], "--scenario=", 11) == 0) {
+			v = argv[i] + 11;
+		} else if (strcmp(argv[i], "--scenario") == 0) {
+			v = i + 1 < *argc ? argv[++i] : NULL;
+		} else {
 			argv[j++] = argv[i];
 			continue;
 		}
-		if (i + 1 >= *argc || *out) {
+		if (!v || *out) {
 			snprintf(err, errlen, "--scenario: %s", *out ? "given twice" : "needs NAME or FILE");
 			goto fail;
 		}
-		if (!(*out = scenario_new(argv[++i], why, sizeof(why)))) {
-			snprintf(err, errlen, "--scenario '%.100s': %s", argv[i], why);
+		if (!(*out = scenario_new(v, why, sizeof(why)))) {
+			snprintf(err, errlen, "--scenario '%.100s': %s", v, why);
 			goto fail;
 		}
 	}

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
@@ -89,7 +90,9 @@ int serve_main(int argc, char **argv)
 		goto free_cfg;
 	}
 	t0 = clock_monotonic_ns();
-	printf("listening on http://%s:%d\n", cfg->bind[0] == '0' && cfg->bind[1] == '.' ? "127.0.0.1" : cfg->bind,
+	/* An IPv6 address goes in brackets in a URL. */
+	printf("listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "",
+	       cfg->bind[0] == '0' && cfg->bind[1] == '.' ? "127.0.0.1" : cfg->bind, strchr(cfg->bind, ':') ? "]" : "",
 	       server_port(srv));
 	fflush(stdout);
 	sigwait(&set, &sig);

@@ -85,7 +85,6 @@ struct server {
 	struct stats *stats;
 	struct delayq *delays;
 	uint64_t gen;
-	uint64_t start_ns;
 	_Atomic unsigned streams;
 	_Atomic long inflight;
 	_Atomic bool stopping;
@@ -94,6 +93,8 @@ struct server {
 	_Atomic unsigned cache_next;
 	struct MHD_Response *r_ok;           /* admitted, no RateLimit headers */
 	struct MHD_Response *r_too_big;
+	struct MHD_Response *r_unavailable;  /* fail-closed 503: the store failed */
+	struct MHD_Response *r_no_route;     /* 404 */
 };
 
 /*
@@ -102,11 +103,10 @@ struct server {
  * a request starts; `pooled` is false for the rare one allocated on its own.
  */
 struct request {
-	struct server *srv;
 	bool pooled;
 	const struct server_handler *handler;
 	int route;
-	bool decided, held, admitted, delayed, too_big, store_failed;
+	bool decided, held, admitted, too_big, store_failed;
 	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct fault_pick fault;
 	struct limiter_decision d;
@@ -126,6 +126,8 @@ static _Thread_local struct resp_cache *tl_cache;
 
 static const char OK_BODY[] = "ok\n";
 static const char TOO_BIG_BODY[] = "request body too large\n";
+static const char UNAVAILABLE_BODY[] = "limiter store unavailable\n";
+static const char NO_ROUTE_BODY[] = "no route\n";
 
 /* This thread's fault PRNG for server s: a stream of the seed per thread. */
 static struct prng *thread_rng(struct server *s)
@@ -194,11 +196,20 @@ static const struct server_handler *match_handler(const struct server *s, const 
 	return NULL;
 }
 
+/* tag + the value; a value too long to fit keeps its head and ends in 16 hex digits of its whole hash. */
 static void set_key(struct request *rq, char tag, const void *p, size_t n)
 {
-	if (n > SERVER_KEY_LEN - 1)
-		n = SERVER_KEY_LEN - 1;
 	rq->key[0] = tag;
+	if (n > SERVER_KEY_LEN - 1) {
+		size_t head = SERVER_KEY_LEN - 1 - 16;
+		char hex[17];
+
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)store_memory_hash(p, n, 0x9e3779b97f4a7c15ULL));
+		memcpy(rq->key + 1, p, head);
+		memcpy(rq->key + 1 + head, hex, 16);
+		rq->keylen = SERVER_KEY_LEN;
+		return;
+	}
 	memcpy(rq->key + 1, p, n);
 	rq->keylen = n + 1;
 }
@@ -395,24 +406,46 @@ static enum MHD_Result send_fault(struct MHD_Connection *c, int status)
 	return send_owned(c, (unsigned)status, text_response(body, (size_t)n, "text/plain"));
 }
 
-/* The faults of this request: --faults, or ?status=&delay= with --query-faults. */
-static void pick_faults(struct server *s, struct MHD_Connection *c, struct request *rq)
+/* 400 for a bad ?status=/?delay= query: the reason as one line of text. */
+static enum MHD_Result send_bad_query(struct server *s, struct MHD_Connection *c, int route, const char *why)
+{
+	char body[200];
+	int n = snprintf(body, sizeof(body), "bad fault query: %s\n", why);
+
+	if (n < 0 || (size_t)n >= sizeof(body))
+		n = (int)sizeof(body) - 1;
+	/* Decoded query text may hold control characters: keep the body one line. */
+	for (int i = 0; i < n; i++)
+		if ((unsigned char)body[i] < 0x20)
+			body[i] = '?';
+	body[n - 1] = '\n';
+	stats_record(s->stats, route, MHD_HTTP_BAD_REQUEST, STATS_NONE, clock_monotonic_ns());
+	return send_owned(c, MHD_HTTP_BAD_REQUEST, text_response(body, (size_t)n, "text/plain"));
+}
+
+/*
+ * The faults of this request: --faults, or ?status=&delay= with --query-faults.
+ * Returns 0, or -1 (reason in err) when the query does not parse.
+ */
+static int pick_faults(struct server *s, struct MHD_Connection *c, struct request *rq, char *err, size_t errlen)
 {
 	const struct faults *f = &s->cfg.faults;
 	struct faults q = { 0 };
-	char err[160];
 
 	if (s->cfg.query_faults) {
 		const char *st = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "status");
 		const char *dl = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "delay");
 
-		if ((st || dl) && faults_parse_query(st, dl, &q, err, sizeof(err)) == 0)
+		if ((st || dl) && faults_parse_query(st, dl, &q, err, errlen) < 0)
+			return -1;
+		if (st || dl)
 			f = &q;
 	}
 	if (faults_empty(f))
 		memset(&rq->fault, 0, sizeof(rq->fault));
 	else
 		faults_pick(f, thread_rng(s), &rq->fault);
+	return 0;
 }
 
 static void resume_connection(void *conn)
@@ -468,7 +501,6 @@ static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq,
 	/* Full or stopping: resume at once; MHD calls again and the answer goes out then. */
 	if (delayq_push(s->delays, now + rq->fault.delay_ns, resume_connection, c) < 0)
 		MHD_resume_connection(c);
-	rq->delayed = true;
 	return true;
 }
 
@@ -494,10 +526,12 @@ static enum MHD_Result serve_limited(struct server *s, struct MHD_Connection *c,
 	const struct route_rt *rt = &s->routes[rq->route];
 	uint64_t now = clock_monotonic_ns();
 	enum MHD_Result ret;
+	char why[160];
 	int status;
 
 	if (!rq->decided) {
-		pick_faults(s, c, rq);
+		if (pick_faults(s, c, rq, why, sizeof(why)) < 0)
+			return send_bad_query(s, c, rq->route, why);
 		if (rq->fault.reset) {
 			stats_record(s->stats, rq->route, STATS_STATUS_RESET, STATS_NONE, now);
 			abort_connection(c);
@@ -510,8 +544,7 @@ static enum MHD_Result serve_limited(struct server *s, struct MHD_Connection *c,
 		return MHD_YES;
 	if (rq->store_failed) {
 		stats_record(s->stats, rq->route, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, now);
-		return send_owned(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-		                  text_response("limiter store unavailable\n", 26, "text/plain"));
+		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->r_unavailable);
 	}
 	if (!rq->admitted) {
 		ret = send_rejected(s, c, rt, rq);
@@ -548,39 +581,42 @@ static int reply_text(struct server_reply *out, int status, const char *type, ch
 	return 0;
 }
 
-static int get_only(const struct server_request *req, struct server_reply *out, const char *allow)
+/* 1 (a 405 in out) unless the method is GET or HEAD; 0 to go on. */
+static int get_only(const struct server_request *req, struct server_reply *out)
 {
-	if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0 ||
-	    (allow[0] == 'P' && strcmp(req->method, "POST") == 0))
+	if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0)
 		return 0;
-	snprintf(out->headers, sizeof(out->headers), "Allow: %s\n", allow);
+	snprintf(out->headers, sizeof(out->headers), "Allow: GET, HEAD\n");
 	reply_text(out, 405, "text/plain", strdup("method not allowed\n"));
 	return 1;
 }
 
-static int handle_stats(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+/* Renders the counters of s (stats_json or stats_metrics) into a malloc'd string. */
+typedef char *(*stats_render_fn)(struct stats *st, uint64_t now_ns, const struct stats_route_info *ri, size_t n);
+
+/* GET /stats and /metrics: the counters rendered by fn, as type. */
+static int reply_stats(struct server *s, const struct server_request *req, struct server_reply *out,
+                       stats_render_fn fn, const char *type)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
 	size_t n;
 
-	(void)ctx;
-	if (get_only(req, out, "GET, HEAD"))
+	if (get_only(req, out))
 		return 0;
 	n = route_infos(s, ri);
-	return reply_text(out, 200, "application/json", stats_json(s->stats, clock_monotonic_ns(), ri, n));
+	return reply_text(out, 200, type, fn(s->stats, clock_monotonic_ns(), ri, n));
+}
+
+static int handle_stats(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)ctx;
+	return reply_stats(s, req, out, stats_json, "application/json");
 }
 
 static int handle_metrics(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
-	struct stats_route_info ri[SERVER_MAX_ROUTES];
-	size_t n;
-
 	(void)ctx;
-	if (get_only(req, out, "GET, HEAD"))
-		return 0;
-	n = route_infos(s, ri);
-	return reply_text(out, 200, "text/plain; version=0.0.4",
-	                  stats_metrics(s->stats, clock_monotonic_ns(), ri, n));
+	return reply_stats(s, req, out, stats_metrics, "text/plain; version=0.0.4");
 }
 
 static int handle_reset(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
@@ -598,7 +634,7 @@ static int handle_healthz(struct server *s, void *ctx, const struct server_reque
 {
 	(void)s;
 	(void)ctx;
-	if (get_only(req, out, "GET, HEAD"))
+	if (get_only(req, out))
 		return 0;
 	return reply_text(out, 200, "text/plain", strdup("ok\n"));
 }
@@ -718,7 +754,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		rq = request_begin(c);
 		if (!rq)
 			return MHD_NO;
-		rq->srv = s;
 		rq->handler = match_handler(s, url);
 		if (!rq->handler)
 			match_route(s, url, &rq->route);
@@ -743,7 +778,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (rq->handler)
 		return serve_handler(s, c, url, method, rq);
 	if (rq->route < 0)
-		return send_owned(c, MHD_HTTP_NOT_FOUND, text_response("no route\n", 9, "text/plain"));
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->r_no_route);
 	return serve_limited(s, c, rq);
 }
 
@@ -947,15 +982,24 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* A text/plain response over a constant body; NULL when out of memory. */
+static struct MHD_Response *constant_response(const char *body, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_PERSISTENT);
+
+	if (r)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+	return r;
+}
+
 static int build_constants(struct server *s)
 {
-	s->r_ok = MHD_create_response_from_buffer(sizeof(OK_BODY) - 1, (void *)OK_BODY, MHD_RESPMEM_PERSISTENT);
-	s->r_too_big = MHD_create_response_from_buffer(sizeof(TOO_BIG_BODY) - 1, (void *)TOO_BIG_BODY,
-	                                               MHD_RESPMEM_PERSISTENT);
-	if (!s->r_ok || !s->r_too_big)
+	s->r_ok = constant_response(OK_BODY, sizeof(OK_BODY) - 1);
+	s->r_too_big = constant_response(TOO_BIG_BODY, sizeof(TOO_BIG_BODY) - 1);
+	s->r_unavailable = constant_response(UNAVAILABLE_BODY, sizeof(UNAVAILABLE_BODY) - 1);
+	s->r_no_route = constant_response(NO_ROUTE_BODY, sizeof(NO_ROUTE_BODY) - 1);
+	if (!s->r_ok || !s->r_too_big || !s->r_unavailable || !s->r_no_route)
 		return -1;
-	MHD_add_response_header(s->r_ok, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-	MHD_add_response_header(s->r_too_big, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
 	MHD_add_response_header(s->r_too_big, MHD_HTTP_HEADER_CONNECTION, "close");
 	return 0;
 }
@@ -972,6 +1016,10 @@ static void free_parts(struct server *s)
 		MHD_destroy_response(s->r_ok);
 	if (s->r_too_big)
 		MHD_destroy_response(s->r_too_big);
+	if (s->r_unavailable)
+		MHD_destroy_response(s->r_unavailable);
+	if (s->r_no_route)
+		MHD_destroy_response(s->r_no_route);
 	stats_free(s->stats);
 	free(s);
 }
@@ -988,13 +1036,12 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 	}
 	s->cfg = *c;
 	s->gen = atomic_fetch_add(&server_generation, 1) + 1;
-	s->start_ns = clock_monotonic_ns();
 	for (s->nroutes = 0; s->nroutes < c->nroutes; s->nroutes++)
 		if (setup_route(s, s->nroutes, err, errlen) < 0)
 			goto fail;
 	order_routes(s);
 	setup_handlers(s);
-	s->stats = stats_new(s->nroutes, s->start_ns);
+	s->stats = stats_new(s->nroutes, clock_monotonic_ns());
 	if (!s->stats || build_constants(s) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;

@@ -1,6 +1,8 @@
 /* `ratelab serve` options: defaults, parsing and --help (the rest of server.h is in server.c). */
 #include "server/server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -200,8 +202,11 @@ static int opt_modes(struct arg_ctx *a, const char *f, const char *v)
 		return 0;
 	}
 	if (strcmp(f, "--bind") == 0) {
-		if (strlen(v) == 0 || strlen(v) >= sizeof(c->bind))
-			return bad(a, f, v, "not an address");
+		struct in6_addr addr;
+
+		if (strlen(v) >= sizeof(c->bind) ||
+		    (inet_pton(AF_INET, v, &addr) != 1 && inet_pton(AF_INET6, v, &addr) != 1))
+			return bad(a, f, v, "not an IPv4 or IPv6 address");
 		snprintf(c->bind, sizeof(c->bind), "%s", v);
 		return 0;
 	}

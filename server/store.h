@@ -68,4 +68,7 @@ struct store {
 struct store *store_memory_new(const struct limiter_ops *ops, const struct limiter_params *p,
                                size_t max_keys, size_t shards);
 
+/* The store's 64-bit hash of len bytes of key (not cryptographic); the same seed, the same value. */
+uint64_t store_memory_hash(const void *key, size_t len, uint64_t seed);
+
 #endif

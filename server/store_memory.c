@@ -581,3 +581,8 @@ free_store:
 	free(m);
 	return NULL;
 }
+
+uint64_t store_memory_hash(const void *key, size_t len, uint64_t seed)
+{
+	return store_hash(key, len, seed);
+}

@@ -28,7 +28,8 @@ START_TEST(parse_errors_name_the_entry)
 {
 	static const char *bad[][2] = {
 		{ "teapot:5", "teapot" }, { "503:101", "101" }, { "503:abc", "abc" }, { "delay=xx:5", "xx" },
-		{ "99:5", "99" }, { "503:60,502:50", "more than 100" }, { "", "empty" },
+		{ "99:5", "99" }, { "503:60,502:50", "more than 100" }, { "", "empty" }, { "150", "200..599" },
+		{ "100:5", "100" }, { "600", "600" },
 	};
 	char err[160];
 

@@ -348,17 +348,23 @@ START_TEST(bad_flags_exit_2)
 		{ "--window", "0", "--window", "'0'" },   { "--bogus", "1", "--bogus", "" },
 		{ "--limiter", "magic", "--limiter", "magic" }, { "--threads", "0", "--threads", "'0'" },
 		{ "--connection-timeout", "soon", "--connection-timeout", "soon" },
+		{ "--bind", "localhost", "localhost", "not an IPv4 or IPv6 address" },
+		{ "--scenario=nope", NULL, "--scenario", "nope" },
+		{ "--delay", NULL, "--delay", "missing value" },
 	};
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		/* A NULL value: the flag alone, last on the line. */
 		const char *args[] = { "serve", "--port", "0", bad[i][0], bad[i][1], NULL };
+		const char *val = bad[i][1] ? bad[i][1] : "";
 
 		ck_assert_int_eq(testutil_run(&r, args, NULL, 5000), 0);
-		ck_assert_msg(r.status == 2, "%s %s: exit %d", bad[i][0], bad[i][1], r.status);
+		ck_assert_msg(r.status == 2, "%s %s: exit %d", bad[i][0], val, r.status);
 		ck_assert_msg(strstr(r.err, bad[i][2]) && strstr(r.err, bad[i][3]), "%s %s: stderr '%s'", bad[i][0],
-		              bad[i][1], r.err);
+		              val, r.err);
 		ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+		ck_assert_msg(strstr(r.err, "ratelab serve: ratelab serve") == NULL, "prefix twice: '%s'", r.err);
 		ck_assert_str_eq(r.out, "");
 		testutil_run_free(&r);
 	}
@@ -591,6 +597,77 @@ START_TEST(oversized_requests_refused)
 }
 END_TEST
 
+START_TEST(bad_query_faults_are_400)
+{
+	static const char *const bad[][2] = {
+		{ "status=abc", "abc" }, { "status=150", "200..599" }, { "status=503:abc", "abc" }, { "delay=zz", "zz" },
+	};
+	struct server_config cfg;
+	struct server *srv;
+	CURL *c = curl_easy_init();
+	struct test_reply r;
+	char base[64], url[160], v[64];
+	char *argv[] = { "serve", "--limiter", "none", "--query-faults", NULL };
+	char err[256];
+	json_error_t je;
+	json_t *j;
+
+	ck_assert_int_eq(server_config_from_args(&cfg, 4, argv, err, sizeof(err)), 0);
+	srv = start_inproc(&cfg, base, sizeof(base));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(url, sizeof(url), "%s/q?%s", base, bad[i][0]);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+		ck_assert_msg(r.status == 400, "?%s: status %ld", bad[i][0], r.status);
+		ck_assert_msg(strstr(r.body, bad[i][1]) != NULL, "?%s: body '%s' lacks '%s'", bad[i][0], r.body, bad[i][1]);
+		ck_assert_msg(strchr(r.body, '\n') == r.body + r.blen - 1, "?%s: not one line: '%s'", bad[i][0], r.body);
+		ck_assert(header(&r, "Content-Type", v, sizeof(v)));
+		ck_assert_str_eq(v, "text/plain");
+	}
+	snprintf(url, sizeof(url), "%s/q?status=503", base);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(r.status, 503);
+	snprintf(url, sizeof(url), "%s/stats", base);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+	j = json_loads(r.body, 0, &je);
+	ck_assert_msg(j != NULL, "/stats is not JSON: %s", je.text);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "status"), "400")), 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "status"), "503")), 1);
+	json_decref(j);
+	curl_easy_cleanup(c);
+	server_stop(srv);
+}
+END_TEST
+
+START_TEST(long_header_keys_stay_distinct)
+{
+	struct server_config cfg;
+	struct server *srv;
+	CURL *c = curl_easy_init();
+	struct test_reply r;
+	char base[64], url[128], hdr[3][200];
+	char *argv[] = { "serve", "--key", "header:X-K", "--limit", "1", "--window", "1h", NULL };
+	char err[256];
+
+	ck_assert_msg(server_config_from_args(&cfg, 7, argv, err, sizeof(err)) == 0, "%s", err);
+	srv = start_inproc(&cfg, base, sizeof(base));
+	snprintf(url, sizeof(url), "%s/k", base);
+	/* 153-byte values that agree in their first 140 bytes: past the 127 a key keeps as it is. */
+	for (int i = 0; i < 3; i++) {
+		int n = snprintf(hdr[i], sizeof(hdr[i]), "X-K: ");
+
+		memset(hdr[i] + n, 'k', 140);
+		snprintf(hdr[i] + n + 140, sizeof(hdr[i]) - (size_t)n - 140, "tail-%08d", i);
+		ck_assert_uint_eq(strlen(hdr[i]) - (size_t)n, 153);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, hdr[i], &r), CURLE_OK);
+		ck_assert_msg(r.status == 200, "key %d: status %ld", i, r.status);
+	}
+	ck_assert_int_eq(testutil_fire(c, "GET", url, hdr[0], &r), CURLE_OK);
+	ck_assert_int_eq(r.status, 429);
+	curl_easy_cleanup(c);
+	server_stop(srv);
+}
+END_TEST
+
 Suite *server_suite(void)
 {
 	Suite *s = suite_create("server");
@@ -613,6 +690,8 @@ Suite *server_suite(void)
 	tcase_add_test(tc, concurrency_slot_released_on_disconnect);
 	tcase_add_test(tc, delay_fault_holds_the_answer);
 	tcase_add_test(tc, oversized_requests_refused);
+	tcase_add_test(tc, bad_query_faults_are_400);
+	tcase_add_test(tc, long_header_keys_stay_distinct);
 	suite_add_tcase(s, tc);
 	return s;
 }
