@@ -113,34 +113,59 @@ static int raise_nofile(uint32_t clients, uint32_t threads, uint64_t extra, uint
 {
 	struct rlimit rl;
 	rlim_t need = (rlim_t)loop_fds_needed(clients, threads ? threads : 1) + FDS_SPARE;
-	rlim_t want = need + (rlim_t)extra;
+	rlim_t want = need + (rlim_t)extra, old;
 
 	*room = 0;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return 0;
-	if (rl.rlim_cur < want) {
-		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-			snprintf(err, errlen, "--concurrency %u needs %llu open files but the hard limit is %llu "
-			         "(raise it: ulimit -Hn)", clients, (unsigned long long)need,
-			         (unsigned long long)rl.rlim_max);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+		snprintf(err, errlen, "%u clients need %llu open files but the hard limit is %llu "
+		         "(raise it: ulimit -Hn)", clients, (unsigned long long)need,
+		         (unsigned long long)rl.rlim_max);
+		return -1;
+	}
+	old = rl.rlim_cur;
+	if (old < want) {
+		rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && old < need) {
+			snprintf(err, errlen, "%u clients need %llu open files: %s", clients,
+			         (unsigned long long)need, strerror(errno));
 			return -1;
 		}
-		rlim_t old = rl.rlim_cur;
-
-		rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
-		if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
-			if (old < need) {
-				snprintf(err, errlen, "--concurrency %u needs %llu open files: %s", clients,
-				         (unsigned long long)need, strerror(errno));
-				return -1;
-			}
+		if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 			rl.rlim_cur = old;
-		}
 	}
 	*room = rl.rlim_cur > need ? (uint64_t)(rl.rlim_cur - need) : 0;
 	if (*room > extra)
 		*room = extra;
 	return 0;
+}
+
+int hammer_raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t errlen)
+{
+	uint64_t room;
+
+	return raise_nofile(clients, threads, 0, &room, err, errlen);
+}
+
+enum retry_error hammer_curl_error(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_OK:
+		return RETRY_ERR_NONE;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return RETRY_ERR_REFUSED;
+	case CURLE_OPERATION_TIMEDOUT:
+		return RETRY_ERR_TIMEOUT;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		return RETRY_ERR_RESET;
+	default:
+		return RETRY_ERR_OTHER;
+	}
 }
 
 /*
@@ -250,12 +275,15 @@ static int targets_setup(struct run *run, const struct hammer_config *cfg, char 
 		return -1;
 	}
 	for (uint32_t i = 0; i < run->sh.nurls; i++) {
+		bool supported = wire_url_supported(run->sh.urls[i]);
+
 		if (wire_target_init(&run->targets[i], run->sh.urls[i], &spec, why, sizeof(why)) == 0)
 			continue;
 		targets_free(run);
-		if (cfg->transport == HAMMER_TRANSPORT_AUTO)
+		/* auto leaves what the own path cannot send to libcurl; an unknown host is an error either way */
+		if (cfg->transport == HAMMER_TRANSPORT_AUTO && !supported)
 			return 0;
-		snprintf(err, errlen, "--transport wire: %s", why);
+		snprintf(err, errlen, "%s%s", supported ? "" : "--transport wire: ", why);
 		return -1;
 	}
 	run->sh.targets = run->targets;

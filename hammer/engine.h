@@ -1,6 +1,7 @@
 #ifndef RATELAB_ENGINE_H
 #define RATELAB_ENGINE_H
 
+#include <curl/curl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -95,6 +96,16 @@ int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *s
 
 /* "none", "refused", "reset", "timeout", "other". */
 const char *hammer_error_name(enum retry_error e);
+
+/* What a libcurl result means to the retry engine (CURLE_OK: none).  Shared by hammer and herd. */
+enum retry_error hammer_curl_error(CURLcode rc);
+
+/*
+ * Raise the soft open-file limit so `clients` connections over `threads`
+ * loops fit.  Returns 0, or -1 with a one-line reason in err when the hard
+ * limit is too low.
+ */
+int hammer_raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t errlen);
 
 /*
  * Run the load described by cfg, filling res (initialised by the caller with

@@ -1,6 +1,8 @@
 /* ratelab hammer: parse, wire the engine, report. */
 #include "hammer/hammer.h"
 
+#include <curl/curl.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -151,6 +153,14 @@ static int flag_rate(const char *v, double *out)
 	return 0;
 }
 
+/* A timeout: both transports count in whole milliseconds, so less than 1ms is refused. */
+static int flag_timeout(const char *flag, const char *v, uint64_t *out)
+{
+	if (flag_duration(flag, v, out) != 0)
+		return -1;
+	return *out < NS_PER_MS ? bad_flag(flag, v, "must be at least 1ms") : 0;
+}
+
 static int flag_choice(const char *flag, const char *v, const char *a, const char *b, bool *is_b)
 {
 	char why[64];
@@ -195,10 +205,9 @@ static int load_flag(struct hammer_opts *o, const char *name, const char *flag, 
 	if (strcmp(name, "start") == 0)
 		return flag_choice(flag, v, "now", "herd", &c->herd);
 	if (strcmp(name, "timeout") == 0)
-		return flag_duration(flag, v, &c->timeout_ns) != 0 ? -1
-		       : c->timeout_ns < NS_PER_MS ? bad_flag(flag, v, "must be at least 1ms") : 0;
+		return flag_timeout(flag, v, &c->timeout_ns);
 	if (strcmp(name, "connect-timeout") == 0)
-		return flag_duration(flag, v, &c->connect_timeout_ns);
+		return flag_timeout(flag, v, &c->connect_timeout_ns);
 	if (strcmp(name, "seed") == 0) {
 		o->seed_given = true;
 		return flag_u64(flag, v, 0, INT64_MAX, &c->seed);
@@ -376,6 +385,36 @@ static void set_defaults(struct hammer_opts *o)
 	o->policy_name = "none";
 }
 
+/* An http:// or https:// URL that libcurl can take apart (host present, port in range); -1 reported. */
+static int check_url(const char *url)
+{
+	CURLU *h;
+	CURLUcode rc;
+
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+		return bad_flag("URL", url, "want http://HOST[:PORT]/PATH");
+	h = curl_url();
+	if (h == NULL)
+		return bad_flag("URL", url, "out of memory");
+	rc = curl_url_set(h, CURLUPART_URL, url, 0);
+	curl_url_cleanup(h);
+	return rc == CURLUE_OK ? 0 : bad_flag("URL", url, curl_url_strerror(rc));
+}
+
+/* An output file must be writable before the run, not found unwritable after it; -1 reported. */
+static int check_out(const char *flag, const char *path)
+{
+	FILE *f;
+
+	if (path == NULL || strcmp(path, "-") == 0)
+		return 0;
+	f = fopen(path, "a");
+	if (f == NULL)
+		return bad_flag(flag, path, strerror(errno));
+	fclose(f);
+	return 0;
+}
+
 /* Settle what depends on several flags; -1 on a usage error. */
 static int finish_opts(struct hammer_opts *o)
 {
@@ -385,8 +424,11 @@ static int finish_opts(struct hammer_opts *o)
 	if (o->cfg.nurls == 0)
 		o->urls[o->cfg.nurls++] = "http://127.0.0.1:8080/";
 	for (uint32_t i = 0; i < o->cfg.nurls; i++)
-		if (strncmp(o->urls[i], "http://", 7) != 0 && strncmp(o->urls[i], "https://", 8) != 0)
-			return bad_flag("URL", o->urls[i], "want http://HOST[:PORT]/PATH");
+		if (check_url(o->urls[i]) != 0)
+			return -1;
+	if (check_out("--json", o->json_path) != 0 || check_out("--timeline", o->timeline_path) != 0 ||
+	    check_out("--plot", o->plot_path) != 0)
+		return -1;
 	for (uint32_t i = 0; o->cfg.transport == HAMMER_TRANSPORT_WIRE && i < o->cfg.nurls; i++)
 		if (!wire_url_supported(o->urls[i]))
 			return bad_flag("--transport wire", o->urls[i], "only plain http://HOST[:PORT]/PATH URLs");

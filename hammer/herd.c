@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "hammer/engine.h"
 #include "hammer/herd_report.h"
 #include "server/occ.h"
 #include "server/server.h"
@@ -329,17 +329,6 @@ static int post_reset(const char *base, char *err, size_t errlen)
 	return 0;
 }
 
-/* Each client holds a connection: lift the soft descriptor limit to the hard one. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 /* Build every policy first, so a bad name fails before anything runs. */
 static int build_policies(const struct herd_opts *o, struct retry_policy *pol)
 {
@@ -399,17 +388,26 @@ int herd_main(int argc, char **argv)
 	struct herd_result res[HERD_MAX_POLICIES] = { 0 };
 	struct occ_route oc = { 0 };
 	struct server *srv = NULL;
-	char url[128], err[256];
+	char url[128], err[256] = "";
 	int rc = opts_parse(&o, argc, argv);
 
 	if (rc != 0)
 		return rc == 1 ? 0 : 2;
 	if ((rc = build_policies(&o, pol)) != 0)
 		return rc;
+	/* a report directory that cannot be made should stop the run before it starts, not after */
+	if (o.report_dir && mkdir(o.report_dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "ratelab herd: --report '%s': %s\n", o.report_dir, strerror(errno));
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rc = 1;
+	/* a connection per client, and the server's end of it when the server runs in this process */
+	if (hammer_raise_nofile(o.url ? o.clients : 2 * o.clients, 1, err, sizeof(err)) != 0 ||
+	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "ratelab herd: %s\n", err[0] ? err : "curl_global_init failed");
+		return 1;
+	}
 	oc.delay = o.delay;
 	oc.seed = o.seed;
 	if (!o.url) {

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "hammer/report.h"
 
 #define LANE_W 900
 #define LANE_H 110
@@ -58,24 +59,9 @@ bool herd_report_row100(const struct herd_result *r, uint32_t row, struct herd_b
 static FILE *open_in(const char *dir, const char *name, char *err, size_t errlen)
 {
 	char path[1024];
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (!f)
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-	return f;
-}
-
-static int close_checked(FILE *f, const char *name, char *err, size_t errlen)
-{
-	bool bad = ferror(f) != 0;
-
-	if (fclose(f) != 0 || bad) {
-		snprintf(err, errlen, "write error on %s", name);
-		return -1;
-	}
-	return 0;
+	return report_open_out(path, err, errlen);
 }
 
 static int write_csv(const char *dir, const struct herd_result *r, char *err, size_t errlen)
@@ -91,7 +77,7 @@ static int write_csv(const char *dir, const struct herd_result *r, char *err, si
 	for (uint32_t row = 0; herd_report_row100(r, row, &b); row++)
 		fprintf(f, "%.1f,%u,%u,%u,%u,%u,%u\n", row / 10.0, herd_bin_attempts(&b), b.ok, b.rejected,
 		        b.conflict, b.other, b.retries);
-	return close_checked(f, name, err, errlen);
+	return report_close_out(f, name, err, errlen);
 }
 
 static json_t *result_json(const struct herd_result *r)
@@ -283,5 +269,5 @@ int herd_report_write(const char *dir, const struct herd_report_info *info, cons
 	html_body(f, info, res, n);
 	fputs(HTML_SCRIPT, f);
 	fputs("</body></html>\n", f);
-	return close_checked(f, "report.html", err, errlen);
+	return report_close_out(f, "report.html", err, errlen);
 }

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/prng.h"
+#include "hammer/engine.h"
 #include "hammer/timerheap.h"
 
 enum phase { PHASE_GET, PHASE_PUT };
@@ -21,6 +22,7 @@ struct client {
 	bool done;
 	bool retrying;           /* the attempt under way is a retry */
 	unsigned attempt;        /* operations finished without success */
+	enum retry_error last_err;  /* of the last failed attempt, for the budget */
 	unsigned blind_waits;
 	uint64_t first_ns;       /* start of its first attempt */
 	uint64_t started_ns;     /* start of the request under way */
@@ -42,6 +44,7 @@ struct run {
 	uint32_t active;
 	uint32_t finished;
 	uint32_t cap_bins;
+	struct retry_budget *budget;   /* the policy's, or NULL */
 };
 
 static size_t discard(char *p, size_t sz, size_t n, void *ud)
@@ -162,19 +165,6 @@ static void client_finish(struct run *r, struct client *c, bool ok, uint64_t now
 	}
 }
 
-static enum retry_error map_error(CURLcode rc)
-{
-	switch (rc) {
-	case CURLE_OK: return RETRY_ERR_NONE;
-	case CURLE_COULDNT_CONNECT: return RETRY_ERR_REFUSED;
-	case CURLE_OPERATION_TIMEDOUT: return RETRY_ERR_TIMEOUT;
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING: return RETRY_ERR_RESET;
-	default: return RETRY_ERR_OTHER;
-	}
-}
-
 /* The operation failed: ask the policy engine whether and when to go again. */
 static void client_failed(struct run *r, struct client *c, int status, CURLcode rc, uint64_t now)
 {
@@ -183,7 +173,9 @@ static void client_failed(struct run *r, struct client *c, int status, CURLcode 
 
 	c->attempt++;
 	in.status = rc == CURLE_OK ? status : 0;
-	in.error = map_error(rc);
+	in.error = hammer_curl_error(rc);
+	c->last_err = in.error;
+	in.budget = r->budget;
 	in.method = c->phase == PHASE_PUT ? "PUT" : "GET";
 	in.idempotent = -1;
 	in.retry_after = c->retry_after[0] ? c->retry_after : NULL;
@@ -219,6 +211,8 @@ static void on_done(struct run *r, struct client *c, CURLcode rc, uint64_t now)
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
 	bin_count(r, c, rc == CURLE_OK ? (int)status : 0);
+	if (r->budget != NULL)
+		retry_budget_on_result(r->budget, rc == CURLE_OK && status >= 200 && status < 400, c->retrying);
 	if (rc == CURLE_OK && status >= 200 && status < 300) {
 		if (r->cfg->workload == HERD_WORKLOAD_OCC && c->phase == PHASE_GET && c->etag[0]) {
 			c->phase = PHASE_PUT;
@@ -249,6 +243,18 @@ static void drain(struct run *r)
 	}
 }
 
+/* The budget's word on c's next attempt: a first one is counted, a retry is spent for or refused. */
+static bool budget_allows(struct run *r, const struct client *c, uint64_t now)
+{
+	if (r->budget == NULL)
+		return true;
+	if (!c->retrying) {
+		retry_budget_on_first(r->budget, now);
+		return true;
+	}
+	return retry_budget_spend(r->budget, now, c->last_err);
+}
+
 /* Start every client whose timer is due; returns ms until the next one (capped at 50). */
 static int start_due(struct run *r)
 {
@@ -259,7 +265,7 @@ static int start_due(struct run *r)
 		struct client *c = &r->cl[e.id];
 
 		timerheap_pop(r->heap, &e);
-		if (start_request(r, c, now) != 0)
+		if (!budget_allows(r, c, now) || start_request(r, c, now) != 0)
 			client_finish(r, c, false, now);
 	}
 	if (!timerheap_peek(r->heap, &e))
@@ -295,6 +301,7 @@ static void run_destroy(struct run *r)
 	}
 	free(r->cl);
 	timerheap_free(r->heap);
+	retry_budget_free(r->budget);
 	if (r->multi)
 		curl_multi_cleanup(r->multi);
 }
@@ -313,6 +320,11 @@ static int run_setup(struct run *r, char *err, size_t errlen)
 		return -1;
 	}
 	r->t0 = clock_monotonic_ns();
+	if (c->policy->budget.kind != BUDGET_NONE &&
+	    (r->budget = retry_budget_new(&c->policy->budget, r->t0)) == NULL) {
+		snprintf(err, errlen, "cannot create the retry budget");
+		return -1;
+	}
 	for (uint32_t i = 0; i < c->clients; i++) {
 		if (client_init(r, &r->cl[i], i) != 0) {
 			snprintf(err, errlen, "cannot set up client %u", i);

@@ -76,9 +76,7 @@ struct vclient {
 	int last_status;          /* outcome of the last attempt, for a budget refusal */
 	enum retry_error last_err;
 	enum client_state state;
-	char retry_after[64];
-	char ratelimit[96];
-	struct wireconn wc;
+	struct wireconn wc;       /* own path: the connection; both paths: resp keeps the headers read */
 	uint32_t wc_server;       /* the server wc talks to */
 	int *parked;              /* several URLs: an idle kept-alive socket per server, or -1 */
 	struct dlink dl[2];       /* in the loop's attempt and connect deadline lists */
@@ -128,32 +126,12 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
-static void copy_value(char *dst, size_t cap, const char *v, size_t len)
-{
-	while (len > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		len--;
-	}
-	while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-		len--;
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(dst, v, len);
-	dst[len] = '\0';
-}
-
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 {
 	struct vclient *c = ud;
-	size_t len = size * n;
 
-	if (len > 12 && (buf[0] | 0x20) == 'r') {
-		if (strncasecmp(buf, "retry-after:", 12) == 0)
-			copy_value(c->retry_after, sizeof(c->retry_after), buf + 12, len - 12);
-		else if (strncasecmp(buf, "ratelimit:", 10) == 0)
-			copy_value(c->ratelimit, sizeof(c->ratelimit), buf + 10, len - 10);
-	}
-	return len;
+	wire_resp_capture(&c->wc.resp, buf, size * n);
+	return size * n;
 }
 
 /*
@@ -447,8 +425,6 @@ static void start_attempt(struct loop *l, struct vclient *c, uint64_t now)
 	CURLMcode mc;
 
 	c->attempt++;
-	c->retry_after[0] = '\0';
-	c->ratelimit[0] = '\0';
 	c->state = CLIENT_ACTIVE;
 	if (c->attempt == 1) {
 		c->first_ns = now;
@@ -464,6 +440,7 @@ static void start_attempt(struct loop *l, struct vclient *c, uint64_t now)
 		wire_begin(l, c, now);
 		return;
 	}
+	wire_resp_init(&c->wc.resp, false);
 	mc = curl_multi_add_handle(c->shard->multi, c->easy);
 	if (mc != CURLM_OK) {
 		/* cannot even queue it: count it as a transport failure of this attempt */
@@ -498,24 +475,6 @@ static void start_request(struct loop *l, struct vclient *c, uint64_t intended, 
 	if (l->sh->budget != NULL)
 		retry_budget_on_first(l->sh->budget, now);
 	start_attempt(l, c, now);
-}
-
-static enum retry_error classify(CURLcode rc)
-{
-	switch (rc) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return RETRY_ERR_REFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return RETRY_ERR_TIMEOUT;
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-		return RETRY_ERR_RESET;
-	default:
-		return RETRY_ERR_OTHER;
-	}
 }
 
 static void finish_request(struct loop *l, struct vclient *c, uint64_t now, enum retry_reason why)
@@ -581,14 +540,25 @@ static void schedule_retry(struct loop *l, struct vclient *c, uint64_t now, cons
 }
 
 /*
- * One attempt of c ended: c->last_status (0: none) and c->last_err are set;
- * retry_after and ratelimit are the answer's header values, or "".
+ * The outcome of c's attempt: an answer with status (err NONE), or err.  A
+ * status libcurl or the parser reports out of range counts as "other".
  */
-static void attempt_ended(struct loop *l, struct vclient *c, const char *retry_after,
-                          const char *ratelimit, uint64_t now)
+static void set_outcome(struct vclient *c, enum retry_error err, long status)
+{
+	c->last_status = 0;
+	c->last_err = err;
+	if (err == RETRY_ERR_NONE && status >= 100 && status < RETRY_STATUS_MAX)
+		c->last_status = (int)status;
+	else if (err == RETRY_ERR_NONE)
+		c->last_err = RETRY_ERR_OTHER;
+}
+
+/* One attempt of c ended (set_outcome done; c->wc.resp holds the headers read). */
+static void attempt_ended(struct loop *l, struct vclient *c, uint64_t now)
 {
 	struct retry_input in = { 0 };
 	struct retry_decision d;
+	const char *retry_after = c->wc.resp.retry_after, *ratelimit = c->wc.resp.ratelimit;
 
 	timeline_outcome(l->res.timeline, since_start(l, now), c->last_status);
 	if (c->last_status > 0) {
@@ -626,14 +596,10 @@ static void on_attempt_done(struct loop *l, struct vclient *c, CURLcode rc, uint
 {
 	long code = 0;
 
-	c->last_status = 0;
-	c->last_err = rc == CURLE_OK ? RETRY_ERR_NONE : classify(rc);
-	if (rc == CURLE_OK && curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
-	    code >= 100 && code < RETRY_STATUS_MAX)
-		c->last_status = (int)code;
-	else if (rc == CURLE_OK)
-		c->last_err = RETRY_ERR_OTHER;
-	attempt_ended(l, c, c->retry_after, c->ratelimit, now);
+	if (rc == CURLE_OK && curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK)
+		code = 0;
+	set_outcome(c, rc == CURLE_OK ? RETRY_ERR_NONE : hammer_curl_error(rc), code);
+	attempt_ended(l, c, now);
 }
 
 /* ---- the own HTTP/1.1 path ---- */
@@ -705,21 +671,18 @@ static void sync_connect(struct loop *l, struct vclient *c, uint64_t now)
 /* A wire attempt of c ended: an answer (err NONE) or err. */
 static void wire_end(struct loop *l, struct vclient *c, enum retry_error err, uint64_t now)
 {
-	const struct wire_resp *r = &c->wc.resp;
+	struct wire_resp *r = &c->wc.resp;
 	uint32_t id = client_id(l, c);
 
 	dl_remove(l, DL_ATTEMPT, id);
 	dl_remove(l, DL_CONNECT, id);
-	c->last_status = 0;
-	c->last_err = err;
-	if (err == RETRY_ERR_NONE && r->status >= 100 && r->status < RETRY_STATUS_MAX)
-		c->last_status = r->status;
-	else if (err == RETRY_ERR_NONE)
-		c->last_err = RETRY_ERR_OTHER;
-	if (err == RETRY_ERR_NONE)
-		attempt_ended(l, c, r->retry_after, r->ratelimit, now);
-	else
-		attempt_ended(l, c, "", "", now);
+	if (err != RETRY_ERR_NONE) {
+		/* headers of an answer that broke off are not the server's word */
+		r->retry_after[0] = '\0';
+		r->ratelimit[0] = '\0';
+	}
+	set_outcome(c, err, r->status);
+	attempt_ended(l, c, now);
 }
 
 /*
@@ -980,12 +943,6 @@ static void drain_shard(struct loop *l, struct shard *sh)
 	}
 }
 
-static void drain_done(struct loop *l)
-{
-	for (uint32_t i = 0; i < l->nshards; i++)
-		drain_shard(l, &l->shards[i]);
-}
-
 static void curl_timeout_if_due(struct loop *l)
 {
 	uint64_t now = clock_monotonic_ns();
@@ -1100,8 +1057,8 @@ void loop_run(struct loop *l)
 			wire_failed_drain(l, clock_monotonic_ns());
 			wire_expire(l, clock_monotonic_ns());
 		} else {
+			/* transfers finish only inside socket_action, and each call drains its shard */
 			curl_timeout_if_due(l);
-			drain_done(l);
 		}
 		if (should_stop(l))
 			break;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "hammer/report.h"
 
 #define MAX_BARS 600
 #define PAD_L 56.0
@@ -162,20 +163,13 @@ void plot_lane(FILE *f, const struct timeline *t, const struct plot_box *box, co
 int plot_write_svg(const char *path, const struct timeline *t, const char *title, char *err, size_t errlen)
 {
 	struct plot_box box = { 0, 0, 900, 360, 0, 0 };
-	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-	int bad;
+	FILE *f = report_open_out(path, err, errlen);
 
-	if (f == NULL) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	if (f == NULL)
 		return -1;
-	}
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"360\" "
 	        "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n");
 	plot_lane(f, t, &box, title);
 	fprintf(f, "</svg>\n");
-	bad = ferror(f) != 0;
-	bad |= (f == stdout ? fflush(f) : fclose(f)) != 0;
-	if (bad)
-		snprintf(err, errlen, "cannot write %s", path);
-	return bad ? -1 : 0;
+	return report_close_out(f, path, err, errlen);
 }

@@ -190,7 +190,7 @@ json_t *report_json(const struct hammer_result *r, const struct report_info *inf
 	                 "interrupted", r->interrupted, "servers", json_servers(r));
 }
 
-static FILE *open_out(const char *path, char *err, size_t errlen)
+FILE *report_open_out(const char *path, char *err, size_t errlen)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
 
@@ -199,7 +199,7 @@ static FILE *open_out(const char *path, char *err, size_t errlen)
 	return f;
 }
 
-static int close_out(FILE *f, const char *path, char *err, size_t errlen)
+int report_close_out(FILE *f, const char *path, char *err, size_t errlen)
 {
 	int bad = ferror(f) != 0;
 
@@ -223,12 +223,12 @@ int report_write_json(const char *path, const struct hammer_result *r, const str
 		snprintf(err, errlen, "cannot build the JSON report");
 		return -1;
 	}
-	f = open_out(path, err, errlen);
+	f = report_open_out(path, err, errlen);
 	if (f == NULL)
 		goto put_json;
 	json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	fputc('\n', f);
-	rc = close_out(f, path, err, errlen);
+	rc = report_close_out(f, path, err, errlen);
 put_json:
 	json_decref(j);
 	return rc;
@@ -236,10 +236,10 @@ put_json:
 
 int report_write_timeline(const char *path, const struct timeline *t, char *err, size_t errlen)
 {
-	FILE *f = open_out(path, err, errlen);
+	FILE *f = report_open_out(path, err, errlen);
 
 	if (f == NULL)
 		return -1;
 	timeline_write_csv(t, f);
-	return close_out(f, path, err, errlen);
+	return report_close_out(f, path, err, errlen);
 }

@@ -399,6 +399,15 @@ static bool status_line(struct wire_resp *r)
 	return true;
 }
 
+/* Keep the value of the headers the retry engine reads (Retry-After, RateLimit). */
+static void capture(struct wire_resp *r, const char *name, const char *v)
+{
+	if (strcasecmp(name, "retry-after") == 0)
+		copy_value(r->retry_after, sizeof(r->retry_after), v);
+	else if (strcasecmp(name, "ratelimit") == 0)
+		copy_value(r->ratelimit, sizeof(r->ratelimit), v);
+}
+
 static bool header_line(struct wire_resp *r)
 {
 	char *l = r->line, *colon = strchr(l, ':');
@@ -428,12 +437,30 @@ static bool header_line(struct wire_resp *r)
 			r->close = true;
 		else if (has_token(v, "keep-alive"))
 			r->close = false;
-	} else if (strcasecmp(l, "retry-after") == 0) {
-		copy_value(r->retry_after, sizeof(r->retry_after), v);
-	} else if (strcasecmp(l, "ratelimit") == 0) {
-		copy_value(r->ratelimit, sizeof(r->ratelimit), v);
+	} else {
+		capture(r, l, v);
 	}
 	return true;
+}
+
+void wire_resp_capture(struct wire_resp *r, const char *line, size_t len)
+{
+	char *colon;
+
+	/* both names start with an r: most lines stop here */
+	if (len == 0 || (line[0] | 0x20) != 'r')
+		return;
+	if (len > WIRE_LINE_MAX - 1)
+		len = WIRE_LINE_MAX - 1;
+	memcpy(r->line, line, len);
+	while (len > 0 && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
+		len--;
+	r->line[len] = '\0';
+	colon = strchr(r->line, ':');
+	if (colon == NULL)
+		return;
+	*colon = '\0';
+	capture(r, r->line, colon + 1);
 }
 
 /* The blank line after the headers: how does the body end? */

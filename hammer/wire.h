@@ -80,6 +80,12 @@ void wire_resp_init(struct wire_resp *r, bool head);
  */
 enum wire_parse wire_resp_feed(struct wire_resp *r, const char *buf, size_t len, size_t *used);
 
+/*
+ * Keep Retry-After or RateLimit from one raw header line ("Name: value\r\n",
+ * as libcurl's header callback hands them over); other lines are ignored.
+ */
+void wire_resp_capture(struct wire_resp *r, const char *line, size_t len);
+
 /* The peer closed the connection: WIRE_DONE when that ends a body read to the close. */
 enum wire_parse wire_resp_eof(const struct wire_resp *r);
 

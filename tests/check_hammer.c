@@ -274,9 +274,14 @@ START_TEST(usage_errors_exit_2)
 		{ "hammer", "--backoff", "sideways", NULL }, { "hammer", "--timeout", "5", NULL },
 		{ "hammer", "--expect", "ok>>3", NULL }, { "hammer", "--requests", NULL },
 		{ "hammer", "--start", "later", NULL }, { "hammer", "ftp://x/", NULL },
+		{ "hammer", "http://127.0.0.1:99999/", NULL }, { "hammer", "http://", NULL },
+		{ "hammer", "--connect-timeout", "0", NULL },
+		{ "hammer", "--json", "/nonexistent-dir/x.json", NULL },
+		{ "hammer", "--plot", "/nonexistent-dir/x.svg", NULL },
 	};
 	static const char *const name[] = { "--bogus", "--requests", "--concurrency", "--policy", "backoff",
-	                                    "--timeout", "--expect", "--requests", "--start", "URL" };
+	                                    "--timeout", "--expect", "--requests", "--start", "URL",
+	                                    "Port number", "No host", "--connect-timeout", "--json", "--plot" };
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

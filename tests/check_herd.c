@@ -246,6 +246,28 @@ START_TEST(herd_waves_vs_jitter)
 }
 END_TEST
 
+/*
+ * A preset's retry budget holds in herd as in hammer: gRPC throttling (10
+ * tokens, a failure takes one, retries stop below half) lets almost none of
+ * a rejected herd's retries through, where no budget retries hundreds.
+ */
+START_TEST(herd_budget_throttles)
+{
+	static const char *const args[] = { "--clients", "100", "--policies", "grpc,none", "--seed", "7", NULL };
+	struct test_run run;
+	char dir[64];
+	json_t *doc = run_herd(args, dir, sizeof(dir), &run);
+	json_t *g = policy_obj(doc, "grpc"), *none = policy_obj(doc, "none");
+
+	ck_assert_msg(num(g, "retries") <= 10, "grpc retried %.0f times", num(g, "retries"));
+	ck_assert_msg(num(none, "retries") >= 100, "none retried only %.0f times", num(none, "retries"));
+	ck_assert_double_eq(num(g, "successes") + num(g, "failures"), 100);
+	json_decref(doc);
+	testutil_run_free(&run);
+	remove_dir(dir);
+}
+END_TEST
+
 /* The AWS blog's OCC result: no jitter takes far longer and far more calls than jitter. */
 START_TEST(herd_occ_blog)
 {
@@ -280,6 +302,7 @@ START_TEST(cli_errors)
 	static const char *const badn[] = { "herd", "--clients", "zero", NULL };
 	static const char *const badp[] = { "herd", "--policies", "full,jittery", NULL };
 	static const char *const badw[] = { "herd", "--workload", "write", NULL };
+	static const char *const badr[] = { "herd", "--report", "/nonexistent-dir/report", NULL };
 	struct test_run r;
 
 	ck_assert_int_eq(testutil_run(&r, help, NULL, 10000), 0);
@@ -299,6 +322,11 @@ START_TEST(cli_errors)
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_str_eq(r.err, "ratelab herd: --workload: bad value 'write': want request or occ\n");
 	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, badr, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: --report '/nonexistent-dir/report': No such file or directory\n");
+	ck_assert_str_eq(r.out, "");
+	testutil_run_free(&r);
 }
 END_TEST
 
@@ -315,6 +343,7 @@ Suite *herd_suite(void)
 	tcase_add_test(unit, policies);
 	tcase_add_test(live, cli_errors);
 	tcase_add_test(live, herd_waves_vs_jitter);
+	tcase_add_test(live, herd_budget_throttles);
 	tcase_add_test(live, herd_occ_blog);
 	tcase_set_timeout(live, 150);
 	suite_add_tcase(s, unit);

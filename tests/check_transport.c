@@ -387,6 +387,21 @@ START_TEST(transport_usage_errors)
 }
 END_TEST
 
+/* A host that does not resolve stops the run before it starts: exit 1 with one line, no summary. */
+START_TEST(unknown_host)
+{
+	struct test_run r;
+	const char *args[] = { "hammer", "http://no-such-host.invalid/", "--requests", "3", NULL };
+
+	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "cannot resolve no-such-host.invalid") != NULL, "'%s'", r.err);
+	ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+	ck_assert_str_eq(r.out, "");
+	testutil_run_free(&r);
+}
+END_TEST
+
 Suite *transport_suite(void)
 {
 	Suite *s = suite_create("transport");
@@ -401,6 +416,7 @@ Suite *transport_suite(void)
 	tcase_add_test(tc, body_ends_at_the_close);
 	tcase_add_test(tc, garbage_and_silence);
 	tcase_add_test(tc, transport_usage_errors);
+	tcase_add_test(tc, unknown_host);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -182,6 +182,23 @@ START_TEST(chunked_answer)
 }
 END_TEST
 
+/* libcurl's header lines, one at a time: only the retry engine's two headers are kept. */
+START_TEST(capture_from_lines)
+{
+	struct wire_resp r;
+
+	wire_resp_init(&r, false);
+	wire_resp_capture(&r, "HTTP/1.1 429 Too Many Requests\r\n", 32);
+	wire_resp_capture(&r, "Content-Type: text/plain\r\n", 26);
+	ck_assert_str_eq(r.retry_after, "");
+	wire_resp_capture(&r, "retry-after:  3 \r\n", 18);
+	wire_resp_capture(&r, "RateLimit: \"default\";r=0;t=3\r\n", 30);
+	wire_resp_capture(&r, "\r\n", 2);
+	ck_assert_str_eq(r.retry_after, "3");
+	ck_assert_str_eq(r.ratelimit, "\"default\";r=0;t=3");
+}
+END_TEST
+
 /* Two answers in one read: the first ends where its body does. */
 START_TEST(used_stops_at_the_end)
 {
@@ -294,6 +311,7 @@ Suite *wire_suite(void)
 	tcase_add_test(t, split_anywhere);
 	tcase_add_test(t, chunked_answer);
 	tcase_add_test(t, used_stops_at_the_end);
+	tcase_add_test(t, capture_from_lines);
 	tcase_add_test(t, bodyless_answers);
 	tcase_add_test(t, body_to_the_close);
 	tcase_add_test(t, malformed_answers);
