@@ -128,6 +128,20 @@ static int opt_workload(struct herd_opts *o, const char *v)
 	return 0;
 }
 
+/* Every herd flag takes a value; the list tells a missing value from an unknown flag. */
+static bool known_flag(const char *f)
+{
+	static const char *const FLAGS[] = {
+		"--policies", "--policy", "--clients", "--seed", "--workload", "--report", "--url", "--path",
+		"--base", "--cap", "--max-time", "--max-attempts", "--limiter", "--limit", "--burst", "--delay",
+	};
+
+	for (size_t i = 0; i < sizeof(FLAGS) / sizeof(FLAGS[0]); i++)
+		if (strcmp(f, FLAGS[i]) == 0)
+			return true;
+	return false;
+}
+
 /* One flag and its value; returns 0, or 2 after printing the one-line error. */
 static int opt_one(struct herd_opts *o, const char *f, const char *v)
 {
@@ -177,8 +191,7 @@ static int opt_one(struct herd_opts *o, const char *f, const char *v)
 		return opt_u64(f, v, 1, 1000000000, &o->burst);
 	if (strcmp(f, "--delay") == 0)
 		return occ_delay_parse(v, &o->delay, err, sizeof(err)) == 0 ? 0 : bad(f, v, NULL);
-	fprintf(stderr, "ratelab herd: unknown option '%s' (try 'ratelab herd --help')\n", f);
-	return 2;
+	return 2;  /* not reached: opts_parse lets known flags only */
 }
 
 static void opts_defaults(struct herd_opts *o)
@@ -204,6 +217,10 @@ static int opts_parse(struct herd_opts *o, int argc, char **argv)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 1;
+		}
+		if (!known_flag(argv[i])) {
+			fprintf(stderr, "ratelab herd: unknown option '%s' (try 'ratelab herd --help')\n", argv[i]);
+			return 2;
 		}
 		if (i + 1 >= argc) {
 			fprintf(stderr, "ratelab herd: %s: missing value\n", argv[i]);

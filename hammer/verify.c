@@ -2,6 +2,7 @@
 #include "hammer/verify.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -174,29 +175,44 @@ static void free_strv(char **v)
 	free(v);
 }
 
-/* Fork and exec one copy; the child gets its own process group so a timeout kills all it started. */
+/*
+ * Fork and exec one copy; the child gets its own process group so a timeout
+ * kills all it started.  0, -1 (fork failed) or -2 with errno when the
+ * command cannot be run at all.
+ */
 static int spawn(char **cmd, struct verify_child *ch, unsigned k)
 {
 	char url_var[128], client_var[32];
 	char *vars[2] = { url_var, client_var };
 	char **argv = child_argv(cmd, ch->url), **env = child_env(vars);
-	int rc = -1;
+	int rc = -1, failed[2], why;
 
 	snprintf(url_var, sizeof(url_var), "RATELAB_URL=%s", ch->url);
 	snprintf(client_var, sizeof(client_var), "RATELAB_CLIENT=%u", k);
-	if (!argv || !env)
+	if (!argv || !env || pipe2(failed, O_CLOEXEC) != 0)
 		goto free_all;
 	ch->pid = fork();
 	if (ch->pid == 0) {
 		setpgid(0, 0);
 		dup2(STDERR_FILENO, STDOUT_FILENO);
 		execvpe(argv[0], argv, env);
-		fprintf(stderr, "ratelab verify: cannot run '%s': %s\n", argv[0], strerror(errno));
+		/* the pipe closes on a successful exec; here the parent learns why it failed */
+		why = errno;
+		if (write(failed[1], &why, sizeof(why)) != (ssize_t)sizeof(why))
+			fprintf(stderr, "ratelab verify: cannot run '%s': %s\n", argv[0], strerror(why));
 		_exit(127);
 	}
+	close(failed[1]);
 	if (ch->pid > 0)
 		setpgid(ch->pid, ch->pid);  /* also here, so the group exists before any kill */
 	rc = ch->pid > 0 ? 0 : -1;
+	if (ch->pid > 0 && read(failed[0], &why, sizeof(why)) == (ssize_t)sizeof(why)) {
+		waitpid(ch->pid, NULL, 0);
+		ch->done = true;
+		errno = why;
+		rc = -2;
+	}
+	close(failed[0]);
 free_all:
 	free_strv(argv);
 	free(env);
@@ -262,9 +278,11 @@ static int run_clients(const struct verify_opts *o, int port, struct verify_chil
 			snprintf(ch[k].url, sizeof(ch[k].url), "http://127.0.0.1:%d", port);
 		else
 			snprintf(ch[k].url, sizeof(ch[k].url), "http://127.0.0.1:%d/client-%u", port, k + 1);
-		if (spawn(o->cmd, &ch[k], k + 1) < 0) {
+		int rc = spawn(o->cmd, &ch[k], k + 1);
+
+		if (rc < 0) {
 			kill_all(ch, k);
-			return -1;
+			return rc;
 		}
 	}
 	while (reap(ch, n) > 0 && clock_monotonic_ns() < deadline && !verify_interrupted)
@@ -409,10 +427,14 @@ int verify_main(int argc, char **argv)
 	if (!(cfg = malloc(sizeof(*cfg))) || !(srv = start_server(sc, &o, cfg)))
 		goto free_sc;
 	memset(ch, 0, sizeof(ch));
-	if (run_clients(&o, server_port(srv), ch, &run) == 0)
+	rc = run_clients(&o, server_port(srv), ch, &run);
+	if (rc == 0)
 		rc = verify_interrupted ? 130 : report(&o, sc, ex, nex, &run);
 	else
-		fprintf(stderr, "ratelab verify: cannot start '%s': %s\n", o.cmd[0], strerror(errno));
+		fprintf(stderr, "ratelab verify: cannot %s '%s': %s\n", rc == -2 ? "run" : "start", o.cmd[0],
+		        strerror(errno));
+	if (rc < 0)
+		rc = rc == -2 ? 2 : 1;
 	server_stop(srv);
 free_sc:
 	free(cfg);

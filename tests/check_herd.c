@@ -303,6 +303,8 @@ START_TEST(cli_errors)
 	static const char *const badp[] = { "herd", "--policies", "full,jittery", NULL };
 	static const char *const badw[] = { "herd", "--workload", "write", NULL };
 	static const char *const badr[] = { "herd", "--report", "/nonexistent-dir/report", NULL };
+	static const char *const bogus[] = { "herd", "--bogus", NULL };
+	static const char *const extra[] = { "herd", "extra", NULL };
 	struct test_run r;
 
 	ck_assert_int_eq(testutil_run(&r, help, NULL, 10000), 0);
@@ -321,6 +323,14 @@ START_TEST(cli_errors)
 	ck_assert_int_eq(testutil_run(&r, badw, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_str_eq(r.err, "ratelab herd: --workload: bad value 'write': want request or occ\n");
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, bogus, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: unknown option '--bogus' (try 'ratelab herd --help')\n");
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, extra, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: unknown option 'extra' (try 'ratelab herd --help')\n");
 	testutil_run_free(&r);
 	ck_assert_int_eq(testutil_run(&r, badr, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);

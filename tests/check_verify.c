@@ -215,13 +215,6 @@ static void run_verify(struct test_run *r, const char *const *args, int timeout_
 	ck_assert_int_eq(testutil_run(r, args, NULL, timeout_ms), 0);
 }
 
-static bool one_line(const char *s)
-{
-	const char *nl = strchr(s, '\n');
-
-	return nl && nl[1] == '\0';
-}
-
 START_TEST(usage_errors_exit_2)
 {
 	static const char *const BAD[][12] = {
@@ -232,15 +225,17 @@ START_TEST(usage_errors_exit_2)
 		{ "verify", "--scenario", "nope", "--", "true", NULL },
 		{ "verify", "--scenario", "post-503", NULL },
 		{ "verify", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--", "/nonexistent-dir/client", NULL },
 	};
 	static const char *const NAMED[] = { "--bogus", "--clients '0'", "--timeout 'soon'", "'fast'", "'nope'",
-		                             "no COMMAND", "--scenario" };
+		                             "no COMMAND", "--scenario",
+		                             "cannot run '/nonexistent-dir/client': No such file or directory" };
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
 		run_verify(&r, (const char *const *)BAD[i], 5000);
 		ck_assert_msg(r.status == 2, "case %zu: exit %d", i, r.status);
-		ck_assert_msg(strstr(r.err, NAMED[i]) && one_line(r.err), "case %zu: stderr '%s'", i, r.err);
+		ck_assert_msg(strstr(r.err, NAMED[i]) && testutil_one_line(r.err), "case %zu: stderr '%s'", i, r.err);
 		ck_assert_str_eq(r.out, "");
 		testutil_run_free(&r);
 	}
