@@ -87,7 +87,7 @@ check: $(BIN) $(TEST_BIN)
 demo: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo
 
-bench: $(BIN) $(BUILD)/bench-hello
+bench: $(BIN) $(BUILD)/bench-hello $(BUILD)/limiter_bench
 	RATELAB_BIN=$(abspath $(BIN)) BUILD=$(BUILD) sh bench/run
 
 # The bare libmicrohttpd baseline that `make bench` compares ratelab serve and hammer against.

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/parse.h"
 #include "server/store.h"
 
 #define BENCH_KEYS_MAX 65536
@@ -238,7 +239,8 @@ int main(int argc, char **argv)
 {
 	const char *name = "token-bucket";
 	uint64_t n = 2000000;
-	bool memory = true;
+	bool memory = true, bad = false;
+	char why[128] = "";
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0)
@@ -246,9 +248,9 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], "--limiter") == 0 && i + 1 < argc)
 			name = argv[++i];
 		else if (strcmp(argv[i], "--decisions") == 0 && i + 1 < argc)
-			n = strtoull(argv[++i], NULL, 10);
+			bad = bad || parse_u64(argv[++i], 1, UINT64_MAX, &n, why, sizeof(why)) != 0;
 		else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc)
-			bench_keys_n = strtoull(argv[++i], NULL, 10);
+			bad = bad || parse_u64(argv[++i], 1, BENCH_KEYS_MAX, &bench_keys_n, why, sizeof(why)) != 0;
 		else if (strcmp(argv[i], "--no-memory") == 0)
 			memory = false;
 		else {
@@ -256,9 +258,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (n == 0 || bench_keys_n == 0 || bench_keys_n > BENCH_KEYS_MAX || (strcmp(name, "all") != 0 && limiter_find(name) == NULL)) {
-		fprintf(stderr, "limiter_bench: bad --limiter '%s', --decisions or --keys (known: all, %s)\n", name,
-		        limiter_names());
+	if (bad) {
+		fprintf(stderr, "limiter_bench: --decisions or --keys: %s\n", why);
+		return 2;
+	}
+	if (strcmp(name, "all") != 0 && limiter_find(name) == NULL) {
+		fprintf(stderr, "limiter_bench: --limiter '%s': unknown (known: all, %s)\n", name, limiter_names());
 		return 2;
 	}
 	/* Memory first, while the heap is fresh, so freed arenas do not hide the growth. */
@@ -266,11 +271,8 @@ int main(int argc, char **argv)
 		bench_memory();
 	printf("%-15s %-7s %11s %13s %13s %10s\n", "limiter", "case", "1 thread", "2 threads",
 	       "decide only", "admitted");
-	for (const char *const *l = (const char *const[]){ "token-bucket", "leaky-bucket", "fixed-window",
-	                                                  "sliding-log", "sliding-window", "gcra",
-	                                                  "concurrency", "layered", "none", NULL };
-	     *l != NULL; l++)
-		if (strcmp(name, "all") == 0 || strcmp(name, *l) == 0)
-			bench_one(limiter_find(*l), n);
+	for (size_t i = 0; limiter_at(i) != NULL; i++)
+		if (strcmp(name, "all") == 0 || strcmp(name, limiter_at(i)->name) == 0)
+			bench_one(limiter_at(i), n);
 	return 0;
 }

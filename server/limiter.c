@@ -24,6 +24,12 @@ const struct limiter_ops *limiter_find(const char *name)
 	return NULL;
 }
 
+/* The i-th limiter of the registry, or NULL past the last.  Thread-safe. */
+const struct limiter_ops *limiter_at(size_t i)
+{
+	return i < NLIMITERS ? LIMITERS[i] : NULL;
+}
+
 /* A static string listing every limiter name.  Thread-safe. */
 const char *limiter_names(void)
 {

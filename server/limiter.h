@@ -58,6 +58,9 @@ struct limiter_ops {
  * sliding-log, sliding-window, gcra, concurrency, layered, none. */
 const struct limiter_ops *limiter_find(const char *name);
 
+/* The i-th limiter in registry order (the order above), or NULL past the last: for "all of them" loops. */
+const struct limiter_ops *limiter_at(size_t i);
+
 /* Comma-separated list of the names, for --help and errors. */
 const char *limiter_names(void);
 
