@@ -122,21 +122,6 @@ static int bg_wait(struct bg *b, double timeout_s, char **out, char **err, doubl
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* A port on 127.0.0.1 with nothing listening (bound, read back, released). */
-static int free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 /* A socket that listens but never accepts: the kernel completes the handshakes, nobody answers. */
 static int silent_listener(int *port)
 {
@@ -150,16 +135,6 @@ static int silent_listener(int *port)
 	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
 	*port = ntohs(sa.sin_port);
 	return fd;
-}
-
-/* An integer at obj.k1[.k2] of a JSON text; -1 when absent. */
-static long long jint(json_t *root, const char *k1, const char *k2)
-{
-	json_t *o = json_object_get(root, k1);
-
-	if (o && k2)
-		o = json_object_get(o, k2);
-	return json_is_integer(o) ? json_integer_value(o) : -1;
 }
 
 static json_t *parse_json(const char *text)
@@ -182,17 +157,18 @@ static void assert_ledger(json_t *j)
 		sum += json_integer_value(v);
 	json_object_foreach(json_object_get(j, "errors"), k, v)
 		sum += json_integer_value(v);
-	ck_assert_int_eq(sum, jint(j, "requests", NULL));
-	ck_assert_int_eq(jint(j, "ok", NULL) + jint(j, "failed", NULL), jint(j, "requests", NULL));
+	ck_assert_int_eq(sum, testutil_jint(j, "requests", NULL));
+	ck_assert_int_eq(testutil_jint(j, "ok", NULL) + testutil_jint(j, "failed", NULL),
+	                 testutil_jint(j, "requests", NULL));
 	/* a --duration run ends with some attempts still in flight: sent, never answered */
-	ck_assert_int_eq(jint(j, "requests", NULL) + jint(j, "retries", NULL) + jint(j, "unfinished", NULL),
-	                 jint(j, "calls", NULL));
+	ck_assert_int_eq(testutil_jint(j, "requests", NULL) + testutil_jint(j, "retries", NULL) +
+	                 testutil_jint(j, "unfinished", NULL), testutil_jint(j, "calls", NULL));
 	sum = 0;
 	json_object_foreach(json_object_get(j, "attempt_statuses"), k, v)
 		sum += json_integer_value(v);
 	json_object_foreach(json_object_get(j, "transport_errors"), k, v)
 		sum += json_integer_value(v);
-	ck_assert_int_eq(sum + jint(j, "unfinished", NULL), jint(j, "calls", NULL));
+	ck_assert_int_eq(sum + testutil_jint(j, "unfinished", NULL), testutil_jint(j, "calls", NULL));
 }
 
 static void start(struct test_server *s, const char *const *args)
@@ -230,10 +206,10 @@ START_TEST(server_killed)
 	ck_assert_msg(secs < 2 + 1 + 2, "hammer took %.2f s (2 s run + 1 s timeout)", secs);
 	j = parse_json(out);
 	assert_ledger(j);
-	ck_assert_int_gt(jint(j, "statuses", "200"), 0);
+	ck_assert_int_gt(testutil_jint(j, "statuses", "200"), 0);
 	/* after the kill: refused connects, and the odd reset of a request in flight */
-	ck_assert_int_gt(jint(j, "errors", "refused") + jint(j, "errors", "reset"), 0);
-	ck_assert_int_eq(jint(j, "errors", "timeout"), 0);
+	ck_assert_int_gt(testutil_jint(j, "errors", "refused") + testutil_jint(j, "errors", "reset"), 0);
+	ck_assert_int_eq(testutil_jint(j, "errors", "timeout"), 0);
 	ck_assert_ptr_nonnull(strstr(err, "requests in"));
 	ck_assert_ptr_nonnull(strstr(err, "transport errors: "));
 	ck_assert_ptr_nonnull(strstr(err, "refused x"));
@@ -247,8 +223,10 @@ START_TEST(no_server)
 {
 	char url[96];
 	struct test_run r;
+	int port = testutil_free_port();
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", free_port());
+	ck_assert_int_gt(port, 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
 	const char *const args[] = { "hammer", url, "--requests", "4", "--connect-timeout", "1s", NULL };
 	ck_assert_int_eq(testutil_run(&r, args, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 1);
@@ -278,10 +256,10 @@ START_TEST(silent_server)
 	ck_assert_msg(r.seconds >= 0.95 && r.seconds < 2.5, "took %.2f s", r.seconds);
 	j = parse_json(r.out);
 	assert_ledger(j);
-	ck_assert_int_eq(jint(j, "calls", NULL), 4);
-	ck_assert_int_eq(jint(j, "errors", "timeout"), 4);
-	ck_assert_int_eq(jint(j, "transport_errors", "timeout"), 4);
-	ck_assert_int_eq(jint(j, "latency_ms", "count"), 4);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 4);
+	ck_assert_int_eq(testutil_jint(j, "errors", "timeout"), 4);
+	ck_assert_int_eq(testutil_jint(j, "transport_errors", "timeout"), 4);
+	ck_assert_int_eq(testutil_jint(j, "latency_ms", "count"), 4);
 	ck_assert(json_real_value(json_object_get(json_object_get(j, "latency_ms"), "max")) < 1000.0);
 	json_decref(j);
 	testutil_run_free(&r);
@@ -347,7 +325,7 @@ START_TEST(server_sigterm_under_load)
 	ck_assert_msg(rc == 0, "hammer exit %d (stderr: %.300s)", rc, err);
 	j = parse_json(out);
 	assert_ledger(j);
-	ck_assert_int_ge(jint(j, "statuses", "200"), 8);
+	ck_assert_int_ge(testutil_jint(j, "statuses", "200"), 8);
 	/*
 	 * Every request the server took in was answered: its admitted count is
 	 * the hammer's 200s.  A connection still in the listen backlog when the
@@ -355,13 +333,14 @@ START_TEST(server_sigterm_under_load)
 	 */
 	ck_assert_msg(sscanf(strstr(rest, "stopped after"), "stopped after %*[^:]: %lld requests, %lld admitted",
 	                     &seen, &admitted) == 2, "summary line: '%s'", rest);
-	ck_assert_msg(jint(j, "statuses", "200") == admitted,
+	ck_assert_msg(testutil_jint(j, "statuses", "200") == admitted,
 	              "server admitted %lld of %lld, hammer got %lld x 200 (reset %lld, refused %lld): %s", admitted,
-	              seen, jint(j, "statuses", "200"), jint(j, "errors", "reset"), jint(j, "errors", "refused"), rest);
-	ck_assert_int_le(jint(j, "errors", "reset"), 8);
-	ck_assert_int_eq(jint(j, "errors", "timeout"), 0);
-	ck_assert_int_eq(jint(j, "errors", "other"), 0);
-	ck_assert_int_gt(jint(j, "errors", "refused"), 0);
+	              seen, testutil_jint(j, "statuses", "200"), testutil_jint(j, "errors", "reset"),
+	              testutil_jint(j, "errors", "refused"), rest);
+	ck_assert_int_le(testutil_jint(j, "errors", "reset"), 8);
+	ck_assert_int_eq(testutil_jint(j, "errors", "timeout"), 0);
+	ck_assert_int_eq(testutil_jint(j, "errors", "other"), 0);
+	ck_assert_int_gt(testutil_jint(j, "errors", "refused"), 0);
 	json_decref(j);
 	free(out);
 	free(err);

@@ -38,26 +38,6 @@ static long text_count(const char *out, const char *status)
 	return 0;
 }
 
-static json_t *run_json(const char *const *args, const char *const *env, struct test_run *r)
-{
-	json_error_t je;
-	json_t *j;
-
-	ck_assert_int_eq(testutil_run(r, args, env, RUN_MS), 0);
-	j = json_loads(r->out, 0, &je);
-	ck_assert_msg(j != NULL, "not JSON (%s): %s / %s", je.text, r->out, r->err);
-	return j;
-}
-
-static long jint(json_t *j, const char *path1, const char *path2)
-{
-	json_t *v = json_object_get(j, path1);
-
-	if (path2 != NULL)
-		v = json_object_get(v, path2);
-	return json_is_integer(v) ? (long)json_integer_value(v) : -1;
-}
-
 START_TEST(lab_without_retry)
 {
 	struct fixture f;
@@ -95,19 +75,20 @@ START_TEST(lab_with_retry)
 
 	serve(&f, sargs);
 	const char *args[] = { "hammer", f.url, "--retry", "--seed", "1", "--json", "-", NULL };
-	j = run_json(args, NULL, &r);
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	unserve(&f);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-	ck_assert_int_eq(jint(j, "requests", NULL), 40);
-	ck_assert_int_ge(jint(j, "ok", NULL), 30);
-	ck_assert_int_eq(jint(j, "statuses", "200"), jint(j, "ok", NULL));
-	ck_assert_int_eq(jint(j, "calls", NULL), 40 + jint(j, "retries", NULL));
-	ck_assert_int_gt(jint(j, "retries", NULL), 0);
+	ck_assert_int_eq(testutil_jint(j, "requests", NULL), 40);
+	ck_assert_int_ge(testutil_jint(j, "ok", NULL), 30);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), testutil_jint(j, "ok", NULL));
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 40 + testutil_jint(j, "retries", NULL));
+	ck_assert_int_gt(testutil_jint(j, "retries", NULL), 0);
 	wall = json_real_value(json_object_get(j, "wall_s"));
 	ck_assert_msg(wall >= 4.0 && wall <= 12.0, "wall %.2f", wall);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "config"), "policy")), "lab");
 	/* every retry wait went through the timer heap and was timed */
-	ck_assert_int_eq(jint(j, "timer_lateness_ms", "count"), jint(j, "retries", NULL));
+	ck_assert_int_eq(testutil_jint(j, "timer_lateness_ms", "count"), testutil_jint(j, "retries", NULL));
 	/* with --json -, the summary moves to stderr in the same format */
 	ck_assert_ptr_nonnull(strstr(r.err, "40 requests in "));
 	json_decref(j);
@@ -125,11 +106,12 @@ START_TEST(no_retry_env_wins)
 
 	serve(&f, sargs);
 	const char *args[] = { "hammer", f.url, "--retry", "--json", "-", "--quiet", NULL };
-	j = run_json(args, env, &r);
+	j = testutil_run_json(&r, args, env, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	unserve(&f);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_int_eq(jint(j, "calls", NULL), 40);
-	ck_assert_int_eq(jint(j, "retries", NULL), 0);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 40);
+	ck_assert_int_eq(testutil_jint(j, "retries", NULL), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "config"), "policy")), "none");
 	ck_assert_str_eq(r.err, "");
 	json_decref(j);
@@ -150,7 +132,8 @@ START_TEST(seed_drawn_unless_given)
 	for (int i = 0; i < 3; i++) {
 		const char *args[] = { "hammer", f.url, "--requests", "1", "--json", "-", "--quiet",
 		                       i == 2 ? "--seed" : NULL, "9007199254740993", NULL };
-		j = run_json(args, NULL, &r);
+		j = testutil_run_json(&r, args, NULL, RUN_MS);
+		ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 		ck_assert_int_eq(r.status, 0);
 		seeds[i] = (long long)json_integer_value(json_object_get(json_object_get(j, "config"), "seed"));
 		json_decref(j);
@@ -173,24 +156,26 @@ START_TEST(signaldb_post_503_not_retried)
 	serve(&f, sargs);
 	const char *post[] = { "hammer", f.url, "--policy", "signaldb", "--method", "POST", "--data", "x",
 	                       "--requests", "6", "--json", "-", "--quiet", NULL };
-	j = run_json(post, NULL, &r);
+	j = testutil_run_json(&r, post, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_int_eq(jint(j, "statuses", "503"), 6);
-	ck_assert_int_eq(jint(j, "calls", NULL), 6);
-	ck_assert_int_eq(jint(j, "retries", NULL), 0);
-	ck_assert_int_eq(jint(j, "gave_up", "not-retryable"), 6);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "503"), 6);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 6);
+	ck_assert_int_eq(testutil_jint(j, "retries", NULL), 0);
+	ck_assert_int_eq(testutil_jint(j, "gave_up", "not-retryable"), 6);
 	json_decref(j);
 	testutil_run_free(&r);
 
 	/* the same 503 on a GET is retried: 4 attempts each */
 	const char *get[] = { "hammer", f.url, "--policy", "signaldb", "--requests", "2", "--seed", "3",
 	                      "--json", "-", "--quiet", NULL };
-	j = run_json(get, NULL, &r);
+	j = testutil_run_json(&r, get, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	unserve(&f);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_int_eq(jint(j, "statuses", "503"), 2);
-	ck_assert_int_eq(jint(j, "calls", NULL), 8);
-	ck_assert_int_eq(jint(j, "gave_up", "attempts"), 2);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "503"), 2);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 8);
+	ck_assert_int_eq(testutil_jint(j, "gave_up", "attempts"), 2);
 	json_decref(j);
 	testutil_run_free(&r);
 }
@@ -207,13 +192,14 @@ static void fail_fast_under(const char *policy)
 	serve(&f, sargs);
 	const char *args[] = { "hammer", f.url, "--policy", policy, "--requests", "3", "--concurrency", "1",
 	                       "--json", "-", "--quiet", NULL };
-	j = run_json(args, NULL, &r);
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	unserve(&f);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_int_eq(jint(j, "statuses", "200"), 1);
-	ck_assert_int_eq(jint(j, "statuses", "429"), 2);
-	ck_assert_int_eq(jint(j, "calls", NULL), 3);
-	ck_assert_int_eq(jint(j, "gave_up", "retry-after-too-long"), 2);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 1);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "429"), 2);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 3);
+	ck_assert_int_eq(testutil_jint(j, "gave_up", "retry-after-too-long"), 2);
 	ck_assert_double_lt(r.seconds, 3.0);
 	json_decref(j);
 	testutil_run_free(&r);
@@ -288,7 +274,7 @@ START_TEST(usage_errors_exit_2)
 		ck_assert_int_eq(testutil_run(&r, (const char *const *)bad[i], NULL, RUN_MS), 0);
 		ck_assert_msg(r.status == 2, "%s %s: exit %d", bad[i][1], bad[i][2] ? bad[i][2] : "", r.status);
 		ck_assert_msg(strstr(r.err, name[i]) != NULL, "'%s' does not name %s", r.err, name[i]);
-		ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+		ck_assert_msg(testutil_one_line(r.err), "not one line: '%s'", r.err);
 		ck_assert_str_eq(r.out, "");
 		testutil_run_free(&r);
 	}
@@ -348,29 +334,21 @@ START_TEST(herd_start_and_duration)
 	serve(&f, sargs);
 	const char *args[] = { "hammer", f.url, "--start", "herd", "--concurrency", "200", "--duration",
 	                       "500ms", "--json", "-", "--quiet", NULL };
-	j = run_json(args, NULL, &r);
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	unserve(&f);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-	ck_assert_int_gt(jint(j, "requests", NULL), 200);
-	ck_assert_int_eq(jint(j, "statuses", "200"), jint(j, "requests", NULL));
+	ck_assert_int_gt(testutil_jint(j, "requests", NULL), 200);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), testutil_jint(j, "requests", NULL));
 	/* every client's first attempt falls in the first interval; only retry waits are timed */
-	ck_assert_int_ge(jint(j, "peak_attempts", NULL), 200);
-	ck_assert_int_eq(jint(j, "timer_lateness_ms", "count"), 0);
+	ck_assert_int_ge(testutil_jint(j, "peak_attempts", NULL), 200);
+	ck_assert_int_eq(testutil_jint(j, "timer_lateness_ms", "count"), 0);
 	ck_assert_double_ge(json_real_value(json_object_get(j, "wall_s")), 0.5);
 	ck_assert_double_lt(json_real_value(json_object_get(j, "wall_s")), 1.5);
 	json_decref(j);
 	testutil_run_free(&r);
 }
 END_TEST
-
-/* The JSON object of server i in the run's "servers" array. */
-static json_t *jserver(json_t *j, size_t i)
-{
-	json_t *a = json_object_get(j, "servers");
-
-	ck_assert_msg(json_is_array(a), "no servers array");
-	return json_array_get(a, i);
-}
 
 static void serve_two(struct fixture *a, struct fixture *b)
 {
@@ -392,22 +370,23 @@ START_TEST(two_servers_round_robin)
 	serve_two(&a, &b);
 	const char *args[] = { "hammer", a.url, b.url, "--requests", "40", "--threads", "2",
 	                       "--json", "-", NULL };
-	j = run_json(args, NULL, &r);
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	unserve(&a);
 	unserve(&b);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-	ck_assert_int_eq(jint(j, "requests", NULL), 40);
-	ck_assert_int_eq(jint(j, "statuses", "200"), 10);
-	ck_assert_int_eq(jint(j, "statuses", "429"), 30);
+	ck_assert_int_eq(testutil_jint(j, "requests", NULL), 40);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 10);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "429"), 30);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "servers")), 2);
-	ck_assert_str_eq(json_string_value(json_object_get(jserver(j, 0), "url")), a.url);
-	ck_assert_str_eq(json_string_value(json_object_get(jserver(j, 1), "url")), b.url);
+	ck_assert_str_eq(json_string_value(json_object_get(testutil_jserver(j, 0), "url")), a.url);
+	ck_assert_str_eq(json_string_value(json_object_get(testutil_jserver(j, 1), "url")), b.url);
 	for (size_t i = 0; i < 2; i++) {
-		ck_assert_int_eq(jint(jserver(j, i), "requests", NULL), 20);
-		ck_assert_int_eq(jint(jserver(j, i), "calls", NULL), 20);
-		ck_assert_int_eq(jint(jserver(j, i), "ok", NULL), 5);
-		ck_assert_int_eq(jint(jserver(j, i), "statuses", "200"), 5);
-		ck_assert_int_eq(jint(jserver(j, i), "statuses", "429"), 15);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, i), "requests", NULL), 20);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, i), "calls", NULL), 20);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, i), "ok", NULL), 5);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, i), "statuses", "200"), 5);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, i), "statuses", "429"), 15);
 	}
 	/* the text summary (on stderr with --json -) has one line per server */
 	snprintf(line, sizeof(line), "\nper server:\n  %s  200 x5, 429 x15; 20 requests, 20 calls, 0 retries\n"
@@ -430,21 +409,23 @@ START_TEST(two_servers_one_thread_odd_count)
 	                       "--concurrency", "3", "--retry", "--base", "1ms", "--cap", "2ms",
 	                       "--retry-after", "ignore", "--max-attempts", "2", "--seed", "1",
 	                       "--json", "-", "--quiet", NULL };
-	j = run_json(args, NULL, &r);
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
 	unserve(&a);
 	unserve(&b);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-	ck_assert_int_eq(jint(jserver(j, 0), "requests", NULL), 7);
-	ck_assert_int_eq(jint(jserver(j, 1), "requests", NULL), 6);
+	ck_assert_msg(json_is_array(json_object_get(j, "servers")), "no servers array");
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 0), "requests", NULL), 7);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 1), "requests", NULL), 6);
 	/* 5 admitted per server; every other request is rejected twice (two attempts, same server) */
-	ck_assert_int_eq(jint(jserver(j, 0), "ok", NULL), 5);
-	ck_assert_int_eq(jint(jserver(j, 0), "statuses", "429"), 2);
-	ck_assert_int_eq(jint(jserver(j, 0), "calls", NULL), 9);
-	ck_assert_int_eq(jint(jserver(j, 0), "retries", NULL), 2);
-	ck_assert_int_eq(jint(jserver(j, 1), "ok", NULL), 5);
-	ck_assert_int_eq(jint(jserver(j, 1), "statuses", "429"), 1);
-	ck_assert_int_eq(jint(jserver(j, 1), "calls", NULL), 7);
-	ck_assert_int_eq(jint(j, "calls", NULL), 16);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 0), "ok", NULL), 5);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 0), "statuses", "429"), 2);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 0), "calls", NULL), 9);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 0), "retries", NULL), 2);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 1), "ok", NULL), 5);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 1), "statuses", "429"), 1);
+	ck_assert_int_eq(testutil_jint(testutil_jserver(j, 1), "calls", NULL), 7);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 16);
 	json_decref(j);
 	testutil_run_free(&r);
 }

@@ -39,20 +39,6 @@ struct redis_proc {
 
 static struct redis_proc shared_redis;
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static bool redis_ping(int port)
 {
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
@@ -96,7 +82,7 @@ static int redis_start(struct redis_proc *r, int port)
 {
 	char portbuf[16];
 
-	r->port = port > 0 ? port : free_port();
+	r->port = port > 0 ? port : testutil_free_port();
 	snprintf(portbuf, sizeof(portbuf), "%d", r->port);
 	snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d", r->port);
 	r->pid = fork();
@@ -643,7 +629,7 @@ START_TEST(redis_absent_at_start)
 	struct redis_proc rp;
 	int port;
 
-	port = free_port();
+	port = testutil_free_port();
 	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
 	s = redis_store(url, ops, &p, "absent:", false, true, 5 * SEC);
 	ck_assert_int_eq(s->ops->decide(s, "k", 1, 0, 1, &d), -1);

@@ -19,34 +19,6 @@
 
 #define RUN_MS 20000
 
-static json_t *run_json(const char *const *args, struct test_run *r)
-{
-	json_error_t je;
-	json_t *j;
-
-	ck_assert_int_eq(testutil_run(r, args, NULL, RUN_MS), 0);
-	ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
-	j = json_loads(r->out, 0, &je);
-	ck_assert_msg(j != NULL, "not JSON (%s): %s / %s", je.text, r->out, r->err);
-	return j;
-}
-
-static long jint(json_t *j, const char *a, const char *b)
-{
-	json_t *v = json_object_get(j, a);
-
-	if (b != NULL)
-		v = json_object_get(v, b);
-	return json_is_integer(v) ? (long)json_integer_value(v) : -1;
-}
-
-static const char *jstr(json_t *j, const char *a, const char *b)
-{
-	json_t *v = json_object_get(json_object_get(j, a), b);
-
-	return json_is_string(v) ? json_string_value(v) : "";
-}
-
 static const char *const TRANSPORTS[] = { "wire", "curl" };
 
 /* A limit of 5 per hour admits exactly 5 of 40, whichever transport sends them. */
@@ -66,12 +38,14 @@ START_TEST(same_counts)
 		const char *args[] = { "hammer", url, "--requests", "40", "--concurrency", "4", "--no-retry",
 		                       "--transport", TRANSPORTS[t], "--json", "-", NULL };
 
-		j = run_json(args, &r);
-		ck_assert_str_eq(jstr(j, "config", "transport"), TRANSPORTS[t]);
-		ck_assert_int_eq(jint(j, "ok", NULL), 5);
-		ck_assert_int_eq(jint(j, "statuses", "429"), 35);
-		ck_assert_int_eq(jint(j, "calls", NULL), 40);
-		ck_assert_int_eq(jint(j, "answered", NULL), 40);
+		j = testutil_run_json(&r, args, NULL, RUN_MS);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
+		ck_assert_str_eq(testutil_jstr(j, "config", "transport"), TRANSPORTS[t]);
+		ck_assert_int_eq(testutil_jint(j, "ok", NULL), 5);
+		ck_assert_int_eq(testutil_jint(j, "statuses", "429"), 35);
+		ck_assert_int_eq(testutil_jint(j, "calls", NULL), 40);
+		ck_assert_int_eq(testutil_jint(j, "answered", NULL), 40);
 		json_decref(j);
 		testutil_run_free(&r);
 		/* the next transport starts from a full bucket */
@@ -102,9 +76,11 @@ START_TEST(headers_and_body_arrive)
 		                       "--method", "PUT", "--header", key, "--data", "a=1&b=2",
 		                       "--transport", TRANSPORTS[t], "--json", "-", NULL };
 
-		j = run_json(args, &r);
-		ck_assert_int_eq(jint(j, "ok", NULL), 2);
-		ck_assert_int_eq(jint(j, "statuses", "429"), 3);
+		j = testutil_run_json(&r, args, NULL, RUN_MS);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
+		ck_assert_int_eq(testutil_jint(j, "ok", NULL), 2);
+		ck_assert_int_eq(testutil_jint(j, "statuses", "429"), 3);
 		json_decref(j);
 		testutil_run_free(&r);
 	}
@@ -128,21 +104,18 @@ START_TEST(idle_connection_closed_by_server)
 	snprintf(url, sizeof(url), "%s/", s.url);
 	const char *args[] = { "hammer", url, "--requests", "3", "--rate", "1/1500ms", "--concurrency", "1",
 	                       "--threads", "1", "--no-retry", "--transport", "wire", "--json", "-", NULL };
-	j = run_json(args, &r);
-	ck_assert_int_eq(jint(j, "ok", NULL), 3);
-	ck_assert_int_eq(jint(j, "calls", NULL), 3);
-	ck_assert_int_eq(jint(j, "transport_errors", "reset"), 0);
-	ck_assert_int_eq(jint(j, "transport_errors", "other"), 0);
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
+	ck_assert_int_eq(testutil_jint(j, "ok", NULL), 3);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 3);
+	ck_assert_int_eq(testutil_jint(j, "transport_errors", "reset"), 0);
+	ck_assert_int_eq(testutil_jint(j, "transport_errors", "other"), 0);
 	json_decref(j);
 	testutil_run_free(&r);
 	testutil_server_stop(&s, 3000);
 }
 END_TEST
-
-static json_t *server_at(json_t *j, size_t i)
-{
-	return json_array_get(json_object_get(j, "servers"), i);
-}
 
 /*
  * One client alternating between two servers must reach each: the first
@@ -168,11 +141,13 @@ START_TEST(each_request_reaches_its_server)
 		const char *args[] = { "hammer", ua, ub, "--requests", "10", "--concurrency", "1", "--threads",
 		                       "1", "--no-retry", "--transport", TRANSPORTS[t], "--json", "-", NULL };
 
-		j = run_json(args, &r);
-		ck_assert_int_eq(jint(server_at(j, 0), "ok", NULL), 5);
-		ck_assert_int_eq(jint(server_at(j, 1), "ok", NULL), 1);
-		ck_assert_int_eq(jint(server_at(j, 1), "failed", NULL), 4);
-		ck_assert_int_eq(jint(j, "calls", NULL), 10);
+		j = testutil_run_json(&r, args, NULL, RUN_MS);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, 0), "ok", NULL), 5);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, 1), "ok", NULL), 1);
+		ck_assert_int_eq(testutil_jint(testutil_jserver(j, 1), "failed", NULL), 4);
+		ck_assert_int_eq(testutil_jint(j, "calls", NULL), 10);
 		json_decref(j);
 		testutil_run_free(&r);
 		ck_assert_int_eq(testutil_http("POST", reset, "", &status, NULL, NULL), 0);
@@ -288,16 +263,14 @@ static json_t *hammer_at(struct script *sc, const char *transport, const char *r
                          int want_exit)
 {
 	char url[64];
-	json_error_t je;
 	json_t *j;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", sc->port);
 	const char *args[] = { "hammer", url, "--requests", requests, "--concurrency", "1", "--threads", "1",
 	                       "--no-retry", "--timeout", "3s", "--transport", transport, "--json", "-", NULL };
-	ck_assert_int_eq(testutil_run(r, args, NULL, RUN_MS), 0);
+	j = testutil_run_json(r, args, NULL, RUN_MS);
 	ck_assert_msg(r->status == want_exit, "%s: exit %d: %s", transport, r->status, r->err);
-	j = json_loads(r->out, 0, &je);
-	ck_assert_msg(j != NULL, "not JSON (%s): %s / %s", je.text, r->out, r->err);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r->out, r->err);
 	return j;
 }
 
@@ -315,9 +288,9 @@ START_TEST(chunked_answer_in_pieces)
 		script_start(&sc, pieces, 3, false);
 		json_t *j = hammer_at(&sc, TRANSPORTS[t], "3", &r, 0);
 		script_stop(&sc);
-		ck_assert_int_eq(jint(j, "statuses", "429"), 3);
-		ck_assert_int_eq(jint(j, "calls", NULL), 3);
-		ck_assert_int_eq(jint(j, "transport_errors", "other"), 0);
+		ck_assert_int_eq(testutil_jint(j, "statuses", "429"), 3);
+		ck_assert_int_eq(testutil_jint(j, "calls", NULL), 3);
+		ck_assert_int_eq(testutil_jint(j, "transport_errors", "other"), 0);
 		ck_assert_int_eq(atomic_load(&sc.conns), 1);
 		json_decref(j);
 		testutil_run_free(&r);
@@ -336,7 +309,7 @@ START_TEST(body_ends_at_the_close)
 		script_start(&sc, pieces, 2, true);
 		json_t *j = hammer_at(&sc, TRANSPORTS[t], "2", &r, 0);
 		script_stop(&sc);
-		ck_assert_int_eq(jint(j, "ok", NULL), 2);
+		ck_assert_int_eq(testutil_jint(j, "ok", NULL), 2);
 		ck_assert_int_eq(atomic_load(&sc.conns), 2);
 		json_decref(j);
 		testutil_run_free(&r);
@@ -355,13 +328,13 @@ START_TEST(garbage_and_silence)
 		script_start(&sc, garbage, 1, true);
 		json_t *j = hammer_at(&sc, TRANSPORTS[t], "1", &r, 1);
 		script_stop(&sc);
-		ck_assert_msg(jint(j, "errors", "other") == 1, "%s: %s", TRANSPORTS[t], r.out);
+		ck_assert_msg(testutil_jint(j, "errors", "other") == 1, "%s: %s", TRANSPORTS[t], r.out);
 		json_decref(j);
 		testutil_run_free(&r);
 		script_start(&sc, NULL, 0, true);
 		j = hammer_at(&sc, TRANSPORTS[t], "1", &r, 1);
 		script_stop(&sc);
-		ck_assert_msg(jint(j, "errors", "reset") == 1, "%s: %s", TRANSPORTS[t], r.out);
+		ck_assert_msg(testutil_jint(j, "errors", "reset") == 1, "%s: %s", TRANSPORTS[t], r.out);
 		json_decref(j);
 		testutil_run_free(&r);
 	}
@@ -381,7 +354,7 @@ START_TEST(transport_usage_errors)
 		ck_assert_int_eq(testutil_run(&r, (const char *const *)bad[i], NULL, RUN_MS), 0);
 		ck_assert_msg(r.status == 2, "case %zu: exit %d", i, r.status);
 		ck_assert_msg(strstr(r.err, "--transport") != NULL, "'%s'", r.err);
-		ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+		ck_assert_msg(testutil_one_line(r.err), "not one line: '%s'", r.err);
 		testutil_run_free(&r);
 	}
 }
@@ -396,7 +369,7 @@ START_TEST(unknown_host)
 	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
 	ck_assert_int_eq(r.status, 1);
 	ck_assert_msg(strstr(r.err, "cannot resolve no-such-host.invalid") != NULL, "'%s'", r.err);
-	ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+	ck_assert_msg(testutil_one_line(r.err), "not one line: '%s'", r.err);
 	ck_assert_str_eq(r.out, "");
 	testutil_run_free(&r);
 }

@@ -3,12 +3,14 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -190,8 +192,11 @@ int testutil_run(struct test_run *r, const char *const *args, const char *const 
 	for (size_t i = 0; args[i] && n < 127; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	if (pipe(po) < 0 || pipe(pe) < 0)
+	if (pipe(po) < 0 || pipe(pe) < 0) {
+		/* leave *r an empty, freeable result so callers can print and free it */
+		*r = (struct test_run){ -1, out.p, err.p, 0.0 };
 		return -1;
+	}
 	pid = spawn(argv, env, po[1], pe[1]);
 	close(po[1]);
 	close(pe[1]);
@@ -345,4 +350,63 @@ CURLcode testutil_fire(CURL *c, const char *method, const char *url, const char 
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(h);
 	return rc;
+}
+
+json_t *testutil_run_json(struct test_run *r, const char *const *args, const char *const *env, int timeout_ms)
+{
+	json_error_t je;
+	json_t *j;
+
+	if (testutil_run(r, args, env, timeout_ms) < 0) {
+		fprintf(stderr, "testutil_run_json: could not run %s\n", args[0]);
+		return NULL;
+	}
+	j = json_loads(r->out, 0, &je);
+	if (j == NULL)
+		fprintf(stderr, "testutil_run_json: not JSON (line %d: %s)\n", je.line, je.text);
+	return j;
+}
+
+long long testutil_jint(json_t *j, const char *k1, const char *k2)
+{
+	json_t *v = json_object_get(j, k1);
+
+	if (k2 != NULL)
+		v = json_object_get(v, k2);
+	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+const char *testutil_jstr(json_t *j, const char *k1, const char *k2)
+{
+	json_t *v = json_object_get(j, k1);
+
+	if (k2 != NULL)
+		v = json_object_get(v, k2);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+json_t *testutil_jserver(json_t *j, size_t i)
+{
+	return json_array_get(json_object_get(j, "servers"), i);
+}
+
+int testutil_free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+bool testutil_one_line(const char *s)
+{
+	const char *nl = strchr(s, '\n');
+
+	return nl != NULL && nl[1] == '\0';
 }

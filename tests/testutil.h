@@ -2,6 +2,7 @@
 #define RATELAB_TESTUTIL_H
 
 #include <curl/curl.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -76,5 +77,28 @@ CURLcode testutil_fire(CURL *c, const char *method, const char *url, const char 
 
 /* The value of header `name` (case-insensitive) in a raw header block, copied into buf; false when absent. */
 bool testutil_header(const char *headers, const char *name, char *buf, size_t len);
+
+/*
+ * testutil_run, then parse its stdout as JSON.  Returns the parsed value (the
+ * caller decrefs it and frees *r), or NULL when the binary could not be run or
+ * stdout is not JSON (the parse error goes to stderr); *r is filled either way,
+ * so the caller can assert on r->status and print r->out / r->err.
+ */
+json_t *testutil_run_json(struct test_run *r, const char *const *args, const char *const *env, int timeout_ms);
+
+/* The integer at j.k1, or j.k1.k2 when k2 is not NULL; -1 when absent or not an integer. */
+long long testutil_jint(json_t *j, const char *k1, const char *k2);
+
+/* The string at j.k1, or j.k1.k2 when k2 is not NULL; "" when absent or not a string. */
+const char *testutil_jstr(json_t *j, const char *k1, const char *k2);
+
+/* Element i of j's "servers" array; NULL when there is no such array or element. */
+json_t *testutil_jserver(json_t *j, size_t i);
+
+/* A TCP port on 127.0.0.1 with nothing listening (bound, read back, released); -1 on failure. */
+int testutil_free_port(void);
+
+/* True when s holds exactly one line: its only newline is its last character. */
+bool testutil_one_line(const char *s);
 
 #endif
