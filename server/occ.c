@@ -164,21 +164,6 @@ uint64_t occ_delay_sample(const struct occ_delay *d, struct prng *rng)
 	return v <= 0 ? 0 : (uint64_t)v;
 }
 
-void occ_delay_apply(const struct occ_delay *d, struct prng *rng)
-{
-	uint64_t ns;
-	struct timespec ts;
-
-	if (d->mean_ns == 0 && d->sd_ns == 0)
-		return;
-	ns = occ_delay_sample(d, rng);
-	ts.tv_sec = (time_t)(ns / NS_PER_SEC);
-	ts.tv_nsec = (long)(ns % NS_PER_SEC);
-	/* EINTR resumes with the remainder; bounded in case of a signal storm. */
-	for (int i = 0; i < 100 && nanosleep(&ts, &ts) != 0; i++)
-		;
-}
-
 /* One PRNG per server thread, seeded from the route's seed and a thread counter. */
 static _Thread_local struct prng tl_rng;
 static _Thread_local bool tl_seeded;
@@ -195,7 +180,12 @@ int occ_route_handler(struct server *srv, void *ctx, const struct server_request
 		prng_seed(&tl_rng, prng_stream_seed(r->seed, thread_counter++));
 		tl_seeded = true;
 	}
-	occ_delay_apply(&r->delay, &tl_rng);
+	/* The record is read or written now and the answer waits out the delay (on
+	 * the server's timer, not this thread).  The window between a GET's read and
+	 * the client's PUT commit is still one delay plus the client's turnaround, as
+	 * when the delay came first, so the herd's conflicts are the same. */
+	if (r->delay.mean_ns || r->delay.sd_ns)
+		out->delay_ns = occ_delay_sample(&r->delay, &tl_rng);
 	occ_handle(r->occ, req->method, server_request_header(req, "If-Match"), &rep);
 	out->status = rep.status;
 	out->content_type = "application/json";

@@ -57,11 +57,7 @@ int occ_delay_parse(const char *s, struct occ_delay *d, char *err, size_t errlen
 /* One delay: normal(mean, sd) clamped to [0, mean + 4 sd].  Pure but for rng. */
 uint64_t occ_delay_sample(const struct occ_delay *d, struct prng *rng);
 
-/* Sleep for one sampled delay (no-op when mean and sd are 0).  Thread-safe with a per-thread rng. */
-void occ_delay_apply(const struct occ_delay *d, struct prng *rng);
-
-
-/* /occ on the lab server: the record, the delay before each answer, and a seed for the delay. */
+/* /occ on the lab server: the record, the delay of each answer, and a seed for the delay. */
 struct occ_route {
 	struct occ *occ;
 	struct occ_delay delay;

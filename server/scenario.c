@@ -502,12 +502,9 @@ int scenario_server_handler(struct server *srv, void *ctx, const struct server_r
 
 	(void)srv;
 	scenario_answer(ctx, &sr, &a);
-	if (a.delay_ns) {
-		/* Scripted slowness: holds this MHD thread, bounded by SCENARIO_MAX_DELAY_NS. */
-		struct timespec ts = { (time_t)(a.delay_ns / NS_PER_SEC), (long)(a.delay_ns % NS_PER_SEC) };
-
-		nanosleep(&ts, NULL);
-	}
+	/* Scripted slowness (bounded by SCENARIO_MAX_DELAY_NS): the server holds the
+	 * answer on its timer without blocking this thread. */
+	out->delay_ns = a.delay_ns;
 	out->status = a.status;
 	out->content_type = "text/plain";
 	out->body = strdup(a.body);

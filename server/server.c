@@ -108,6 +108,8 @@ struct request {
 	int route;
 	bool decided, held, admitted, too_big, store_failed;
 	struct MHD_Connection *conn; /* set while the store works on the decision */
+	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
+	unsigned kept_status;
 	struct fault_pick fault;
 	struct limiter_decision d;
 	char *body;
@@ -654,6 +656,35 @@ static void add_reply_headers(struct MHD_Response *r, char *lines)
 	}
 }
 
+/*
+ * Keep a handler's answer r and suspend the connection for delay_ns; MHD calls
+ * the handler again once resumed and the kept answer goes out then.  False
+ * (nothing kept) when there is no delay queue or the server is stopping.
+ */
+static bool hold_reply(struct server *s, struct MHD_Connection *c, struct request *rq, struct MHD_Response *r,
+                       unsigned status, uint64_t delay_ns)
+{
+	if (!s->delays || atomic_load(&s->stopping))
+		return false;
+	rq->kept = r;
+	rq->kept_status = status;
+	MHD_suspend_connection(c);
+	/* Full or stopping: resume at once; the answer goes out on the next call. */
+	if (delayq_push(s->delays, clock_monotonic_ns() + delay_ns, resume_connection, c) < 0)
+		MHD_resume_connection(c);
+	return true;
+}
+
+/* The kept (delayed) answer of a special handler, now due. */
+static enum MHD_Result send_kept(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	struct MHD_Response *r = rq->kept;
+
+	rq->kept = NULL;
+	stats_record(s->stats, -1, (int)rq->kept_status, STATS_NONE, clock_monotonic_ns());
+	return send_owned(c, rq->kept_status, r);
+}
+
 static enum MHD_Result serve_handler(struct server *s, struct MHD_Connection *c, const char *url,
                                      const char *method, struct request *rq)
 {
@@ -662,6 +693,8 @@ static enum MHD_Result serve_handler(struct server *s, struct MHD_Connection *c,
 	struct server_reply out;
 	struct MHD_Response *r;
 
+	if (rq->kept)
+		return send_kept(s, c, rq);
 	memset(&out, 0, sizeof(out));
 	if (rq->handler->fn(s, rq->handler->ctx, &req, &out) < 0) {
 		free(out.body);
@@ -677,6 +710,8 @@ static enum MHD_Result serve_handler(struct server *s, struct MHD_Connection *c,
 	if (out.content_type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, out.content_type);
 	add_reply_headers(r, out.headers);
+	if (out.delay_ns && hold_reply(s, c, rq, r, (unsigned)out.status, out.delay_ns))
+		return MHD_YES;
 	stats_record(s->stats, -1, out.status, STATS_NONE, clock_monotonic_ns());
 	return send_owned(c, (unsigned)out.status, r);
 }
@@ -797,6 +832,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		s->routes[rq->route].store->ops->release(s->routes[rq->route].store, rq->key, rq->keylen,
 		                                          clock_monotonic_ns());
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+	if (rq->kept)
+		MHD_destroy_response(rq->kept);
 	free(rq->body);
 	if (!rq->pooled)
 		free(rq);
@@ -926,9 +963,10 @@ static bool bind_address(const struct server_config *c, struct sockaddr_storage 
 	return false;
 }
 
+/* True when some answer may be held: delay faults, or special handlers (their replies' delay_ns). */
 static bool needs_suspend(const struct server_config *c)
 {
-	if (c->query_faults)
+	if (c->query_faults || c->nhandlers > 0 || c->limited.fn)
 		return true;
 	for (size_t i = 0; i < c->faults.n; i++)
 		if (c->faults.e[i].kind == FAULT_DELAY)

@@ -46,6 +46,8 @@ struct server_reply {
 	char *body;
 	size_t body_len;
 	char headers[512];       /* extra "Name: value\n" lines */
+	uint64_t delay_ns;       /* > 0: send the answer this long after the handler returned,
+	                          * without blocking a server thread (sent at once when stopping) */
 };
 
 /* Header `name` of the request, or NULL. */

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +297,71 @@ START_TEST(herd_occ_blog)
 }
 END_TEST
 
+/* A PUT /occ fired from its own thread: the conditional write, answered after --delay. */
+struct occ_put {
+	char url[128];
+	struct test_reply r;
+	CURLcode rc;
+	uint64_t took_ns;
+	atomic_bool done;
+};
+
+static void *occ_put_run(void *arg)
+{
+	struct occ_put *p = arg;
+	CURL *c = curl_easy_init();
+	uint64_t t0 = clock_monotonic_ns();
+
+	p->rc = c ? testutil_fire(c, "PUT", p->url, "If-Match: \"0\"", &p->r) : CURLE_FAILED_INIT;
+	p->took_ns = clock_monotonic_ns() - t0;
+	curl_easy_cleanup(c);
+	atomic_store(&p->done, true);
+	return NULL;
+}
+
+/*
+ * `serve --delay 1s` holds each /occ answer on the server's timer, not on its
+ * thread: with one server thread, /healthz keeps answering at once for half a
+ * second while a PUT /occ waits, and the PUT still takes its second and writes.
+ */
+START_TEST(occ_delay_does_not_block_the_thread)
+{
+	static const char *const args[] = { "--delay", "1s", "--threads", "1", "--quiet", NULL };
+	struct test_server s;
+	struct occ_put *p = calloc(1, sizeof(*p));
+	pthread_t t;
+	char url[128], tag[32];
+	long status = 0;
+	uint64_t t0, took, worst = 0;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "serve --delay did not start");
+	snprintf(p->url, sizeof(p->url), "%s/occ", s.url);
+	snprintf(url, sizeof(url), "%s/healthz", s.url);
+	ck_assert_int_eq(pthread_create(&t, NULL, occ_put_run, p), 0);
+	/* 20 checks 25 ms apart: the PUT is in well before the last ones. */
+	for (int i = 0; i < 20; i++) {
+		t0 = clock_monotonic_ns();
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+		took = clock_monotonic_ns() - t0;
+		ck_assert_int_eq(status, 200);
+		worst = took > worst ? took : worst;
+		usleep(25000);
+	}
+	ck_assert_msg(worst < 200 * NS_PER_MS, "GET /healthz took %.0f ms behind a delayed /occ", (double)worst / 1e6);
+	ck_assert_msg(!atomic_load(&p->done), "the delayed PUT /occ came back within %.0f ms", (double)p->took_ns / 1e6);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(p->rc, CURLE_OK);
+	ck_assert_int_eq(p->r.status, 200);
+	ck_assert(testutil_header(p->r.headers, "ETag", tag, sizeof(tag)));
+	ck_assert_str_eq(tag, "\"1\"");
+	ck_assert_msg(p->took_ns >= 1000 * NS_PER_MS && p->took_ns < 3000 * NS_PER_MS,
+	              "the delayed PUT took %.0f ms, want 1 s", (double)p->took_ns / 1e6);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+	free(p);
+}
+END_TEST
+
 START_TEST(cli_errors)
 {
 	static const char *const help[] = { "herd", "--help", NULL };
@@ -355,6 +421,7 @@ Suite *herd_suite(void)
 	tcase_add_test(live, herd_waves_vs_jitter);
 	tcase_add_test(live, herd_budget_throttles);
 	tcase_add_test(live, herd_occ_blog);
+	tcase_add_test(live, occ_delay_does_not_block_the_thread);
 	tcase_set_timeout(live, 150);
 	suite_add_tcase(s, unit);
 	suite_add_tcase(s, live);

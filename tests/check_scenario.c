@@ -1,7 +1,11 @@
 /* Scripted scenarios: parsing, per-client steps, HTTP-date waits, the arrival log, serve --scenario. */
 #include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/httpdate.h"
@@ -253,6 +257,93 @@ START_TEST(serve_answers_from_the_script)
 }
 END_TEST
 
+/* One delayed request fired from its own thread. */
+struct slow_call {
+	char url[128];
+	long status;
+	int rc;
+	uint64_t took_ns;
+	atomic_bool done;
+};
+
+static void *slow_call_run(void *arg)
+{
+	struct slow_call *sc = arg;
+	uint64_t t0 = clock_monotonic_ns();
+
+	sc->rc = testutil_http("GET", sc->url, NULL, &sc->status, NULL, NULL);
+	sc->took_ns = clock_monotonic_ns() - t0;
+	atomic_store(&sc->done, true);
+	return NULL;
+}
+
+/* True once GET /scenario lists an arrival; *took_ns is how long that GET took. */
+static bool arrival_logged(const char *base, uint64_t *took_ns)
+{
+	char url[128], *body = NULL;
+	long status = 0;
+	uint64_t t0 = clock_monotonic_ns();
+	bool seen;
+
+	snprintf(url, sizeof(url), "%s/scenario", base);
+	seen = testutil_http("GET", url, NULL, &status, NULL, &body) == 0 && status == 200 && body &&
+	       strstr(body, "\"path\": \"/slow\"") != NULL;
+	*took_ns = clock_monotonic_ns() - t0;
+	free(body);
+	return seen;
+}
+
+/*
+ * A scripted 1 s delay holds only its own answer: with one server thread,
+ * /scenario and /healthz answer at once while the delayed request waits, and
+ * the delayed one still takes its full second.
+ */
+START_TEST(serve_delay_does_not_block_the_thread)
+{
+	static const char SCRIPT[] = "[{\"status\":503,\"delay\":\"1s\"},{\"status\":200}]";
+	char path[] = "/tmp/ratelab-delay-XXXXXX";
+	int fd = mkstemp(path);
+	const char *const args[] = { "--scenario", path, "--threads", "1", "--quiet", NULL };
+	struct test_server s;
+	struct slow_call sc = { .status = 0 };
+	pthread_t t;
+	char url[128];
+	long status = 0;
+	uint64_t took = 0, t0;
+	bool seen = false;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, SCRIPT, sizeof(SCRIPT) - 1), (ssize_t)(sizeof(SCRIPT) - 1));
+	close(fd);
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "serve --scenario FILE did not start");
+	unlink(path);  /* read at start */
+	snprintf(sc.url, sizeof(sc.url), "%s/slow", s.url);
+	ck_assert_int_eq(pthread_create(&t, NULL, slow_call_run, &sc), 0);
+	/* Bounded: at most 200 polls of /scenario (about 2 s when each is fast). */
+	for (int i = 0; i < 200 && !seen && !atomic_load(&sc.done); i++) {
+		seen = arrival_logged(s.url, &took);
+		if (!seen)
+			usleep(10000);
+	}
+	ck_assert_msg(seen, "the delayed request never showed in /scenario while it was pending");
+	ck_assert_msg(took < 200 * NS_PER_MS, "GET /scenario took %.0f ms", (double)took / 1e6);
+	snprintf(url, sizeof(url), "%s/healthz", s.url);
+	t0 = clock_monotonic_ns();
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+	took = clock_monotonic_ns() - t0;
+	ck_assert_int_eq(status, 200);
+	ck_assert_msg(took < 200 * NS_PER_MS, "GET /healthz took %.0f ms behind a delayed answer",
+	              (double)took / 1e6);
+	ck_assert_msg(!atomic_load(&sc.done), "the delayed answer came back before /healthz");
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(sc.rc, 0);
+	ck_assert_int_eq(sc.status, 503);
+	ck_assert_msg(sc.took_ns >= 1000 * NS_PER_MS && sc.took_ns < 3000 * NS_PER_MS,
+	              "the delayed answer took %.0f ms, want 1 s", (double)sc.took_ns / 1e6);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
 START_TEST(serve_rejects_a_bad_scenario)
 {
 	static const char *const ARGS[] = { "serve", "--scenario", "no-such-thing", NULL };
@@ -284,6 +375,7 @@ Suite *scenario_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(live, serve_answers_from_the_script);
 	tcase_add_test(live, serve_rejects_a_bad_scenario);
+	tcase_add_test(live, serve_delay_does_not_block_the_thread);
 	tcase_set_timeout(live, 20);
 	suite_add_tcase(s, live);
 	return s;
