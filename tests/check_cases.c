@@ -164,6 +164,21 @@ START_TEST(cli_exit_codes)
 		testutil_run_free(&r);
 	}
 	{
+		const char *a[] = { "cases", "/nonexistent-dir/t.json", NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_str_eq(r.err, "ratelab cases: /nonexistent-dir/t.json: cannot open\n");
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", good, good, NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_ptr_nonnull(strstr(r.err, "one FILE only"));
+		ck_assert(testutil_one_line(r.err));
+		testutil_run_free(&r);
+	}
+	{
 		const char *a[] = { "cases", "--frobnicate", NULL };
 		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
 		ck_assert_int_eq(r.status, 2);

@@ -264,10 +264,15 @@ START_TEST(usage_errors_exit_2)
 		{ "hammer", "--connect-timeout", "0", NULL },
 		{ "hammer", "--json", "/nonexistent-dir/x.json", NULL },
 		{ "hammer", "--plot", "/nonexistent-dir/x.svg", NULL },
+		{ "hammer", "--rate", "x", NULL }, { "hammer", "--header", "nocolon", NULL },
+		{ "hammer", "--method", "get", NULL }, { "hammer", "--retry-on", "99x", NULL },
+		{ "hammer", "--budget", "ratio=x", NULL }, { "hammer", "--arrivals", "poisson", NULL },
 	};
 	static const char *const name[] = { "--bogus", "--requests", "--concurrency", "--policy", "backoff",
 	                                    "--timeout", "--expect", "--requests", "--start", "URL",
-	                                    "Port number", "No host", "--connect-timeout", "--json", "--plot" };
+	                                    "Port number", "No host", "--connect-timeout", "--json", "--plot",
+	                                    "--rate", "--header", "--method", "--retry-on", "--budget",
+	                                    "needs --rate" };
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

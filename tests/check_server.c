@@ -351,6 +351,13 @@ START_TEST(bad_flags_exit_2)
 		{ "--bind", "localhost", "localhost", "not an IPv4 or IPv6 address" },
 		{ "--scenario=nope", NULL, "--scenario", "nope" },
 		{ "--delay", NULL, "--delay", "missing value" },
+		{ "--port", "70000", "--port", "out of range" }, { "--max-keys", "0", "--max-keys", "out of range" },
+		{ "--max-connections", "0", "--max-connections", "out of range" },
+		{ "--max-body", "x", "--max-body", "not a whole number" }, { "--burst", "0", "--burst", "out of range" },
+		{ "--store-failure", "sideways", "--store-failure", "want open or closed" },
+		{ "--layer", "5", "--layer", "bad rate" },
+		{ "--limiter", "layered", "layered", "needs at least one --layer" },
+		{ "--config", "/nonexistent-dir/routes.json", "/nonexistent-dir/routes.json", "cannot open" },
 	};
 	struct test_run r;
 
