@@ -23,10 +23,10 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 $(WARN) -MMD -MP -D_GNU_SOURCE -I. $(PKG_CFLAGS)
-LDLIBS   += $(PKG_LIBS) -lpthread -lm
+override CFLAGS += -std=c11 $(WARN) -MMD -MP -D_GNU_SOURCE -I. $(PKG_CFLAGS)
+override LDLIBS += $(PKG_LIBS) -lpthread -lm
 ifneq ($(WERROR),)
-  CFLAGS += -Werror
+  override CFLAGS += -Werror
 endif
 
 # (comma must be set before BIN := below expands $(BUILD).)
@@ -36,8 +36,8 @@ comma := ,
 # so sanitized and plain objects never mix.
 ifneq ($(SANITIZE),)
   BUILD   ?= build/san-$(subst $(comma),-,$(SANITIZE))
-  CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
-  LDFLAGS += -fsanitize=$(SANITIZE)
+  override CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
+  override LDFLAGS += -fsanitize=$(SANITIZE)
   BIN     := $(BUILD)/ratelab
 else
   BUILD   ?= build
@@ -72,7 +72,7 @@ $(BUILD)/suites.h: $(sort $(wildcard tests/check_*.c)) Makefile
 	@{ for s in $(SUITES); do echo "SUITE($$s)"; done; } > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/tests/runner.o: $(BUILD)/suites.h
-$(BUILD)/tests/runner.o: CFLAGS += -I$(BUILD)
+$(BUILD)/tests/runner.o: override CFLAGS += -I$(BUILD)
 
 $(TEST_BIN): $(TEST_OBJ) $(BUILD)/libratelab.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
