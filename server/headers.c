@@ -177,25 +177,19 @@ void headers_wait_ms(uint64_t wait_ns, char *buf, size_t len)
 	put_ms(&b, wait_ns);
 }
 
-int headers_problem_body(int status, const char *limiter, const struct limiter_params *p, bool layered,
+int headers_problem_head(int status, const char *limiter, const struct limiter_params *p, bool layered,
                          const struct limiter_decision *d, char *buf, size_t len)
 {
-	char name[16], ms[32];
-	uint64_t ra = headers_retry_after_secs(d->wait_ns);
-	struct hbuf b = { buf, 0, len, len == 0 }, m = { ms, 0, sizeof(ms), false };
+	char name[16];
+	struct hbuf b = { buf, 0, len, len == 0 };
 
 	headers_policy_name(p, layered, d->layer, name, sizeof(name));
-	put_ms(&m, d->wait_ns);  /* said twice: format once */
 	if (status == 503)
 		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":");
 	else
 		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":");
 	putu(&b, (uint64_t)status);
-	PUT_LIT(&b, ",\"detail\":\"rate limit exceeded: retry in ");
-	put(&b, ms, m.n);
-	PUT_LIT(&b, " ms (Retry-After rounds up to ");
-	putu(&b, ra);
-	PUT_LIT(&b, " s)\",\"limiter\":\"");
+	PUT_LIT(&b, ",\"limiter\":\"");
 	puts_lit(&b, limiter);
 	PUT_LIT(&b, "\",\"policy\":{\"name\":\"");
 	puts_lit(&b, name);
@@ -203,14 +197,37 @@ int headers_problem_body(int status, const char *limiter, const struct limiter_p
 	putu(&b, d->limit);
 	PUT_LIT(&b, ",\"window_s\":");
 	putu(&b, headers_ceil_secs(d->window_ns));
-	PUT_LIT(&b, "},\"wait_ms\":");
-	put(&b, ms, m.n);
-	PUT_LIT(&b, ",\"retry_after_s\":");
-	putu(&b, ra);
-	PUT_LIT(&b, ",\"remaining\":");
+	PUT_LIT(&b, "},\"remaining\":");
 	putu(&b, d->remaining);
 	PUT_LIT(&b, ",\"layer\":");
 	putu(&b, (uint64_t)d->layer);
-	PUT_LIT(&b, "}\n");
 	return b.over ? -1 : (int)b.n;
+}
+
+int headers_problem_tail(const struct limiter_decision *d, char *buf, size_t len)
+{
+	char ms[32];
+	uint64_t ra = headers_retry_after_secs(d->wait_ns);
+	struct hbuf b = { buf, 0, len, len == 0 }, m = { ms, 0, sizeof(ms), false };
+
+	put_ms(&m, d->wait_ns);  /* said twice: format once */
+	PUT_LIT(&b, ",\"retry_after_s\":");
+	putu(&b, ra);
+	PUT_LIT(&b, ",\"wait_ms\":");
+	put(&b, ms, m.n);
+	PUT_LIT(&b, ",\"detail\":\"rate limit exceeded: retry in ");
+	put(&b, ms, m.n);
+	PUT_LIT(&b, " ms (Retry-After rounds up to ");
+	putu(&b, ra);
+	PUT_LIT(&b, " s)\"}\n");
+	return b.over ? -1 : (int)b.n;
+}
+
+int headers_problem_body(int status, const char *limiter, const struct limiter_params *p, bool layered,
+                         const struct limiter_decision *d, char *buf, size_t len)
+{
+	int head = headers_problem_head(status, limiter, p, layered, d, buf, len);
+	int tail = head < 0 ? -1 : headers_problem_tail(d, buf + head, len - (size_t)head);
+
+	return tail < 0 ? -1 : head + tail;
 }

@@ -74,11 +74,21 @@ void headers_wait_ms(uint64_t wait_ns, char *buf, size_t len);
 
 /*
  * The application/problem+json body of a rejection: type, title, status,
- * detail, limiter, policy {name, quota, window_s}, wait_ms (exact),
- * retry_after_s (the rounded header value), layer.  `limiter` must be plain
- * ASCII without quotes.  Returns the length, or -1 when buf is too small.
+ * limiter, policy {name, quota, window_s}, remaining, layer, retry_after_s
+ * (the rounded header value), wait_ms (exact) and detail.  `limiter` must be
+ * plain ASCII without quotes.  Returns the length, or -1 when buf is too small.
  */
 int headers_problem_body(int status, const char *limiter, const struct limiter_params *p, bool layered,
                          const struct limiter_decision *d, char *buf, size_t len);
+
+/*
+ * The same body in two parts, head then tail.  The head depends only on the
+ * status, limiter, policy, remaining and layer; the tail holds what the wait
+ * changes.  A connection rejected again under the same head rewrites only
+ * the tail.  Each returns its length, or -1 when buf is too small.
+ */
+int headers_problem_head(int status, const char *limiter, const struct limiter_params *p, bool layered,
+                         const struct limiter_decision *d, char *buf, size_t len);
+int headers_problem_tail(const struct limiter_decision *d, char *buf, size_t len);
 
 #endif

@@ -24,7 +24,9 @@
  * holds any ordinary request (a 6 KB header block still parses); bigger
  * ones get 414/431 as before.
  */
+#ifndef SERVER_MEMORY_LIMIT
 #define SERVER_MEMORY_LIMIT (8 * 1024)
+#endif
 #define SERVER_MEMORY_INCREMENT 1024
 #define SERVER_BUILTINS 4
 #define SERVER_CACHE_SLOTS 64
@@ -46,14 +48,16 @@ struct resp_cache {
  * sends one answer at a time, so the buffer is rewritten only once the
  * previous answer is out.  When the next rejection has the same headers and
  * body length, only the body text is rewritten and the response re-queued:
- * no allocation, no header building.
+ * no allocation, no header building.  When it has the same route, layer,
+ * quota, window and remaining, the body's head (headers_problem_head) is
+ * already in `body`, and only the wait-dependent tail is written.
  */
 struct rej_cache {
 	struct MHD_Response *r;
 	int route, layer;
 	bool has_ra;
-	uint64_t limit, remaining, reset_s;
-	size_t len;
+	uint64_t limit, remaining, reset_s, window_ns;
+	size_t len, head_len;
 	char ra[40];
 	char body[HEADERS_BODY_LEN];
 };
@@ -352,11 +356,38 @@ static void rejection_keep(struct rej_cache *rc, struct MHD_Response *r, const s
 	rc->layer = rq->d.layer;
 	rc->limit = rq->d.limit;
 	rc->remaining = rq->d.remaining;
+	rc->window_ns = rq->d.window_ns;
 	rc->reset_s = reset_s;
 	rc->len = len;
 	rc->has_ra = has_ra;
 	/* ra is at most an HTTP-date (29 bytes); both buffers are 40. */
 	memcpy(rc->ra, has_ra ? ra : "", has_ra ? strlen(ra) + 1 : 1);
+}
+
+/* The kept body's head still says what this rejection's head would. */
+static bool rejection_head_kept(const struct rej_cache *rc, int route, const struct limiter_decision *d)
+{
+	return rc->r && rc->route == route && rc->layer == d->layer && rc->limit == d->limit &&
+	       rc->remaining == d->remaining && rc->window_ns == d->window_ns;
+}
+
+/* The body into rc->body: only the tail when the kept head fits, else all of it.  Returns its length or -1. */
+static int rejection_body(const struct server *s, const struct route_rt *rt, struct request *rq)
+{
+	struct rej_cache *rc = &rq->rej;
+	int head, tail;
+
+	if (rejection_head_kept(rc, rq->route, &rq->d)) {
+		tail = headers_problem_tail(&rq->d, rc->body + rc->head_len, HEADERS_BODY_LEN - rc->head_len);
+		return tail < 0 ? -1 : (int)rc->head_len + tail;
+	}
+	head = headers_problem_head(s->cfg.reject_status, rt->limiter, &rt->params, rt->layered, &rq->d, rc->body,
+	                            HEADERS_BODY_LEN);
+	tail = head < 0 ? -1 : headers_problem_tail(&rq->d, rc->body + head, HEADERS_BODY_LEN - (size_t)head);
+	if (tail < 0)
+		return -1;
+	rc->head_len = (size_t)head;
+	return head + tail;
 }
 
 static enum MHD_Result send_rejected(struct server *s, struct MHD_Connection *c, const struct route_rt *rt,
@@ -366,31 +397,35 @@ static enum MHD_Result send_rejected(struct server *s, struct MHD_Connection *c,
 	bool has_ra = rejection_retry_after(s, rq, ra, sizeof(ra));
 	uint64_t reset_s = headers_reset_secs(&rq->d);
 	struct rej_cache *rc = &rq->rej;
-	/* Only a pooled request's buffer outlives the answer; otherwise MHD copies the body. */
-	char *body = rq->pooled ? rc->body : own;
-	int len = headers_problem_body(s->cfg.reject_status, rt->limiter, &rt->params, rt->layered, &rq->d, body,
-	                               HEADERS_BODY_LEN);
 	struct MHD_Response *r;
+	int len;
 
-	if (len < 0)
-		return MHD_NO;
-	if (!rq->pooled)
+	/* Only a pooled request's buffer outlives the answer; otherwise MHD copies the body. */
+	if (!rq->pooled) {
+		len = headers_problem_body(s->cfg.reject_status, rt->limiter, &rt->params, rt->layered, &rq->d, own,
+		                           HEADERS_BODY_LEN);
+		if (len < 0)
+			return MHD_NO;
 		return send_owned(c, (unsigned)s->cfg.reject_status,
 		                  rejection_new(s, rt, &rq->d, own, (size_t)len, has_ra ? ra : NULL,
 		                                MHD_RESPMEM_MUST_COPY));
+	}
+	len = rejection_body(s, rt, rq);
+	if (len < 0)
+		return MHD_NO;
 	/*
 	 * The exact wait changes the body's length from one rejection to the next, and a new
 	 * length means a new response.  JSON allows trailing whitespace, so pad to the kept
 	 * response's length, and leave some slack when making a new one.
 	 */
 	if (rc->r && (size_t)len < rc->len) {
-		memset(body + len, ' ', rc->len - (size_t)len);
+		memset(rc->body + len, ' ', rc->len - (size_t)len);
 		len = (int)rc->len;
 	}
 	if (!rejection_reusable(rc, rq->route, &rq->d, reset_s, (size_t)len, has_ra, ra)) {
 		int slack = len + REJECTION_SLACK < HEADERS_BODY_LEN ? REJECTION_SLACK : 0;
 
-		memset(body + len, ' ', (size_t)slack);
+		memset(rc->body + len, ' ', (size_t)slack);
 		len += slack;
 		r = rejection_new(s, rt, &rq->d, rc->body, (size_t)len, has_ra ? ra : NULL, MHD_RESPMEM_PERSISTENT);
 		if (!r)

@@ -129,6 +129,34 @@ START_TEST(problem_body_fields)
 }
 END_TEST
 
+/* The exact body text, and head + tail: a new wait rewrites only the tail, to the same text a full render gives. */
+START_TEST(problem_body_text_and_tail)
+{
+	struct limiter_params p = single(5, NS_PER_SEC);
+	struct limiter_decision rej = { false, 24735597, 0, 5, NS_PER_SEC, NS_PER_SEC, 0 };
+	char full[HEADERS_BODY_LEN], split[HEADERS_BODY_LEN];
+	int head, tail, n;
+
+	n = headers_problem_body(429, "token-bucket", &p, false, &rej, full, sizeof(full));
+	ck_assert_str_eq(full, "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
+	                       "\"limiter\":\"token-bucket\",\"policy\":{\"name\":\"default\",\"quota\":5,"
+	                       "\"window_s\":1},\"remaining\":0,\"layer\":0,\"retry_after_s\":1,"
+	                       "\"wait_ms\":24.735597,\"detail\":\"rate limit exceeded: retry in 24.735597 ms "
+	                       "(Retry-After rounds up to 1 s)\"}\n");
+	ck_assert_uint_eq(strlen(full), (size_t)n);
+	head = headers_problem_head(429, "token-bucket", &p, false, &rej, split, sizeof(split));
+	ck_assert_int_gt(head, 0);
+	ck_assert_int_eq(memcmp(full, split, (size_t)head), 0);
+	rej.wait_ns = 2 * NS_PER_SEC + 1;
+	tail = headers_problem_tail(&rej, split + head, sizeof(split) - (size_t)head);
+	n = headers_problem_body(429, "token-bucket", &p, false, &rej, full, sizeof(full));
+	ck_assert_int_eq(head + tail, n);
+	ck_assert_str_eq(split, full);
+	ck_assert_ptr_nonnull(strstr(full, "\"retry_after_s\":3,\"wait_ms\":2000.000001,"));
+	ck_assert_int_eq(headers_problem_tail(&rej, split, 20), -1);
+}
+END_TEST
+
 Suite *headers_suite(void)
 {
 	Suite *s = suite_create("headers");
@@ -138,6 +166,7 @@ Suite *headers_suite(void)
 	tcase_add_test(tc, policy_single_and_layered);
 	tcase_add_test(tc, ratelimit_field);
 	tcase_add_test(tc, retry_after_forms);
+	tcase_add_test(tc, problem_body_text_and_tail);
 	tcase_add_test(tc, wait_ms_is_exact);
 	tcase_add_test(tc, problem_body_fields);
 	suite_add_tcase(s, tc);
