@@ -283,6 +283,25 @@ ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'
 }
 
+# paired A B: the per-round ratios A/B of two peers run back to back in each round, as
+# "median Rx (min-max), A ahead in K of N rounds".  On shared cores a noisy minute hits both
+# runs of a round, so the median of these is steadier than a ratio of two bests.
+paired() {
+	fa=$TMP/res.$1
+	fb=$TMP/res.$2
+	if [ ! -s "$fa" ] || [ ! -s "$fb" ]; then
+		echo "n/a"
+		return 0
+	fi
+	paste -d' ' "$fa" "$fb" | awk '$5 > 0 { print $1 / $5 }' | sort -g | awk '
+		{ r[NR] = $1; if ($1 >= 1) ahead++ }
+		END {
+			if (NR == 0) { print "n/a"; exit }
+			m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+			printf "median %.2fx (%.2f-%.2f), ahead in %d of %d rounds", m, r[1], r[NR], ahead, NR
+		}'
+}
+
 fmax() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a + 0 >= b + 0) print a; else print b }'; }
 
 proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
