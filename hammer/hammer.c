@@ -123,7 +123,7 @@ static int flag_u64(const char *flag, const char *v, uint64_t min, uint64_t max,
 	char why[128];
 
 	if (parse_u64(v, min, max, out, why, sizeof(why)) != 0)
-		return bad_flag(flag, v, why);
+		return bad_flag(flag, NULL, why);  /* the message quotes the value */
 	return 0;
 }
 
@@ -132,7 +132,7 @@ static int flag_duration(const char *flag, const char *v, uint64_t *out)
 	char why[128];
 
 	if (parse_duration(v, out, why, sizeof(why)) != 0)
-		return bad_flag(flag, v, why);
+		return bad_flag(flag, NULL, why);
 	return 0;
 }
 
@@ -144,12 +144,12 @@ static int flag_rate(const char *v, double *out)
 
 	if (strchr(v, '/') != NULL) {
 		if (parse_rate(v, &count, &period, why, sizeof(why)) != 0)
-			return bad_flag("--rate", v, why);
+			return bad_flag("--rate", NULL, why);
 		*out = (double)count * 1e9 / (double)period;
 		return 0;
 	}
 	if (parse_double(v, 0.001, 1e7, out, why, sizeof(why)) != 0)
-		return bad_flag("--rate", v, why);
+		return bad_flag("--rate", NULL, why);
 	return 0;
 }
 

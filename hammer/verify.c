@@ -82,11 +82,11 @@ static int opt_value(struct verify_opts *o, const char *flag, const char *v)
 	else if (strcmp(flag, "--json") == 0)
 		o->json = v;
 	else if (strcmp(flag, "--clients") == 0 && parse_u64(v, 1, VERIFY_MAX_CLIENTS, &o->clients, err, sizeof(err)) < 0)
-		return fprintf(stderr, "ratelab verify: --clients '%s': %s\n", v, err), -1;
+		return fprintf(stderr, "ratelab verify: --clients: %s\n", err), -1;
 	else if (strcmp(flag, "--timeout") == 0 &&
 	         (parse_duration(v, &o->timeout_ns, err, sizeof(err)) < 0 || o->timeout_ns == 0))
-		return fprintf(stderr, "ratelab verify: --timeout '%s': %s\n", v, o->timeout_ns ? err : "must be > 0"),
-		       -1;
+		return o->timeout_ns ? fprintf(stderr, "ratelab verify: --timeout: %s\n", err)
+		                     : fprintf(stderr, "ratelab verify: --timeout '%s': must be > 0\n", v), -1;
 	return 0;
 }
 

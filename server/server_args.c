@@ -94,12 +94,19 @@ static int bad(struct arg_ctx *a, const char *flag, const char *value, const cha
 	return -1;
 }
 
+/* A parse_* message already quotes the value: name only the flag. */
+static int bad_parsed(struct arg_ctx *a, const char *flag, const char *why)
+{
+	snprintf(a->err, a->errlen, "ratelab serve: %s: %s", flag, why);
+	return -1;
+}
+
 static int num(struct arg_ctx *a, const char *flag, const char *v, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char why[160];
 
 	if (parse_u64(v, min, max, out, why, sizeof(why)) < 0)
-		return bad(a, flag, v, why);
+		return bad_parsed(a, flag, why);
 	return 0;
 }
 
@@ -108,7 +115,7 @@ static int dur(struct arg_ctx *a, const char *flag, const char *v, uint64_t *out
 	char why[160];
 
 	if (parse_duration(v, out, why, sizeof(why)) < 0)
-		return bad(a, flag, v, why);
+		return bad_parsed(a, flag, why);
 	if (*out == 0)
 		return bad(a, flag, v, "must be more than 0");
 	return 0;
@@ -137,7 +144,7 @@ static int opt_layer(struct arg_ctx *a, const char *v)
 	if (p->nlayers >= LIMITER_MAX_LAYERS)
 		return bad(a, "--layer", v, "at most 8 layers");
 	if (parse_rate(v, &p->layers[p->nlayers].limit, &p->layers[p->nlayers].window_ns, why, sizeof(why)) < 0)
-		return bad(a, "--layer", v, why);
+		return bad_parsed(a, "--layer", why);
 	p->nlayers++;
 	return 0;
 }

@@ -227,7 +227,8 @@ START_TEST(usage_errors_exit_2)
 		{ "verify", "--", "true", NULL },
 		{ "verify", "--scenario", "post-503", "--", "/nonexistent-dir/client", NULL },
 	};
-	static const char *const NAMED[] = { "--bogus", "--clients '0'", "--timeout 'soon'", "'fast'", "'nope'",
+	static const char *const NAMED[] = { "--bogus", "--clients: '0' out of range (1 to 64)\n",
+		                             "--timeout: bad duration (want e.g. 250ms, 2s, 1m) 'soon'\n", "'fast'", "'nope'",
 		                             "no COMMAND", "--scenario",
 		                             "cannot run '/nonexistent-dir/client': No such file or directory" };
 	struct test_run r;
