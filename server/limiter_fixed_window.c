@@ -1,6 +1,7 @@
 /*
  * fixed-window: at most `limit` requests in each window; windows are aligned
- * to multiples of window_ns in monotonic time.  A rejected request waits for
+ * to multiples of window_ns in the `now` handed in (the server's clock starts
+ * at 0 when it starts, so its windows do too).  A rejected request waits for
  * the next window.
  */
 #include "server/limiters.h"

@@ -1,6 +1,7 @@
 /*
  * layered: several fixed windows at once (e.g. 30/1m, 500/1h, 2000/1d), each
- * aligned to multiples of its window in monotonic time.  A request is
+ * aligned to multiples of its window in the `now` handed in (0 at the
+ * server's start).  A request is
  * admitted only if every layer admits it, and then every layer counts it.  A
  * rejection names the binding layer (the rejecting one with the longest
  * wait) and its wait; remaining is the minimum over layers, and an admitted

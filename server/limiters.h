@@ -51,7 +51,11 @@ static inline uint64_t limiter_elapsed(uint64_t now, uint64_t last)
 	return now > last ? now - last : 0;
 }
 
-/* The start of the fixed window holding `now` (windows aligned to multiples of window_ns). */
+/*
+ * The start of the fixed window holding `now` (windows aligned to multiples of
+ * window_ns).  The server hands limiters the time since it started, so its
+ * windows start with it.
+ */
 static inline uint64_t limiter_window_start(uint64_t now, uint64_t window_ns)
 {
 	return now - now % window_ns;

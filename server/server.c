@@ -89,6 +89,13 @@ struct server {
 	struct stats *stats;
 	struct delayq *delays;
 	uint64_t gen;
+	/*
+	 * Limiter time 0: limiters see monotonic time since the server started, so
+	 * fixed windows (fixed-window, sliding-window, layered) start when the server
+	 * does, not at the machine's boot-time multiples.  An experiment that runs
+	 * within an hour of its server's start never sees an hour window roll over.
+	 */
+	uint64_t epoch_ns;
 	_Atomic unsigned streams;
 	_Atomic long inflight;
 	_Atomic bool stopping;
@@ -574,7 +581,7 @@ static enum MHD_Result serve_limited(struct server *s, struct MHD_Connection *c,
 			abort_connection(c);
 			return MHD_NO;
 		}
-		if (decide(rt, c, rq, now))
+		if (decide(rt, c, rq, now - s->epoch_ns))
 			return MHD_YES;
 	}
 	if (!rq->held && hold(s, c, rq, now))
@@ -865,7 +872,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	/* Fires on completion and on a client that went away: give back a concurrency slot either way. */
 	if (rq->admitted && rq->route >= 0 && s->routes[rq->route].releases)
 		s->routes[rq->route].store->ops->release(s->routes[rq->route].store, rq->key, rq->keylen,
-		                                          clock_monotonic_ns());
+		                                          clock_monotonic_ns() - s->epoch_ns);
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
 	if (rq->kept)
 		MHD_destroy_response(rq->kept);
@@ -1109,6 +1116,7 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 	}
 	s->cfg = *c;
 	s->gen = atomic_fetch_add(&server_generation, 1) + 1;
+	s->epoch_ns = clock_monotonic_ns();
 	for (s->nroutes = 0; s->nroutes < c->nroutes; s->nroutes++)
 		if (setup_route(s, s->nroutes, err, errlen) < 0)
 			goto fail;

@@ -150,6 +150,47 @@ START_TEST(problem_body_carries_exact_wait)
 }
 END_TEST
 
+/*
+ * Fixed windows start when the server starts, so an hour window opened by a
+ * fresh server has nearly the whole hour left, whenever the machine booted.
+ * (Aligned to boot-time multiples, an experiment could see it roll over
+ * mid-run: the lab guide's layered chapter once did.)
+ */
+START_TEST(fixed_windows_start_with_the_server)
+{
+	static const char *const fw[] = { "--limiter", "fixed-window", "--limit", "1", "--window", "1h", "--key",
+		                          "global", NULL };
+	static const char *const ly[] = { "--limiter", "layered", "--layer", "5/1s", "--layer", "1/1h", "--key",
+		                          "global", NULL };
+	const char *const *cases[] = { fw, ly };
+	CURL *c = curl_easy_init();
+
+	for (size_t k = 0; k < 2; k++) {
+		struct test_server s;
+		struct test_reply r;
+		char url[128];
+		json_t *j;
+		double ms;
+
+		start(&s, cases[k]);
+		url_of(&s, "/", url, sizeof(url));
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+		ck_assert_int_eq(r.status, 429);
+		j = json_loads(r.body, 0, NULL);
+		ck_assert_ptr_nonnull(j);
+		ms = json_number_value(json_object_get(j, "wait_ms"));
+		/* the whole hour but the few seconds since the server started */
+		ck_assert_msg(ms > 3540000.0 && ms <= 3600000.0, "case %zu: wait_ms %f", k, ms);
+		ck_assert_int_eq(json_integer_value(json_object_get(j, "retry_after_s")), 3600);
+		json_decref(j);
+		stop(&s);
+	}
+	curl_easy_cleanup(c);
+}
+END_TEST
+
 START_TEST(stats_and_metrics_count)
 {
 	static const char *const args[] = { "--limit", "5", "--window", "1h", NULL };
@@ -688,6 +729,7 @@ Suite *server_suite(void)
 	tcase_add_test(tc, reset_restores_burst);
 	tcase_add_test(tc, faults_at_their_rates);
 	tcase_add_test(tc, no_retry_after_fault_and_modes);
+	tcase_add_test(tc, fixed_windows_start_with_the_server);
 	tcase_add_test(tc, http_date_and_status_503);
 	tcase_add_test(tc, bad_flags_exit_2);
 	tcase_add_test(tc, help_exits_0);
