@@ -140,6 +140,21 @@ int parse_double(const char *s, double min, double max, double *out, char *err, 
 	return 0;
 }
 
+size_t parse_format_u64(char *out, uint64_t v)
+{
+	char tmp[PARSE_U64_CHARS];
+	size_t n = 0, len;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (len = n; n > 0; n--)
+		*out++ = tmp[n - 1];
+	*out = '\0';
+	return len;
+}
+
 void parse_format_duration(uint64_t ns, char *buf, size_t len)
 {
 	if (ns < NS_PER_MS)

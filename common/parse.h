@@ -30,6 +30,10 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *er
 /* A finite decimal number in [min, max]. */
 int parse_double(const char *s, double min, double max, double *out, char *err, size_t errlen);
 
+/* v in decimal at out (room for PARSE_U64_CHARS bytes), NUL-terminated; returns the length.  No printf. */
+#define PARSE_U64_CHARS 21
+size_t parse_format_u64(char *out, uint64_t v);
+
 /* Format ns as a short human duration ("7.59s", "250ms", "1m30s"). */
 void parse_format_duration(uint64_t ns, char *buf, size_t len);
 

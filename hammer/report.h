@@ -31,13 +31,13 @@ void report_text(FILE *f, const struct hammer_result *r);
 /* The same figures as a JSON object (new reference), or NULL when out of memory. */
 json_t *report_json(const struct hammer_result *r, const struct report_info *info);
 
-/* Write report_json to path ("-" = stdout).  Returns 0, or -1 with err. */
 /* Open path for writing ("-": stdout), or NULL with "cannot write PATH: why" in err. */
 FILE *report_open_out(const char *path, char *err, size_t errlen);
 
 /* Close what report_open_out gave (stdout is flushed, not closed); -1 with err on any write error. */
 int report_close_out(FILE *f, const char *path, char *err, size_t errlen);
 
+/* Write report_json to path ("-" = stdout).  Returns 0, or -1 with err. */
 int report_write_json(const char *path, const struct hammer_result *r, const struct report_info *info,
                       char *err, size_t errlen);
 

@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/httpdate.h"
+#include "common/parse.h"
 
 /* A bounded appender: snprintf costs more than the rest of a rejection, so text is built by hand. */
 struct hbuf {
@@ -35,14 +36,9 @@ static void puts_lit(struct hbuf *b, const char *s)
 
 static void putu(struct hbuf *b, uint64_t v)
 {
-	char tmp[24];
-	size_t i = sizeof(tmp);
+	char tmp[PARSE_U64_CHARS];
 
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put(b, tmp + i, sizeof(tmp) - i);
+	put(b, tmp, parse_format_u64(tmp, v));
 }
 
 /* Exact milliseconds: integer part, then up to 6 decimals without trailing zeros. */

@@ -344,11 +344,18 @@ static struct MHD_Response *rejection_new(const struct server *s, const struct r
 /* Spaces a new rejection body gets past its JSON, so the next, longer wait still fits. */
 #define REJECTION_SLACK 16
 
+/* The kept body's head still says what this rejection's head would. */
+static bool rejection_head_kept(const struct rej_cache *rc, int route, const struct limiter_decision *d)
+{
+	return rc->r && rc->route == route && rc->layer == d->layer && rc->limit == d->limit &&
+	       rc->remaining == d->remaining && rc->window_ns == d->window_ns;
+}
+
+/* The kept response can go out again: same head, same headers, same body length. */
 static bool rejection_reusable(const struct rej_cache *rc, int route, const struct limiter_decision *d,
                                uint64_t reset_s, size_t len, bool has_ra, const char *ra)
 {
-	return rc->r && rc->route == route && rc->layer == d->layer && rc->limit == d->limit &&
-	       rc->remaining == d->remaining && rc->reset_s == reset_s && rc->len == len &&
+	return rejection_head_kept(rc, route, d) && rc->reset_s == reset_s && rc->len == len &&
 	       rc->has_ra == has_ra && (!has_ra || strcmp(rc->ra, ra) == 0);
 }
 
@@ -369,13 +376,6 @@ static void rejection_keep(struct rej_cache *rc, struct MHD_Response *r, const s
 	rc->has_ra = has_ra;
 	/* ra is at most an HTTP-date (29 bytes); both buffers are 40. */
 	memcpy(rc->ra, has_ra ? ra : "", has_ra ? strlen(ra) + 1 : 1);
-}
-
-/* The kept body's head still says what this rejection's head would. */
-static bool rejection_head_kept(const struct rej_cache *rc, int route, const struct limiter_decision *d)
-{
-	return rc->r && rc->route == route && rc->layer == d->layer && rc->limit == d->limit &&
-	       rc->remaining == d->remaining && rc->window_ns == d->window_ns;
 }
 
 /* The body into rc->body: only the tail when the kept head fits, else all of it.  Returns its length or -1. */
@@ -532,6 +532,22 @@ static bool decide(const struct route_rt *rt, struct MHD_Connection *c, struct r
 	return false;
 }
 
+/*
+ * Suspend c until deadline (monotonic ns); MHD calls the handler again once it
+ * is resumed.  False (not suspended) when there is no delay queue or the
+ * server is stopping.
+ */
+static bool suspend_until(struct server *s, struct MHD_Connection *c, uint64_t deadline)
+{
+	if (!s->delays || atomic_load(&s->stopping))
+		return false;
+	MHD_suspend_connection(c);
+	/* Full or stopping: resume at once; MHD calls again and the answer goes out then. */
+	if (delayq_push(s->delays, deadline, resume_connection, c) < 0)
+		MHD_resume_connection(c);
+	return true;
+}
+
 /* Once the decision is in: true when the answer must wait for a delay fault (connection suspended). */
 static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
@@ -539,13 +555,7 @@ static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq,
 	if (rq->store_failed)
 		return false;
 	rq->admitted = rq->d.admitted;
-	if (rq->fault.delay_ns == 0 || !s->delays || atomic_load(&s->stopping))
-		return false;
-	MHD_suspend_connection(c);
-	/* Full or stopping: resume at once; MHD calls again and the answer goes out then. */
-	if (delayq_push(s->delays, now + rq->fault.delay_ns, resume_connection, c) < 0)
-		MHD_resume_connection(c);
-	return true;
+	return rq->fault.delay_ns != 0 && suspend_until(s, c, now + rq->fault.delay_ns);
 }
 
 /*
@@ -706,14 +716,10 @@ static void add_reply_headers(struct MHD_Response *r, char *lines)
 static bool hold_reply(struct server *s, struct MHD_Connection *c, struct request *rq, struct MHD_Response *r,
                        unsigned status, uint64_t delay_ns)
 {
-	if (!s->delays || atomic_load(&s->stopping))
+	if (!suspend_until(s, c, clock_monotonic_ns() + delay_ns))
 		return false;
 	rq->kept = r;
 	rq->kept_status = status;
-	MHD_suspend_connection(c);
-	/* Full or stopping: resume at once; the answer goes out on the next call. */
-	if (delayq_push(s->delays, clock_monotonic_ns() + delay_ns, resume_connection, c) < 0)
-		MHD_resume_connection(c);
 	return true;
 }
 
@@ -1122,7 +1128,7 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 			goto fail;
 	order_routes(s);
 	setup_handlers(s);
-	s->stats = stats_new(s->nroutes, clock_monotonic_ns());
+	s->stats = stats_new(s->nroutes, s->epoch_ns);
 	if (!s->stats || build_constants(s) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;

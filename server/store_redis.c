@@ -15,6 +15,7 @@
 #include <sys/time.h>
 
 #include "common/clock.h"
+#include "common/parse.h"
 #include "common/prng.h"
 #include "server/redis_scripts.h"
 
@@ -325,23 +326,6 @@ static int key_escape(char *out, size_t cap, size_t *n, const char *key, size_t 
 	return 0;
 }
 
-/* v in decimal at out (room for 21 bytes), NUL-terminated; returns the length.  (printf is
- * a few percent of the server's CPU at Redis-store rates.) */
-static size_t put_u64(char *out, uint64_t v)
-{
-	char tmp[24];
-	size_t n = 0, len;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	for (len = n; n > 0; n--)
-		*out++ = tmp[n - 1];
-	*out = '\0';
-	return len;
-}
-
 static int call_build(struct store_redis *s, struct call *k, const char *key, size_t keylen,
                       uint64_t now, uint64_t cost, const char *op)
 {
@@ -351,13 +335,13 @@ static int call_build(struct store_redis *s, struct call *k, const char *key, si
 	if (key_escape(k->key, sizeof(k->key), &n, key, keylen) < 0)
 		return -1;
 	if (s->o.caller_clock)
-		put_u64(k->now, now);
+		parse_format_u64(k->now, now);
 	else
 		k->now[0] = '\0';
-	put_u64(k->cost, cost);
+	parse_format_u64(k->cost, cost);
 	memcpy(k->token, s->owner, own);
 	k->token[own] = ':';
-	put_u64(k->token + own + 1, (uint64_t)atomic_fetch_add(&s->seq, 1));
+	parse_format_u64(k->token + own + 1, (uint64_t)atomic_fetch_add(&s->seq, 1));
 	k->argc = 0;
 #define ARG(p, l) (k->argv[k->argc] = (p), k->argl[k->argc++] = (l))
 	ARG("EVALSHA", 7);
@@ -676,12 +660,12 @@ static int item_format(struct store_redis *s, struct pipe_item *it)
 	if ((p = it->cmd = malloc(len)) == NULL)
 		return -1;
 	*p++ = '*';
-	p += put_u64(p, (uint64_t)k->argc);
+	p += parse_format_u64(p, (uint64_t)k->argc);
 	for (int i = 0; i < k->argc; i++) {
 		n = k->argl[i];
 		memcpy(p, "\r\n$", 3);
 		p += 3;
-		p += put_u64(p, n);
+		p += parse_format_u64(p, n);
 		memcpy(p, "\r\n", 2);
 		memcpy(p + 2, k->argv[i], n);
 		p += 2 + n;

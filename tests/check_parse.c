@@ -112,6 +112,19 @@ START_TEST(fake_clock)
 }
 END_TEST
 
+START_TEST(format_u64)
+{
+	char buf[PARSE_U64_CHARS];
+
+	ck_assert_uint_eq(parse_format_u64(buf, 0), 1);
+	ck_assert_str_eq(buf, "0");
+	ck_assert_uint_eq(parse_format_u64(buf, 1000), 4);
+	ck_assert_str_eq(buf, "1000");
+	ck_assert_uint_eq(parse_format_u64(buf, UINT64_MAX), 20);
+	ck_assert_str_eq(buf, "18446744073709551615");
+}
+END_TEST
+
 Suite *parse_suite(void)
 {
 	Suite *s = suite_create("parse");
@@ -121,6 +134,7 @@ Suite *parse_suite(void)
 	tcase_add_test(tc, bad_durations);
 	tcase_add_test(tc, rates);
 	tcase_add_test(tc, integers);
+	tcase_add_test(tc, format_u64);
 	tcase_add_test(tc, prng_reproducible);
 	tcase_add_test(tc, fake_clock);
 	suite_add_tcase(s, tc);

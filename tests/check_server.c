@@ -116,19 +116,13 @@ START_TEST(admitted_ratelimit_counts_down)
 }
 END_TEST
 
-START_TEST(problem_body_carries_exact_wait)
+/* n GETs of url answered 200, then one answered 429: its problem+json body, parsed. */
+static json_t *admit_then_reject(CURL *c, const char *url, int n)
 {
-	static const char *const args[] = { "--limit", "2", "--window", "1h", "--key", "global", NULL };
-	struct test_server s;
-	CURL *c = curl_easy_init();
 	struct test_reply r;
-	char url[128];
 	json_t *j;
-	double ms;
 
-	start(&s, args);
-	url_of(&s, "/", url, sizeof(url));
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < n; i++) {
 		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 		ck_assert_int_eq(r.status, 200);
 	}
@@ -136,6 +130,21 @@ START_TEST(problem_body_carries_exact_wait)
 	ck_assert_int_eq(r.status, 429);
 	j = json_loads(r.body, 0, NULL);
 	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+START_TEST(problem_body_carries_exact_wait)
+{
+	static const char *const args[] = { "--limit", "2", "--window", "1h", "--key", "global", NULL };
+	struct test_server s;
+	CURL *c = curl_easy_init();
+	char url[128];
+	json_t *j;
+	double ms;
+
+	start(&s, args);
+	url_of(&s, "/", url, sizeof(url));
+	j = admit_then_reject(c, url, 2);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "limiter")), "token-bucket");
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 429);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "policy"), "quota")), 2);
@@ -167,19 +176,13 @@ START_TEST(fixed_windows_start_with_the_server)
 
 	for (size_t k = 0; k < 2; k++) {
 		struct test_server s;
-		struct test_reply r;
 		char url[128];
 		json_t *j;
 		double ms;
 
 		start(&s, cases[k]);
 		url_of(&s, "/", url, sizeof(url));
-		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
-		ck_assert_int_eq(r.status, 200);
-		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
-		ck_assert_int_eq(r.status, 429);
-		j = json_loads(r.body, 0, NULL);
-		ck_assert_ptr_nonnull(j);
+		j = admit_then_reject(c, url, 1);
 		ms = json_number_value(json_object_get(j, "wait_ms"));
 		/* the whole hour but the few seconds since the server started */
 		ck_assert_msg(ms > 3540000.0 && ms <= 3600000.0, "case %zu: wait_ms %f", k, ms);
