@@ -68,6 +68,14 @@ start_hello() {
 	start_listener "$1" "$HELLO_BIN" --port 0
 }
 
+start_floor() {
+	if [ ! -x "$FLOOR_BIN" ]; then
+		echo "  SKIP $1: $FLOOR_BIN is not built (make $FLOOR_BIN)"
+		return 1
+	fi
+	start_listener "$1" "$FLOOR_BIN" --port 0
+}
+
 # free_port SALT: a loopback TCP port below the ephemeral range that no socket uses (nginx
 # cannot report a port-0 pick, and a port that a client connection holds fails to bind).
 free_port() {
@@ -284,8 +292,10 @@ ratio() {
 }
 
 # paired A B: the per-round ratios A/B of two peers run back to back in each round, as
-# "median Rx (min-max), A ahead in K of N rounds".  On shared cores a noisy minute hits both
-# runs of a round, so the median of these is steadier than a ratio of two bests.
+# "median Rx (min-max), ahead in K of N rounds; geomean Gx, 95% interval L-H: VERDICT".
+# On shared cores a noisy minute hits both runs of a round, so these are steadier than a
+# ratio of two bests.  The interval is Student's t over the log ratios; the verdict is
+# "ahead" when it lies wholly above 1, "behind" when wholly below, else "at parity".
 paired() {
 	fa=$TMP/res.$1
 	fb=$TMP/res.$2
@@ -293,12 +303,26 @@ paired() {
 		echo "n/a"
 		return 0
 	fi
-	paste -d' ' "$fa" "$fb" | awk '$5 > 0 { print $1 / $5 }' | sort -g | awk '
-		{ r[NR] = $1; if ($1 >= 1) ahead++ }
+	paste -d' ' "$fa" "$fb" | awk '$5 > 0 { print $1 / $5 }' | paired_stats
+}
+
+# paired_stats: reads one ratio per line, prints the summary paired() describes.
+paired_stats() {
+	sort -g | awk '
+		BEGIN { split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 " \
+		              "2.13 2.12 2.11 2.10 2.09 2.09 2.08 2.07 2.07 2.06 2.06 2.06 2.05 2.05 2.05", t) }
+		$1 > 0 { r[++n] = $1; l = log($1); s += l; ss += l * l; if ($1 >= 1) ahead++ }
 		END {
-			if (NR == 0) { print "n/a"; exit }
-			m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
-			printf "median %.2fx (%.2f-%.2f), ahead in %d of %d rounds", m, r[1], r[NR], ahead, NR
+			if (n == 0) { print "n/a"; exit }
+			m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+			printf "median %.2fx (%.2f-%.2f), ahead in %d of %d rounds", m, r[1], r[n], ahead, n
+			if (n < 2) { print ""; exit }
+			mean = s / n
+			var = (ss - n * mean * mean) / (n - 1)
+			half = (n - 1 <= 29 ? t[n - 1] : 1.96) * sqrt(var > 0 ? var : 0) / sqrt(n)
+			lo = exp(mean - half); hi = exp(mean + half)
+			v = lo > 1 ? "ahead" : hi < 1 ? "behind" : "at parity"
+			printf "; geomean %.2fx, 95%% interval %.2f-%.2f: %s\n", exp(mean), lo, hi, v
 		}'
 }
 
