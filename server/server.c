@@ -118,6 +118,7 @@ struct request {
 	const struct server_handler *handler;
 	int route;
 	bool decided, held, admitted, too_big, store_failed;
+	bool unheld;                 /* admitted without the store (fail open): no slot to release */
 	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
 	unsigned kept_status;
@@ -502,8 +503,8 @@ static void on_decided(void *arg, int rc)
 {
 	struct request *rq = arg;
 
-	if (rc < 0)
-		rq->store_failed = true;
+	rq->store_failed = rc < 0;
+	rq->unheld = rc == STORE_UNHELD;
 	MHD_resume_connection(rq->conn);
 }
 
@@ -513,6 +514,8 @@ static void on_decided(void *arg, int rc)
  */
 static bool decide(const struct route_rt *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
+	int rc;
+
 	rq->decided = true;
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
@@ -527,8 +530,9 @@ static bool decide(const struct route_rt *rt, struct MHD_Connection *c, struct r
 		/* Not queued (stopping): decide on this thread. */
 		MHD_resume_connection(c);
 	}
-	if (rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d) < 0)
-		rq->store_failed = true;
+	rc = rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d);
+	rq->store_failed = rc < 0;
+	rq->unheld = rc == STORE_UNHELD;
 	return false;
 }
 
@@ -875,8 +879,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)toe;
 	if (!rq)
 		return;
-	/* Fires on completion and on a client that went away: give back a concurrency slot either way. */
-	if (rq->admitted && rq->route >= 0 && s->routes[rq->route].releases)
+	/*
+	 * Fires on completion and on a client that went away: give back a concurrency
+	 * slot either way, also when it went away before the answer (hold() never ran).
+	 */
+	if (rq->decided && rq->d.admitted && !rq->store_failed && !rq->unheld && rq->route >= 0 &&
+	    s->routes[rq->route].releases)
 		s->routes[rq->route].store->ops->release(s->routes[rq->route].store, rq->key, rq->keylen,
 		                                          clock_monotonic_ns() - s->epoch_ns);
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);

@@ -23,15 +23,22 @@ struct store_stats {
 };
 
 /*
+ * A decision made without the backend (Redis down, fail-open mode): admitted,
+ * but nothing is held there, so a concurrency slot must not be released.
+ */
+#define STORE_UNHELD 1
+
+/*
  * The end of an asynchronous decision (store_ops.submit): rc is 0 with the
- * decision filled in, or -1 when the backend failed and the request must fail
- * closed (503).  Called exactly once, from the store's own thread.
+ * decision filled in, STORE_UNHELD (filled in, fail open), or -1 when the
+ * backend failed and the request must fail closed (503).  Called exactly
+ * once, from the store's own thread.
  */
 typedef void (*store_done_fn)(void *arg, int rc);
 
 struct store_ops {
 	const char *name;
-	/* Decide for `key` at `now`; returns 0, or -1 when the backend failed (d untouched). */
+	/* Decide for `key` at `now`; returns 0, STORE_UNHELD (fail open), or -1 when the backend failed (d untouched). */
 	int (*decide)(struct store *s, const char *key, size_t keylen, uint64_t now, uint64_t cost,
 	              struct limiter_decision *d);
 	/* Release a slot taken by an admitted request (concurrency limiter); no-op otherwise. */

@@ -36,6 +36,8 @@ struct redis_conn {
 
 struct redis_pipe;
 
+static void pipe_barrier(struct redis_pipe *p);
+
 struct store_redis {
 	struct store base;
 	struct redis_pipe *pipe;        /* the decisions queued by submit, and their thread */
@@ -455,6 +457,9 @@ static int redis_decide(struct store *base, const char *key, size_t keylen, uint
 	struct store_redis *s = (struct store_redis *)base;
 	struct limiter_decision got;
 
+	/* Releases go through the pipeline: let those queued before this decision reach Redis first. */
+	if (s->lops->release != NULL && s->pipe != NULL)
+		pipe_barrier(s->pipe);
 	if (script_call(s, key, keylen, now, cost, "d", &got) == 0) {
 		*d = got;
 		return 0;
@@ -462,23 +467,25 @@ static int redis_decide(struct store *base, const char *key, size_t keylen, uint
 	if (s->o.fail_closed)
 		return -1;
 	fail_open(s, d);
-	return 0;
+	return STORE_UNHELD;
 }
 
 /*
  * ---- the pipeline ----
- * HTTP threads queue decisions (submit) and go on serving other connections;
- * one thread per store sends everything queued as one batch (one write),
- * reads the replies in order and hands each decision back.  Many requests in
- * flight then share few Redis round trips, and no HTTP thread blocks on Redis.
+ * HTTP threads queue decisions (submit) and slot releases (release) and go
+ * on serving other connections; one thread per store sends everything queued
+ * as one batch (one write), reads the replies in order (FIFO: a release runs
+ * after every decision queued before it) and hands each decision back.  Many
+ * requests in flight then share few Redis round trips, and no HTTP thread
+ * blocks on Redis.
  */
 
 #define PIPE_BATCH_MAX 512
 
 struct pipe_item {
 	struct pipe_item *next;
-	struct limiter_decision *d;
-	store_done_fn done;
+	struct limiter_decision *d;     /* NULL for a release */
+	store_done_fn done;             /* NULL for a release: nothing to resume */
 	void *arg;
 	char *cmd;                      /* the formatted EVALSHA (EVAL while the sha is unknown) */
 	int cmdlen;
@@ -491,21 +498,36 @@ struct redis_pipe {
 	pthread_cond_t wake, idle;
 	struct pipe_item *head, *tail;
 	bool busy, stop, closed;
+	uint64_t queued, answered;      /* items ever queued, and answered */
+	uint64_t release_mark;          /* `queued` just after the latest release */
+	unsigned barrier_waiters;       /* threads in pipe_barrier */
 	struct redis_conn conn;         /* the pipeline's own connection */
 };
 
-/* Hand the decision back (applying the failure mode when rc < 0) and free the item. */
+static void item_free(struct pipe_item *it)
+{
+	free(it->cmd);
+	free(it);
+}
+
+/*
+ * Hand the decision back (applying the failure mode when rc < 0) and free the
+ * item.  A release (done NULL) has nobody to answer: it is only freed.
+ */
 static void item_done(struct store_redis *s, struct pipe_item *it, int rc)
 {
 	store_done_fn done = it->done;
 	void *arg = it->arg;
 
+	if (done == NULL) {
+		item_free(it);
+		return;
+	}
 	if (rc < 0 && !s->o.fail_closed) {
 		fail_open(s, it->d);
-		rc = 0;
+		rc = STORE_UNHELD;
 	}
-	free(it->cmd);
-	free(it);
+	item_free(it);
 	done(arg, rc);
 }
 
@@ -530,7 +552,8 @@ static void item_reply(struct store_redis *s, struct pipe_item *it, redisReply *
 	int rc = -1;
 
 	if (reply_decision(r, &got) == 0) {
-		*it->d = got;
+		if (it->d != NULL)
+			*it->d = got;
 		note_success(s);
 		rc = 0;
 	} else {
@@ -598,12 +621,12 @@ static void pipe_run(struct store_redis *s, struct pipe_item *batch)
 	items_retry(s, c, retry);
 }
 
-/* Up to PIPE_BATCH_MAX items off the queue (p->mu held). */
-static struct pipe_item *pipe_take(struct redis_pipe *p)
+/* Up to PIPE_BATCH_MAX items off the queue (p->mu held); *n is how many. */
+static struct pipe_item *pipe_take(struct redis_pipe *p, uint64_t *n)
 {
 	struct pipe_item *batch = p->head, *last = p->head;
 
-	for (int n = 1; n < PIPE_BATCH_MAX && last->next != NULL; n++)
+	for (*n = 1; *n < PIPE_BATCH_MAX && last->next != NULL; ++*n)
 		last = last->next;
 	p->head = last->next;
 	if (p->head == NULL)
@@ -617,6 +640,7 @@ static void *pipe_main(void *arg)
 	struct store_redis *s = arg;
 	struct redis_pipe *p = s->pipe;
 	struct pipe_item *batch;
+	uint64_t n;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -628,10 +652,13 @@ static void *pipe_main(void *arg)
 		if (p->head == NULL)
 			break;
 		p->busy = true;
-		batch = pipe_take(p);
+		batch = pipe_take(p, &n);
 		pthread_mutex_unlock(&p->mu);
 		pipe_run(s, batch);
 		pthread_mutex_lock(&p->mu);
+		p->answered += n;
+		if (p->barrier_waiters > 0)
+			pthread_cond_broadcast(&p->idle);
 	}
 	p->busy = false;
 	pthread_cond_broadcast(&p->idle);
@@ -675,40 +702,83 @@ static int item_format(struct store_redis *s, struct pipe_item *it)
 	return 0;
 }
 
-static int redis_submit(struct store *base, const char *key, size_t keylen, uint64_t now, uint64_t cost,
-                        struct limiter_decision *d, store_done_fn done, void *arg)
+/*
+ * A queued script call of `op` ("d" decide, "r" release), formatted on the
+ * caller's thread; d, done and arg are NULL for a release.  NULL when the key
+ * is too long or memory is short.
+ */
+static struct pipe_item *item_new(struct store_redis *s, const char *key, size_t keylen, uint64_t now,
+                                  uint64_t cost, const char *op, struct limiter_decision *d,
+                                  store_done_fn done, void *arg)
 {
-	struct store_redis *s = (struct store_redis *)base;
-	struct redis_pipe *p = s->pipe;
 	struct pipe_item *it = malloc(sizeof(*it));
 
 	if (it == NULL)
-		return -1;
+		return NULL;
 	/* Field by field: the item is 1.5 KB, mostly the key buffer, and clearing it is not free. */
 	it->next = NULL;
 	it->d = d;
 	it->done = done;
 	it->arg = arg;
 	it->cmd = NULL;
-	if (call_build(s, &it->k, key, keylen, now, cost, "d") < 0 || item_format(s, it) < 0)
-		goto free_item;
+	if (call_build(s, &it->k, key, keylen, now, cost, op) < 0 || item_format(s, it) < 0) {
+		item_free(it);
+		return NULL;
+	}
+	return it;
+}
+
+/* Append it to the queue (FIFO) and wake the thread; -1 (it untouched) when the pipeline is closed. */
+static int pipe_push(struct redis_pipe *p, struct pipe_item *it)
+{
 	pthread_mutex_lock(&p->mu);
 	if (p->closed) {
 		pthread_mutex_unlock(&p->mu);
-		goto free_item;
+		return -1;
 	}
 	if (p->tail != NULL)
 		p->tail->next = it;
 	else
 		p->head = it;
 	p->tail = it;
+	p->queued++;
+	if (it->done == NULL)
+		p->release_mark = p->queued;
 	if (!p->busy)
 		pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
-free_item:
-	free(it->cmd);
-	free(it);
+}
+
+/*
+ * Wait until every release queued so far has been answered, so that a
+ * synchronous decide on this thread comes after the releases it queued (as
+ * with the memory store).  Bounded: each batch ends within the timeouts.
+ */
+static void pipe_barrier(struct redis_pipe *p)
+{
+	uint64_t mark;
+
+	pthread_mutex_lock(&p->mu);
+	mark = p->release_mark;
+	p->barrier_waiters++;
+	while (p->answered < mark)
+		pthread_cond_wait(&p->idle, &p->mu);
+	p->barrier_waiters--;
+	pthread_mutex_unlock(&p->mu);
+}
+
+static int redis_submit(struct store *base, const char *key, size_t keylen, uint64_t now, uint64_t cost,
+                        struct limiter_decision *d, store_done_fn done, void *arg)
+{
+	struct store_redis *s = (struct store_redis *)base;
+	struct pipe_item *it = item_new(s, key, keylen, now, cost, "d", d, done, arg);
+
+	if (it == NULL)
+		return -1;
+	if (pipe_push(s->pipe, it) == 0)
+		return 0;
+	item_free(it);
 	return -1;
 }
 
@@ -767,12 +837,27 @@ static void pipe_stop(struct store_redis *s)
 	s->pipe = NULL;
 }
 
+/*
+ * Queue the release on the pipeline behind every decision queued before it,
+ * so the HTTP thread that completes a request never waits on Redis.  Only when
+ * the pipeline refuses it (closed by quiesce, or no memory) does this thread
+ * call Redis itself, bounded by the command timeout.  A release that fails
+ * (Redis down or stalled) is counted as an error and lost: the slot's lease
+ * (lease_ns) runs out and the next script call on the key drops it.
+ */
 static void redis_release(struct store *base, const char *key, size_t keylen, uint64_t now)
 {
 	struct store_redis *s = (struct store_redis *)base;
+	struct pipe_item *it;
 
-	if (s->lops->release != NULL)
-		(void)script_call(s, key, keylen, now, 1, "r", NULL);
+	if (s->lops->release == NULL)
+		return;
+	it = item_new(s, key, keylen, now, 1, "r", NULL, NULL, NULL);
+	if (it != NULL && pipe_push(s->pipe, it) == 0)
+		return;
+	if (it != NULL)
+		item_free(it);
+	(void)script_call(s, key, keylen, now, 1, "r", NULL);
 }
 
 /* Unlink one SCAN page of this store's keys; returns the next cursor, or -1 on failure. */

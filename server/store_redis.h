@@ -22,6 +22,14 @@
  * requests in flight share few round trips and no HTTP thread waits on Redis.
  * Same timeout, backoff, NOSCRIPT fallback, failure mode and error counting
  * (one error per failed decision).  quiesce answers everything queued.
+ *
+ * release (a concurrency slot) is queued on the same pipeline with nothing to
+ * call back, so it reaches Redis after every decision submitted before it and
+ * before every one submitted after it; a synchronous decide on a store whose
+ * limiter releases (concurrency) first waits until the releases queued before
+ * it are through.  Once quiesce has closed the pipeline, release calls Redis
+ * on the calling thread instead.  A release that fails is counted and lost; the
+ * slot comes back when its lease (lease_ns) runs out.
  */
 
 #define STORE_REDIS_DEFAULT_PREFIX  "ratelab:"

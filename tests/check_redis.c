@@ -595,7 +595,7 @@ START_TEST(outage_open_and_closed)
 	t0 = clock_monotonic_ns();
 	for (int i = 0; i < 500; i++) {
 		memset(&d, 0, sizeof(d));
-		ck_assert_int_eq(open_s->ops->decide(open_s, "k", 1, 0, 1, &d), 0);
+		ck_assert_int_eq(open_s->ops->decide(open_s, "k", 1, 0, 1, &d), STORE_UNHELD);
 		ck_assert(d.admitted);
 		ck_assert_int_eq(closed_s->ops->decide(closed_s, "k", 1, 0, 1, &d), -1);
 	}
@@ -775,6 +775,125 @@ START_TEST(pipeline_timeout_fails_each_once)
 	while (s->ops->decide(s, "hot", 3, 5 * SEC, 1, &d) < 0 && elapsed_ms(t0) < 4000)
 		sleep_ms(20);
 	ck_assert_int_eq(s->ops->decide(s, "hot", 3, 5 * SEC, 1, &d), 0);
+	ck_assert(d.admitted);
+	s->ops->reset(s);
+	s->ops->free(s);
+}
+END_TEST
+
+/* ---- concurrency releases ride the pipeline (release never waits on Redis) ---- */
+
+/* 1 when `key` exists in Redis, 0 when not. */
+static long long redis_exists(int port, const char *key)
+{
+	redisReply *r = cmd(port, "EXISTS %s", key);
+	long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+	freeReplyObject(r);
+	return n;
+}
+
+/*
+ * Concurrency limit 1: one thread queues acquire, release, acquire, release...
+ * 100 times without waiting for any answer.  The releases are queued behind
+ * their acquires (FIFO), so every acquire finds the slot free: exactly 100
+ * admitted, no error, and the key is gone once the last slot is back.  (A
+ * release sent on its own connection overtakes queued acquires and leaks.)
+ */
+START_TEST(release_queued_in_order)
+{
+	struct limiter_params p = { 0 };
+	const struct limiter_ops *ops = params_for("concurrency", &p, 1, SEC, 0);
+	char prefix[64], key[128];
+	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relq"), true, true, 5 * SEC);
+	struct submit_tally t = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct submission *sub = calloc(100, sizeof(*sub));
+	struct store_stats st;
+
+	need_redis();
+	ck_assert_ptr_nonnull(sub);
+	for (int i = 0; i < 100; i++) {
+		sub[i].t = &t;
+		ck_assert_int_eq(s->ops->submit(s, "hot", 3, 5 * SEC, 1, &sub[i].d, tally_done, &sub[i]), 0);
+		s->ops->release(s, "hot", 3, 5 * SEC);
+	}
+	s->ops->quiesce(s);
+	ck_assert_int_eq(t.done, 100);
+	ck_assert_int_eq(t.admitted, 100);
+	ck_assert_int_eq(t.failed, 0);
+	s->ops->stats(s, &st);
+	ck_assert_uint_eq(st.errors, 0);
+	snprintf(key, sizeof(key), "%sconcurrency:hot", prefix);
+	ck_assert_int_eq(redis_exists(shared_redis.port, key), 0);
+	free(sub);
+	s->ops->free(s);
+}
+END_TEST
+
+/*
+ * Once quiesce has closed the pipeline, release calls Redis on the caller's
+ * thread: it is done when it returns, so the next decide sees the slot free.
+ */
+START_TEST(release_after_quiesce_is_synchronous)
+{
+	struct limiter_params p = { 0 };
+	const struct limiter_ops *ops = params_for("concurrency", &p, 1, SEC, 0);
+	char prefix[64], key[128];
+	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relsync"), true, true, 5 * SEC);
+	struct limiter_decision d;
+
+	need_redis();
+	s->ops->quiesce(s);
+	snprintf(key, sizeof(key), "%sconcurrency:k", prefix);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(s->ops->decide(s, "k", 1, 10 * SEC, 1, &d), 0);
+		ck_assert_msg(d.admitted, "round %d: slot not back", i);
+		ck_assert_int_eq(s->ops->decide(s, "k", 1, 10 * SEC, 1, &d), 0);
+		ck_assert(!d.admitted);
+		ck_assert_int_eq(redis_exists(shared_redis.port, key), 1);
+		s->ops->release(s, "k", 1, 10 * SEC);
+		ck_assert_int_eq(redis_exists(shared_redis.port, key), 0);
+	}
+	s->ops->free(s);
+}
+END_TEST
+
+/*
+ * Redis stalls (CLIENT PAUSE 1.5 s) with a 1 s command timeout and this
+ * thread's own connection open: release returns at once (it used to wait out
+ * the timeout), quiesce returns once the queued release has failed (counted
+ * once), and the store decides again after the pause.
+ */
+START_TEST(release_never_waits_on_redis)
+{
+	struct limiter_params p = { 0 };
+	const struct limiter_ops *ops = params_for("concurrency", &p, 10, SEC, 0);
+	char prefix[64];
+	struct limiter_decision d;
+	struct store_stats st;
+	struct store *s;
+	uint64_t t0, took;
+
+	need_redis();
+	store_timeout_ns = SEC;
+	s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relstall"), true, true, 5 * SEC);
+	store_timeout_ns = 2 * SEC;
+	ck_assert_int_eq(s->ops->decide(s, "k", 1, 10 * SEC, 1, &d), 0);
+	ck_assert(d.admitted);
+	freeReplyObject(cmd(shared_redis.port, "CLIENT PAUSE %s ALL", "1500"));
+	t0 = clock_monotonic_ns();
+	s->ops->release(s, "k", 1, 10 * SEC);
+	took = elapsed_ms(t0);
+	ck_assert_msg(took < 200, "release blocked %" PRIu64 " ms on a stalled Redis", took);
+	s->ops->quiesce(s);
+	ck_assert_msg(elapsed_ms(t0) < 1400, "quiesce took %" PRIu64 " ms", elapsed_ms(t0));
+	s->ops->stats(s, &st);
+	ck_assert_uint_eq(st.errors, 1);
+	sleep_ms(1600 - (long)elapsed_ms(t0));
+	t0 = clock_monotonic_ns();
+	while (s->ops->decide(s, "k", 1, 10 * SEC, 1, &d) < 0 && elapsed_ms(t0) < 4000)
+		sleep_ms(20);
+	ck_assert_int_eq(s->ops->decide(s, "k", 1, 10 * SEC, 1, &d), 0);
 	ck_assert(d.admitted);
 	s->ops->reset(s);
 	s->ops->free(s);
@@ -1053,6 +1172,247 @@ START_TEST(server_sigterm_drains_pipeline)
 }
 END_TEST
 
+/* The number of keys under `prefix` in Redis. */
+static long long redis_count_keys(int port, const char *prefix)
+{
+	char pattern[128];
+	redisReply *r;
+	long long n;
+
+	snprintf(pattern, sizeof(pattern), "%s*", prefix);
+	r = cmd(port, "KEYS %s", pattern);
+	n = r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+	freeReplyObject(r);
+	return n;
+}
+
+static void start_concurrency_server(struct test_server *srv, const char *url, const char *limit,
+                                     const char *failure, const char *prefix)
+{
+	const char *args[] = { "--limiter", "concurrency", "--limit", limit, "--key", "global", "--threads", "2",
+	                       "--quiet", "--store", url, "--store-failure", failure, "--store-prefix", prefix, NULL };
+
+	ck_assert_msg(testutil_server_start(srv, args, 5000) == 0, "ratelab serve --store %s did not start", url);
+	track(srv->pid);
+}
+
+/*
+ * --limiter concurrency --limit 2 on Redis, two keep-alive connections firing
+ * 100 requests each back to back: each connection's release is queued before
+ * its next acquire, so at most 2 slots are ever held and all 200 requests get
+ * 200 (a lost or late release would give 429s: a slot lives 60 s).  Once the
+ * last release is through, Redis holds no slot (the key is deleted at 0).
+ */
+START_TEST(server_concurrency_releases_every_slot)
+{
+	struct redis_proc rp;
+	struct test_server srv;
+	struct hammer_arg sum;
+	char url[128], prefix[64];
+	uint64_t t0;
+
+	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	start_concurrency_server(&srv, rp.url, "2", "closed", test_prefix(prefix, sizeof(prefix), "srvrel"));
+	snprintf(url, sizeof(url), "%s/", srv.url);
+	hammer_all(url, 2, 100, &sum, NULL, NULL);
+	ck_assert_int_eq(sum.ok, 200);
+	ck_assert_int_eq(sum.rejected, 0);
+	ck_assert_int_eq(sum.other, 0);
+	t0 = clock_monotonic_ns();
+	while (redis_count_keys(rp.port, prefix) != 0 && elapsed_ms(t0) < 2000)
+		sleep_ms(5);
+	ck_assert_int_eq(redis_count_keys(rp.port, prefix), 0);
+	ck_assert(metrics_has(&srv, "ratelab_store_errors_total{route=\"/\"} 0\n"));
+	stop_servers(&srv, 1);
+	redis_kill(&rp);
+}
+END_TEST
+
+/* GET path on the kept-alive handle c: the status, and the time it took in *ms. */
+static long fire_timed(CURL *c, const char *base, const char *path, struct test_reply *r, uint64_t *ms)
+{
+	char url[160];
+	uint64_t t0 = clock_monotonic_ns();
+
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	if (testutil_fire(c, "GET", url, NULL, r) != CURLE_OK)
+		r->status = -1;
+	*ms = elapsed_ms(t0);
+	return r->status;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* ratelab_store_errors_total of route "/" from /metrics; -1 when missing. */
+static long long store_errors(const struct test_server *srv)
+{
+	static const char name[] = "ratelab_store_errors_total{route=\"/\"} ";
+	char url[128], *body = NULL, *at;
+	long status = 0;
+	long long n = -1;
+
+	snprintf(url, sizeof(url), "%s/metrics", srv->url);
+	if (testutil_http("GET", url, NULL, &status, NULL, &body) == 0 && status == 200 && body != NULL &&
+	    (at = strstr(body, name)) != NULL)
+		n = strtoll(at + sizeof(name) - 1, NULL, 10);
+	free(body);
+	return n;
+}
+
+/*
+ * Slots that Redis still holds under prefix (every key is one concurrency
+ * zset), each key's TTL checked to be within the 60 s lease: a release lost
+ * in an outage frees its slot when the lease ends, never later.
+ */
+static long long held_slots(int port, const char *prefix)
+{
+	char pattern[128];
+	redisReply *keys, *r;
+	long long n = 0;
+
+	snprintf(pattern, sizeof(pattern), "%s*", prefix);
+	keys = cmd(port, "KEYS %s", pattern);
+	for (size_t i = 0; keys->type == REDIS_REPLY_ARRAY && i < keys->elements; i++) {
+		r = cmd(port, "PTTL %s", keys->element[i]->str);
+		if (r->integer == -2) {  /* released since KEYS */
+			freeReplyObject(r);
+			continue;
+		}
+		ck_assert_msg(r->integer > 0 && r->integer <= 60 * 1000, "slot key TTL %lld ms", r->integer);
+		freeReplyObject(r);
+		r = cmd(port, "ZCARD %s", keys->element[i]->str);
+		n += r->integer;
+		freeReplyObject(r);
+	}
+	freeReplyObject(keys);
+	return n;
+}
+
+/*
+ * redis-server stopped (SIGSTOP) under --limiter concurrency, fail open:
+ * 10 rounds of GET / (admitted open after at most the 50 ms timeout, then a
+ * release is queued) and GET /healthz on the same connection (the same HTTP
+ * thread) all answer.  A release used to block that thread for the 50 ms
+ * timeout before /healthz was read; now the median /healthz takes under
+ * 25 ms (well under 1 ms unloaded) and none takes a second.  After SIGCONT a request goes through
+ * Redis again with no new store error, and the slots whose releases were lost
+ * (about the 10 stalled requests) carry their lease TTL.
+ */
+START_TEST(server_redis_stopped_stays_responsive)
+{
+	struct redis_proc rp;
+	struct test_server srv;
+	struct test_reply *r = malloc(sizeof(*r));
+	CURL *c = curl_easy_init();
+	char prefix[64];
+	uint64_t ms, took[10], t0;
+	long long before = -1;
+
+	ck_assert(r != NULL && c != NULL);
+	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	start_concurrency_server(&srv, rp.url, "1000", "open", test_prefix(prefix, sizeof(prefix), "srvstop"));
+	ck_assert_int_eq(fire_timed(c, srv.url, "/", r, &ms), 200);
+	ck_assert_int_eq(kill(rp.pid, SIGSTOP), 0);
+	t0 = clock_monotonic_ns();
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(fire_timed(c, srv.url, "/", r, &ms), 200);
+		ck_assert_int_eq(fire_timed(c, srv.url, "/healthz", r, &took[i]), 200);
+	}
+	qsort(took, 10, sizeof(took[0]), cmp_u64);
+	ck_assert_msg(took[5] < 25 && took[9] < 1000, "/healthz took %" PRIu64 " ms (median), %" PRIu64
+	              " ms (worst) while Redis was stopped", took[5], took[9]);
+	ck_assert_msg(elapsed_ms(t0) < 5000, "10 rounds took %" PRIu64 " ms", elapsed_ms(t0));
+	ck_assert_int_gt(store_errors(&srv), 0);
+	ck_assert_int_eq(kill(rp.pid, SIGCONT), 0);
+	/* Reconnection backs off at most 2 s (jittered): poll for up to 5 s. */
+	t0 = clock_monotonic_ns();
+	for (long long after = -2; after != before && elapsed_ms(t0) < 5000; after = store_errors(&srv)) {
+		sleep_ms(20);
+		before = store_errors(&srv);
+		ck_assert_int_eq(fire_timed(c, srv.url, "/", r, &ms), 200);
+	}
+	ck_assert_msg(elapsed_ms(t0) < 5000, "no request went through Redis within 5 s of SIGCONT");
+	/* The 10 stalled requests, plus the first one and the last one, whose releases may still be queued. */
+	ck_assert_int_le(held_slots(rp.port, prefix), 12);
+	free(r);
+	curl_easy_cleanup(c);
+	stop_servers(&srv, 1);
+	redis_kill(&rp);
+}
+END_TEST
+
+/* Open n connections to 127.0.0.1:port, send one GET / on each, then reset them all (RST). */
+static void gets_then_reset(int port, int n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	struct linger lg = { 1, 0 };
+	int fd[32];
+
+	ck_assert_int_le(n, 32);
+	for (int i = 0; i < n; i++) {
+		fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fd[i], 0);
+		ck_assert_int_eq(connect(fd[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		ck_assert_int_eq(send(fd[i], req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
+	}
+	sleep_ms(2);
+	for (int i = 0; i < n; i++) {
+		setsockopt(fd[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd[i]);
+	}
+}
+
+/* Busy Redis for 20 ms: a script that spins on TIME holds its only thread (CLIENT PAUSE has 100 ms steps). */
+static void *redis_busy_20ms(void *arg)
+{
+	static const char spin[] = "local s = redis.call('TIME') local t0 = s[1] * 1e6 + s[2] "
+	                           "repeat s = redis.call('TIME') until s[1] * 1e6 + s[2] - t0 >= 20000 return 1";
+
+	freeReplyObject(cmd(*(int *)arg, "EVAL %s 0", spin));
+	return NULL;
+}
+
+/*
+ * Clients that reset their connections while their requests wait on Redis
+ * (Redis busy 20 ms, under the 50 ms timeout) still give their slots back:
+ * the decisions come back admitted after the clients went away, and a slot is
+ * released when its connection ends, not only when an answer was sent.  5
+ * rounds of 16 such clients, no store error, then no slot is held.  (It used
+ * to keep 28 of the 80 until the 60 s lease ran out.)
+ */
+START_TEST(server_concurrency_reset_client_releases)
+{
+	struct redis_proc rp;
+	struct test_server srv;
+	char prefix[64];
+	pthread_t busy;
+	uint64_t t0;
+
+	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	start_concurrency_server(&srv, rp.url, "1000", "closed", test_prefix(prefix, sizeof(prefix), "srvrst"));
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(pthread_create(&busy, NULL, redis_busy_20ms, &rp.port), 0);
+		sleep_ms(3);
+		gets_then_reset(srv.port, 16);
+		pthread_join(busy, NULL);
+	}
+	t0 = clock_monotonic_ns();
+	while (held_slots(rp.port, prefix) != 0 && elapsed_ms(t0) < 2000)
+		sleep_ms(10);
+	ck_assert_int_eq(held_slots(rp.port, prefix), 0);
+	ck_assert_msg(store_errors(&srv) == 0, "%lld store errors", store_errors(&srv));
+	stop_servers(&srv, 1);
+	redis_kill(&rp);
+}
+END_TEST
+
 Suite *redis_suite(void)
 {
 	Suite *s = suite_create("redis");
@@ -1072,6 +1432,9 @@ Suite *redis_suite(void)
 	tcase_add_test(tc, bad_urls);
 	tcase_add_test(tc, pipeline_exact_admissions);
 	tcase_add_test(tc, pipeline_timeout_fails_each_once);
+	tcase_add_test(tc, release_queued_in_order);
+	tcase_add_test(tc, release_after_quiesce_is_synchronous);
+	tcase_add_test(tc, release_never_waits_on_redis);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(outage, 30);
 	tcase_add_test(outage, outage_open_and_closed);
@@ -1082,6 +1445,9 @@ Suite *redis_suite(void)
 	tcase_add_test(server, server_outage_open_and_closed);
 	tcase_add_test(server, server_concurrent_one_key_exact);
 	tcase_add_test(server, server_sigterm_drains_pipeline);
+	tcase_add_test(server, server_concurrency_releases_every_slot);
+	tcase_add_test(server, server_redis_stopped_stays_responsive);
+	tcase_add_test(server, server_concurrency_reset_client_releases);
 	suite_add_tcase(s, server);
 	return s;
 }

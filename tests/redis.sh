@@ -2,7 +2,8 @@
 # `ratelab serve --store redis://...` from the shell.
 #
 #   sh tests/redis.sh                         self-test (run by `make check`): the --store
-#                                             flags, and fail open/closed with Redis absent
+#                                             flags, fail open/closed with Redis absent, and
+#                                             concurrency slots released on a real Redis
 #   sh tests/redis.sh replicas memory|redis [SECONDS] [RATE]
 #                                             the experiment of lab-guide chapter 12: three
 #                                             replicas of `serve --limiter token-bucket
@@ -143,6 +144,28 @@ hammer_says() {   # hammer_says URL STATUS: three requests all answered STATUS
 	[ "$(count_of "$TMP/h.txt" "$2")" = 3 ]
 }
 
+# The keys under prefix $1 in the Redis at $REDIS_URL, one a line.
+redis_keys() {
+	redis-cli -p "${REDIS_URL##*:}" --scan --pattern "$1*"
+}
+
+# --limiter concurrency --limit 1 on Redis, 30 requests one after the other on
+# one kept-alive connection: each release is queued before the next acquire, so
+# all 30 are admitted, and once the last release is through no slot is held.
+concurrency_releases() {
+	start_redis
+	start_server conc --limiter concurrency --limit 1 --key global --store "$REDIS_URL" \
+		--store-failure closed --store-prefix "rs$$:"
+	"$BIN" hammer "$URL_conc/" --requests 30 --concurrency 1 --no-retry >"$TMP/c.txt" 2>&1
+	[ "$(count_of "$TMP/c.txt" 200)" = 30 ] || { cat "$TMP/c.txt" >&2; return 1; }
+	n=0
+	while [ $n -lt 40 ] && [ -n "$(redis_keys "rs$$:")" ]; do   # at most 2 s
+		sleep 0.05
+		n=$((n + 1))
+	done
+	[ -z "$(redis_keys "rs$$:")" ]
+}
+
 selftest() {
 	check "--help lists --store" sh -c "'$BIN' serve --help | grep -q -- '--store-failure'"
 	check "bad --store URL" usage_error "'http://x'" --store http://x
@@ -159,6 +182,7 @@ selftest() {
 		check "/metrics counts store errors" sh -c \
 			"curl -s '$URL_closed/metrics' | grep -q 'ratelab_store_errors_total{route=\"/\"} 3'"
 	fi
+	check "concurrency on Redis: 30 of 30 admitted at --limit 1, no slot left" concurrency_releases
 	echo "redis.sh: $passes passed, $failures failed"
 	[ "$failures" -eq 0 ]
 }
