@@ -12,6 +12,24 @@
 #include "suites.h"
 #undef SUITE
 
+/* pid's command line, NULs as spaces, into buf (empty when it is gone). */
+static void cmdline_of(int pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+}
+
 /*
  * Servers a failed or timed-out test left running are re-parented to this
  * runner (a child subreaper) and killed here, so they never outlive the run
@@ -29,14 +47,19 @@ static void reap_orphans(void)
 		char path[300];
 		FILE *f;
 		int pid, ppid;
+		char state;
 
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
 		if (!(f = fopen(path, "r")))
 			continue;
-		if (fscanf(f, "%d %*s %*c %d", &pid, &ppid) == 2 && ppid == self) {
-			fprintf(stderr, "runner: killing leftover process %d\n", pid);
+		/* An exited orphan (Z) is only reaped below; a live one is named and killed. */
+		if (fscanf(f, "%d %*s %c %d", &pid, &state, &ppid) == 3 && ppid == self && state != 'Z') {
+			char cmd[200];
+
+			cmdline_of(pid, cmd, sizeof(cmd));
+			fprintf(stderr, "runner: killing leftover process %d: %s\n", pid, cmd);
 			kill(pid, SIGKILL);
 		}
 		fclose(f);
