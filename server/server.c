@@ -832,15 +832,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	(void)version;
 	if (!rq) {
-		/* Draining: a new request on a kept-alive connection is not taken in
+		/*
+		 * Draining: a new request on a kept-alive connection is not taken in
 		 * (closed unanswered, uncounted), so the drain ends once the requests
-		 * already taken in are answered, and every one of those is. */
-		if (atomic_load_explicit(&s->stopping, memory_order_relaxed))
+		 * already taken in are answered, and every one of those is.  Counted
+		 * in flight before stopping is read, both sequentially consistent:
+		 * either server_drain sees this request in flight and waits for it,
+		 * or this request sees the drain.  (Read first, a request could slip
+		 * past a drain that had seen none in flight and be suspended on a
+		 * store or a delay after MHD_stop_daemon began, which aborts.)
+		 */
+		atomic_fetch_add(&s->inflight, 1);
+		if (atomic_load(&s->stopping)) {
+			atomic_fetch_sub(&s->inflight, 1);
 			return MHD_NO;
+		}
 		/* First call: headers only.  Answering now would force Connection: close. */
 		rq = request_begin(c);
-		if (!rq)
+		if (!rq) {
+			atomic_fetch_sub(&s->inflight, 1);
 			return MHD_NO;
+		}
 		rq->handler = match_handler(s, url);
 		if (!rq->handler)
 			match_route(s, url, &rq->route);
@@ -848,7 +860,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			rq->handler = &s->cfg.limited;
 			request_key(&s->routes[rq->route], c, rq);
 		}
-		atomic_fetch_add_explicit(&s->inflight, 1, memory_order_relaxed);
 		*con_cls = rq;
 		return announced_too_big(s, c, rq) ? refuse_body(s, c) : MHD_YES;
 	}
