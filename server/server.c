@@ -907,6 +907,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* Draining: a new connection is closed as soon as it is accepted (see server_drain). */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct server *s = cls;
+
+	(void)addr;
+	(void)addrlen;
+	return atomic_load(&s->stopping) ? MHD_NO : MHD_YES;
+}
+
 /* A connection's request slot: made when it opens, freed when it closes. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
@@ -1066,7 +1076,7 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 		flags |= MHD_USE_IPv6;
 	if (needs_suspend(&s->cfg) || any_async(s))
 		flags |= MHD_ALLOW_SUSPEND_RESUME;
-	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+	s->daemon = MHD_start_daemon(flags, 0, on_accept, s, on_request, s,
 	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 	                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -1166,15 +1176,21 @@ fail:
 	return NULL;
 }
 
+/*
+ * New connections while draining are closed at once (on_accept).  The
+ * listening socket is not taken out with MHD_quiesce_daemon: in
+ * libmicrohttpd 0.9.75 that races with its own pool threads, which drop the
+ * socket from their epoll sets once they see the quiesce flag, and then
+ * aborts the process ("Failed to remove listen FD from epoll set",
+ * daemon.c:5531) when its own removal finds it gone.
+ */
 void server_drain(struct server *s)
 {
 	uint64_t deadline;
-	MHD_socket fd;
 
 	if (!s || !s->daemon)
 		return;
 	atomic_store(&s->stopping, true);
-	fd = MHD_quiesce_daemon(s->daemon);
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + 5 * NS_PER_SEC;
@@ -1189,8 +1205,6 @@ void server_drain(struct server *s)
 			s->routes[i].store->ops->quiesce(s->routes[i].store);
 	MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
 }
 
 void server_stop(struct server *s)
