@@ -1380,19 +1380,17 @@ static void *redis_busy_20ms(void *arg)
 }
 
 /*
- * Clients that reset their connections while their requests wait on Redis
- * (Redis busy 20 ms, under the 50 ms timeout) still give their slots back:
- * the decisions come back admitted after the clients went away, and a slot is
- * released when its connection ends, not only when an answer was sent.  5
- * rounds of 16 such clients, no store error, then no slot is held.  (It used
- * to keep 28 of the 80 until the 60 s lease ran out.)
+ * One try of the test below on a fresh Redis and server: 5 rounds of 16
+ * clients that reset while Redis is busy.  Returns the store errors; *held
+ * is the slots still held once the releases are through.
  */
-START_TEST(server_concurrency_reset_client_releases)
+static long long reset_rounds(long long *held)
 {
 	struct redis_proc rp;
 	struct test_server srv;
 	char prefix[64];
 	pthread_t busy;
+	long long errors;
 	uint64_t t0;
 
 	ck_assert_int_eq(redis_start(&rp, 0), 0);
@@ -1404,12 +1402,35 @@ START_TEST(server_concurrency_reset_client_releases)
 		pthread_join(busy, NULL);
 	}
 	t0 = clock_monotonic_ns();
-	while (held_slots(rp.port, prefix) != 0 && elapsed_ms(t0) < 2000)
+	while ((*held = held_slots(rp.port, prefix)) != 0 && elapsed_ms(t0) < 2000)
 		sleep_ms(10);
-	ck_assert_int_eq(held_slots(rp.port, prefix), 0);
-	ck_assert_msg(store_errors(&srv) == 0, "%lld store errors", store_errors(&srv));
+	errors = store_errors(&srv);
 	stop_servers(&srv, 1);
 	redis_kill(&rp);
+	return errors;
+}
+
+/*
+ * Clients that reset their connections while their requests wait on Redis
+ * (Redis busy 20 ms, under the 50 ms timeout) still give their slots back:
+ * the decisions come back admitted after the clients went away, and a slot is
+ * released when its connection ends, not only when an answer was sent.  5
+ * rounds of 16 such clients, then no slot is held.  (It used to keep 28 of
+ * the 80 until the 60 s lease ran out.)  A try where a decision timed out
+ * proves nothing (Redis may still have run that acquire, which only the
+ * lease gives back), so up to 3 tries are made; a try with no store error
+ * must leave no slot held.
+ */
+START_TEST(server_concurrency_reset_client_releases)
+{
+	long long held = -1, errors = -1;
+
+	for (int try = 0; try < 3 && errors != 0; try++) {
+		errors = reset_rounds(&held);
+		if (errors == 0)
+			ck_assert_int_eq(held, 0);
+	}
+	ck_assert_msg(errors == 0, "every try had store errors (%lld in the last): Redis too slow here", errors);
 }
 END_TEST
 
