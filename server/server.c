@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -907,16 +908,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
-/* Draining: a new connection is closed as soon as it is accepted (see server_drain). */
-static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
-{
-	struct server *s = cls;
-
-	(void)addr;
-	(void)addrlen;
-	return atomic_load(&s->stopping) ? MHD_NO : MHD_YES;
-}
-
 /* A connection's request slot: made when it opens, freed when it closes. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
@@ -1076,7 +1067,7 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 		flags |= MHD_USE_IPv6;
 	if (needs_suspend(&s->cfg) || any_async(s))
 		flags |= MHD_ALLOW_SUSPEND_RESUME;
-	s->daemon = MHD_start_daemon(flags, 0, on_accept, s, on_request, s,
+	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 	                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -1177,13 +1168,29 @@ fail:
 }
 
 /*
- * New connections while draining are closed at once (on_accept).  The
- * listening socket is not taken out with MHD_quiesce_daemon: in
- * libmicrohttpd 0.9.75 that races with its own pool threads, which drop the
- * socket from their epoll sets once they see the quiesce flag, and then
- * aborts the process ("Failed to remove listen FD from epoll set",
- * daemon.c:5531) when its own removal finds it gone.
+ * Stop listening: new connections are refused from here on, and those in
+ * the backlog are reset, as when nginx shuts down gracefully.  The daemon's
+ * listening descriptor is made to refer to an eventfd that never becomes
+ * readable; the socket itself closes, which also takes it out of every
+ * worker's epoll set.  (Not MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it
+ * races with the pool's own threads, which drop the socket from their epoll
+ * sets once they see its flag, and aborts the process when its own removal
+ * then finds it gone: "Failed to remove listen FD from epoll set",
+ * daemon.c:5531.  Nor our own socket handed over with MHD_add_connection:
+ * 0.9.75 keeps a mutex locked when such a connection meets the connection
+ * limit, and the daemon deadlocks.)
  */
+static void stop_listening(struct server *s)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+	int inert = eventfd(0, EFD_CLOEXEC);
+
+	if (di && di->listen_fd != MHD_INVALID_SOCKET && inert >= 0)
+		(void)dup2(inert, di->listen_fd);
+	if (inert >= 0)
+		close(inert);
+}
+
 void server_drain(struct server *s)
 {
 	uint64_t deadline;
@@ -1191,6 +1198,7 @@ void server_drain(struct server *s)
 	if (!s || !s->daemon)
 		return;
 	atomic_store(&s->stopping, true);
+	stop_listening(s);
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + 5 * NS_PER_SEC;
