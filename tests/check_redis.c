@@ -1093,13 +1093,19 @@ static void hammer_all(const char *url, int threads, int n, struct hammer_arg *s
 	}
 }
 
+/* Start `ratelab serve ARGS` on the Redis at url and track it for kill_started. */
+static void start_store_server(struct test_server *srv, const char *const *args, const char *url)
+{
+	ck_assert_msg(testutil_server_start(srv, args, 5000) == 0, "ratelab serve --store %s did not start", url);
+	track(srv->pid);
+}
+
 static void start_pipe_server(struct test_server *srv, const char *url, const char *limit)
 {
 	const char *args[] = { "--limiter", "token-bucket", "--limit", limit, "--window", "1h", "--key", "global",
 	                       "--threads", "2", "--quiet", "--store", url, "--store-failure", "closed", NULL };
 
-	ck_assert_msg(testutil_server_start(srv, args, 5000) == 0, "ratelab serve --store %s did not start", url);
-	track(srv->pid);
+	start_store_server(srv, args, url);
 }
 
 /*
@@ -1192,8 +1198,7 @@ static void start_concurrency_server(struct test_server *srv, const char *url, c
 	const char *args[] = { "--limiter", "concurrency", "--limit", limit, "--key", "global", "--threads", "2",
 	                       "--quiet", "--store", url, "--store-failure", failure, "--store-prefix", prefix, NULL };
 
-	ck_assert_msg(testutil_server_start(srv, args, 5000) == 0, "ratelab serve --store %s did not start", url);
-	track(srv->pid);
+	start_store_server(srv, args, url);
 }
 
 /*
