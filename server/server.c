@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1167,38 +1166,22 @@ fail:
 	return NULL;
 }
 
-/*
- * Stop listening: new connections are refused from here on, and those in
- * the backlog are reset, as when nginx shuts down gracefully.  The daemon's
- * listening descriptor is made to refer to an eventfd that never becomes
- * readable; the socket itself closes, which also takes it out of every
- * worker's epoll set.  (Not MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it
- * races with the pool's own threads, which drop the socket from their epoll
- * sets once they see its flag, and aborts the process when its own removal
- * then finds it gone: "Failed to remove listen FD from epoll set",
- * daemon.c:5531.  Nor our own socket handed over with MHD_add_connection:
- * 0.9.75 keeps a mutex locked when such a connection meets the connection
- * limit, and the daemon deadlocks.)
- */
-static void stop_listening(struct server *s)
-{
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD);
-	int inert = eventfd(0, EFD_CLOEXEC);
-
-	if (di && di->listen_fd != MHD_INVALID_SOCKET && inert >= 0)
-		(void)dup2(inert, di->listen_fd);
-	if (inert >= 0)
-		close(inert);
-}
-
 void server_drain(struct server *s)
 {
 	uint64_t deadline;
+	MHD_socket fd;
 
 	if (!s || !s->daemon)
 		return;
 	atomic_store(&s->stopping, true);
-	stop_listening(s);
+	/*
+	 * Known hazard: libmicrohttpd 0.9.75's quiesce can abort the process when
+	 * a pool thread drops the listening socket from its epoll set first
+	 * ("Failed to remove listen FD from epoll set", daemon.c:5531); about one
+	 * SIGTERM under load in a hundred.  bench/README ("Server, fifth pass")
+	 * says what was tried instead and why it did not land.
+	 */
+	fd = MHD_quiesce_daemon(s->daemon);
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + 5 * NS_PER_SEC;
@@ -1213,6 +1196,8 @@ void server_drain(struct server *s)
 			s->routes[i].store->ops->quiesce(s->routes[i].store);
 	MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
 }
 
 void server_stop(struct server *s)
