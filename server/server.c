@@ -1177,9 +1177,9 @@ void server_drain(struct server *s)
 	/*
 	 * Known hazard: libmicrohttpd 0.9.75's quiesce can abort the process when
 	 * a pool thread drops the listening socket from its epoll set first
-	 * ("Failed to remove listen FD from epoll set", daemon.c:5531); about one
-	 * SIGTERM under load in a hundred.  bench/README ("Server, fifth pass")
-	 * says what was tried instead and why it did not land.
+	 * ("Failed to remove listen FD from epoll set", daemon.c:5531): once in 12
+	 * runs of the redis suite here.  bench/README ("Server, fifth pass") says
+	 * what was tried instead and why it did not land.
 	 */
 	fd = MHD_quiesce_daemon(s->daemon);
 	/* Held answers go out now rather than after their delay. */
