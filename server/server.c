@@ -118,7 +118,7 @@ struct request {
 	const struct server_handler *handler;
 	int route;
 	bool decided, held, admitted, too_big, store_failed;
-	bool unheld;                 /* admitted without the store (fail open): no slot to release */
+	bool holds_slot;             /* the store admitted it and counts it: release when it ends */
 	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
 	unsigned kept_status;
@@ -498,13 +498,20 @@ static void resume_connection(void *conn)
 	MHD_resume_connection(conn);
 }
 
+/* What the store's answer rc (store_ops.decide) means for rq, whose decision is in rq->d. */
+static void take_store_answer(struct request *rq, int rc)
+{
+	rq->store_failed = rc < 0;
+	/* A fail-open admission (STORE_UNHELD) took no slot, so it gives none back. */
+	rq->holds_slot = rc == 0 && rq->d.admitted;
+}
+
 /* The store's thread is done with rq->d: wake the connection so the handler answers. */
 static void on_decided(void *arg, int rc)
 {
 	struct request *rq = arg;
 
-	rq->store_failed = rc < 0;
-	rq->unheld = rc == STORE_UNHELD;
+	take_store_answer(rq, rc);
 	MHD_resume_connection(rq->conn);
 }
 
@@ -514,8 +521,6 @@ static void on_decided(void *arg, int rc)
  */
 static bool decide(const struct route_rt *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
-	int rc;
-
 	rq->decided = true;
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
@@ -530,9 +535,7 @@ static bool decide(const struct route_rt *rt, struct MHD_Connection *c, struct r
 		/* Not queued (stopping): decide on this thread. */
 		MHD_resume_connection(c);
 	}
-	rc = rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d);
-	rq->store_failed = rc < 0;
-	rq->unheld = rc == STORE_UNHELD;
+	take_store_answer(rq, rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d));
 	return false;
 }
 
@@ -894,8 +897,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	 * Fires on completion and on a client that went away: give back a concurrency
 	 * slot either way, also when it went away before the answer (hold() never ran).
 	 */
-	if (rq->decided && rq->d.admitted && !rq->store_failed && !rq->unheld && rq->route >= 0 &&
-	    s->routes[rq->route].releases)
+	if (rq->holds_slot && s->routes[rq->route].releases)
 		s->routes[rq->route].store->ops->release(s->routes[rq->route].store, rq->key, rq->keylen,
 		                                          clock_monotonic_ns() - s->epoch_ns);
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);

@@ -500,7 +500,6 @@ struct redis_pipe {
 	bool busy, stop, closed;
 	uint64_t queued, answered;      /* items ever queued, and answered */
 	uint64_t release_mark;          /* `queued` just after the latest release */
-	unsigned barrier_waiters;       /* threads in pipe_barrier */
 	struct redis_conn conn;         /* the pipeline's own connection */
 };
 
@@ -657,8 +656,7 @@ static void *pipe_main(void *arg)
 		pipe_run(s, batch);
 		pthread_mutex_lock(&p->mu);
 		p->answered += n;
-		if (p->barrier_waiters > 0)
-			pthread_cond_broadcast(&p->idle);
+		pthread_cond_broadcast(&p->idle);  /* pipe_barrier; free when nobody waits */
 	}
 	p->busy = false;
 	pthread_cond_broadcast(&p->idle);
@@ -761,18 +759,16 @@ static void pipe_barrier(struct redis_pipe *p)
 
 	pthread_mutex_lock(&p->mu);
 	mark = p->release_mark;
-	p->barrier_waiters++;
 	while (p->answered < mark)
 		pthread_cond_wait(&p->idle, &p->mu);
-	p->barrier_waiters--;
 	pthread_mutex_unlock(&p->mu);
 }
 
-static int redis_submit(struct store *base, const char *key, size_t keylen, uint64_t now, uint64_t cost,
-                        struct limiter_decision *d, store_done_fn done, void *arg)
+/* item_new, then pipe_push; 0 when queued, -1 (nothing queued) otherwise. */
+static int pipe_queue(struct store_redis *s, const char *key, size_t keylen, uint64_t now, uint64_t cost,
+                      const char *op, struct limiter_decision *d, store_done_fn done, void *arg)
 {
-	struct store_redis *s = (struct store_redis *)base;
-	struct pipe_item *it = item_new(s, key, keylen, now, cost, "d", d, done, arg);
+	struct pipe_item *it = item_new(s, key, keylen, now, cost, op, d, done, arg);
 
 	if (it == NULL)
 		return -1;
@@ -780,6 +776,12 @@ static int redis_submit(struct store *base, const char *key, size_t keylen, uint
 		return 0;
 	item_free(it);
 	return -1;
+}
+
+static int redis_submit(struct store *base, const char *key, size_t keylen, uint64_t now, uint64_t cost,
+                        struct limiter_decision *d, store_done_fn done, void *arg)
+{
+	return pipe_queue((struct store_redis *)base, key, keylen, now, cost, "d", d, done, arg);
 }
 
 static void redis_quiesce(struct store *base)
@@ -848,16 +850,9 @@ static void pipe_stop(struct store_redis *s)
 static void redis_release(struct store *base, const char *key, size_t keylen, uint64_t now)
 {
 	struct store_redis *s = (struct store_redis *)base;
-	struct pipe_item *it;
 
-	if (s->lops->release == NULL)
-		return;
-	it = item_new(s, key, keylen, now, 1, "r", NULL, NULL, NULL);
-	if (it != NULL && pipe_push(s->pipe, it) == 0)
-		return;
-	if (it != NULL)
-		item_free(it);
-	(void)script_call(s, key, keylen, now, 1, "r", NULL);
+	if (s->lops->release != NULL && pipe_queue(s, key, keylen, now, 1, "r", NULL, NULL, NULL) < 0)
+		(void)script_call(s, key, keylen, now, 1, "r", NULL);
 }
 
 /* Unlink one SCAN page of this store's keys; returns the next cursor, or -1 on failure. */
