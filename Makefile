@@ -7,7 +7,7 @@ DESTDIR  ?=
 PKGS     := libmicrohttpd libcurl check jansson hiredis
 
 # Missing system packages are installed once, before anything that builds.
-NODEPS_GOALS := clean distclean help
+NODEPS_GOALS := clean distclean help layering
 ifeq ($(filter-out $(NODEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 else ifneq ($(shell pkg-config --exists $(PKGS) && echo ok),ok)
   $(info make: some of $(PKGS) are missing; running scripts/install-deps)
@@ -44,21 +44,37 @@ else
   BIN     := ratelab
 endif
 
-LIB_SRC  := $(sort $(wildcard common/*.c server/*.c hammer/*.c))
+# One static library per layer; the layers only point down (make layering):
+# lab -> server, hammer -> common.
+src_of    = $(sort $(shell find $(1) -name '*.c'))
+COMMON_SRC := $(call src_of,common)
+SERVER_SRC := $(call src_of,server)
+HAMMER_SRC := $(call src_of,hammer)
+LAB_SRC    := $(call src_of,lab)
+LIB_SRC  := $(COMMON_SRC) $(SERVER_SRC) $(HAMMER_SRC) $(LAB_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LAYER_LIBS := $(BUILD)/liblab.a $(BUILD)/libserver.a $(BUILD)/libhammer.a $(BUILD)/libcommon.a
 MAIN_OBJ := $(BUILD)/main.o
-TEST_SRC := $(sort $(wildcard tests/check_*.c)) tests/runner.c tests/testutil.c
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-TEST_BIN := $(BUILD)/check_ratelab
-SUITES   := $(patsubst tests/check_%.c,%,$(sort $(wildcard tests/check_*.c)))
+HARNESS_SRC := tests/harness/testutil.c
+UNIT_SRC := $(sort $(wildcard tests/unit/check_*.c))
+INTEG_SRC := $(sort $(wildcard tests/integration/check_*.c))
+UNIT_BIN := $(BUILD)/check_unit
+INTEG_BIN := $(BUILD)/check_integration
+TEST_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o) $(INTEG_SRC:%.c=$(BUILD)/%.o) $(HARNESS_SRC:%.c=$(BUILD)/%.o) \
+            $(BUILD)/unit/runner.o $(BUILD)/integration/runner.o
+suites_of = $(patsubst tests/$(1)/check_%.c,%,$(sort $(wildcard tests/$(1)/check_*.c)))
 
-.PHONY: all check unit demo bench fuzz soak install uninstall clean help
+.PHONY: all check check-unit check-integration check-shell layering demo bench fuzz soak install uninstall clean help
 all: $(BIN)
 
-$(BIN): $(MAIN_OBJ) $(BUILD)/libratelab.a
+$(BIN): $(MAIN_OBJ) $(LAYER_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/libratelab.a: $(LIB_OBJ)
+$(BUILD)/libcommon.a: $(COMMON_SRC:%.c=$(BUILD)/%.o)
+$(BUILD)/libserver.a: $(SERVER_SRC:%.c=$(BUILD)/%.o)
+$(BUILD)/libhammer.a: $(HAMMER_SRC:%.c=$(BUILD)/%.o)
+$(BUILD)/liblab.a: $(LAB_SRC:%.c=$(BUILD)/%.o)
+$(LAYER_LIBS):
 	@rm -f $@
 	$(AR) rcs $@ $^
 
@@ -66,23 +82,40 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-# The runner chains every tests/check_<name>.c, each exposing <name>_suite().
-$(BUILD)/suites.h: $(sort $(wildcard tests/check_*.c)) Makefile
-	@mkdir -p $(BUILD)
-	@{ for s in $(SUITES); do echo "SUITE($$s)"; done; } > $@.tmp && mv $@.tmp $@
+# Each runner chains the suites of its folder, tests/<kind>/check_<name>.c exposing
+# <name>_suite(); the list is written to $(BUILD)/<kind>/suites.h.
+$(BUILD)/unit/suites.h $(BUILD)/integration/suites.h: $(BUILD)/%/suites.h: Makefile $(UNIT_SRC) $(INTEG_SRC)
+	@mkdir -p $(dir $@)
+	@{ for s in $(call suites_of,$*); do echo "SUITE($$s)"; done; } > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/runner.o: $(BUILD)/suites.h
-$(BUILD)/tests/runner.o: override CFLAGS += -I$(BUILD)
+$(BUILD)/unit/runner.o $(BUILD)/integration/runner.o: $(BUILD)/%/runner.o: tests/harness/runner.c $(BUILD)/%/suites.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(BUILD)/$* -c -o $@ $<
 
-$(TEST_BIN): $(TEST_OBJ) $(BUILD)/libratelab.a
+$(UNIT_BIN): $(BUILD)/unit/runner.o $(UNIT_SRC:%.c=$(BUILD)/%.o) $(HARNESS_SRC:%.c=$(BUILD)/%.o) $(LAYER_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-# `make check` runs every Check suite against the binary built here, then the
-# script-level tests (lab guide, CLI) in tests/*.sh.  CK_RUN_SUITE=name runs one.
-check: $(BIN) $(TEST_BIN)
-	RATELAB_BIN=$(abspath $(BIN)) RATELAB_ROOT=$(CURDIR) $(TEST_BIN)
-	@set -e; for t in $(sort $(wildcard tests/*.sh)); do \
-		echo "== $$t"; RATELAB_BIN=$(abspath $(BIN)) RATELAB_ROOT=$(CURDIR) sh $$t; done
+$(INTEG_BIN): $(BUILD)/integration/runner.o $(INTEG_SRC:%.c=$(BUILD)/%.o) $(HARNESS_SRC:%.c=$(BUILD)/%.o) $(LAYER_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+TEST_ENV = RATELAB_BIN=$(abspath $(BIN)) RATELAB_ROOT=$(CURDIR)
+
+layering:
+	@sh scripts/layering
+
+# `make check`: the layering, the pure suites, the suites against a real server,
+# then the script-level tests (lab guide, CLI) in tests/shell/.  CK_RUN_SUITE=name runs one suite.
+check: layering check-unit check-integration check-shell
+
+check-unit: $(UNIT_BIN)
+	$(TEST_ENV) $(UNIT_BIN)
+
+check-integration: $(BIN) $(INTEG_BIN)
+	$(TEST_ENV) $(INTEG_BIN)
+
+check-shell: $(BIN)
+	@set -e; for t in $(sort $(wildcard tests/shell/*.sh)); do \
+		echo "== $$t"; $(TEST_ENV) sh $$t; done
 
 demo: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo
@@ -118,7 +151,7 @@ clean:
 	rm -rf build ratelab
 
 help:
-	@echo "targets: all check demo bench fuzz soak install clean"
+	@echo "targets: all check check-unit check-integration layering demo bench fuzz soak install clean"
 	@echo "options: SANITIZE=address,undefined|thread WERROR=1 PREFIX=/usr/local DESTDIR="
 
 -include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
@@ -126,7 +159,7 @@ help:
 # The limiter microbenchmark: ns per decision (key table + decide), 1 and 2 threads.
 # bench/run calls $(BUILD)/limiter_bench; `make limiter-bench` runs it alone.
 .PHONY: limiter-bench
-$(BUILD)/limiter_bench: $(BUILD)/bench/limiter_bench.o $(BUILD)/libratelab.a
+$(BUILD)/limiter_bench: $(BUILD)/bench/limiter_bench.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 limiter-bench: $(BUILD)/limiter_bench

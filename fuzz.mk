@@ -35,7 +35,7 @@ FCFLAGS  := -std=c11 -O1 -g -D_GNU_SOURCE -I. -w $(SAN) -fsanitize=fuzzer-no-lin
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FLDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
-LIB_SRC  := $(sort $(wildcard common/*.c server/*.c hammer/*.c))
+LIB_SRC  := $(sort $(shell find common server hammer lab -name "*.c"))
 LIB_OBJ  := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS ?= $(patsubst tests/fuzz/%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)

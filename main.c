@@ -2,10 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hammer/cases.h"
+#include "lab/cases.h"
 #include "hammer/hammer.h"
-#include "hammer/herd.h"
-#include "hammer/verify.h"
+#include "lab/herd.h"
+#include "lab/verify.h"
 #include "server/serve.h"
 
 struct command {

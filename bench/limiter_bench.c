@@ -15,7 +15,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 #define BENCH_KEYS_MAX 65536
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "common/histogram.h"
-#include "common/retry.h"
+#include "common/retry/retry.h"
 #include "common/timeline.h"
 
 /*

@@ -12,7 +12,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
-#include "common/retry.h"
+#include "common/retry/retry.h"
 #include "hammer/engine.h"
 #include "hammer/expect.h"
 #include "hammer/plot.h"

@@ -14,7 +14,7 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/prng.h"
-#include "hammer/timerheap.h"
+#include "common/heap.h"
 #include "hammer/wireconn.h"
 
 #define ARRIVAL_ID UINT32_MAX
@@ -92,7 +92,7 @@ struct loop {
 	int epfd;
 	int tfd;
 	uint64_t tfd_armed;       /* due time the timerfd is set to; 0 = disarmed */
-	struct timerheap *heap;
+	struct heap *heap;
 	struct vclient *clients;
 	uint32_t *free_ids;       /* idle clients (open loop) */
 	uint32_t nfree;
@@ -312,7 +312,7 @@ static int clients_new(struct loop *l)
 
 	l->clients = calloc(n ? n : 1, sizeof(*l->clients));
 	l->free_ids = calloc(n ? n : 1, sizeof(*l->free_ids));
-	l->heap = timerheap_new(n + 16);
+	l->heap = heap_new(n + 16, false);
 	if (l->clients == NULL || l->free_ids == NULL || l->heap == NULL)
 		return -1;
 	for (uint32_t i = 0; i < n; i++)
@@ -391,7 +391,7 @@ void loop_free(struct loop *l)
 		close(l->epfd);
 	if (l->tfd >= 0)
 		close(l->tfd);
-	timerheap_free(l->heap);
+	heap_free(l->heap);
 	free(l->clients);
 	free(l->free_ids);
 	free(l->backlog);
@@ -535,7 +535,7 @@ static void schedule_retry(struct loop *l, struct vclient *c, uint64_t now, cons
 		fprintf(l->cfg->notes, "%s; retrying in %s (attempt %u)\n",
 		        retry_cause(c->last_status, c->last_err, cause, sizeof(cause)), wait, c->attempt + 1);
 	}
-	if (timerheap_push(l->heap, now + d->wait_ns, id) != 0)
+	if (heap_push(l->heap, now + d->wait_ns, id, NULL) != 0)
 		finish_request(l, c, now, RETRY_REASON_BUDGET);
 }
 
@@ -864,7 +864,7 @@ static void on_arrival(struct loop *l, uint64_t due, uint64_t now)
 		next = l->sh->start_ns + l->part.phase_ns +
 		       (uint64_t)((double)l->arrivals * 1e9 / l->part.rate);
 	if (l->sh->end_ns == 0 || next < l->sh->end_ns)
-		timerheap_push(l->heap, next, ARRIVAL_ID);
+		heap_push(l->heap, next, ARRIVAL_ID, NULL);
 }
 
 static void on_client_timer(struct loop *l, struct vclient *c, uint64_t due, uint64_t now)
@@ -883,11 +883,11 @@ static void on_client_timer(struct loop *l, struct vclient *c, uint64_t due, uin
 
 static void fire_timers(struct loop *l)
 {
-	struct timer_entry t;
+	struct heap_entry t;
 	uint64_t now = clock_monotonic_ns();
 
-	while (timerheap_peek(l->heap, &t) && t.due_ns <= now) {
-		timerheap_pop(l->heap, &t);
+	while (heap_peek(l->heap, &t) && t.due_ns <= now) {
+		heap_pop(l->heap, &t);
 		/* the start instant fires every client at once by design: only waits are timed */
 		if (t.id == ARRIVAL_ID || l->clients[t.id].attempt > 0)
 			histogram_record(l->res.lateness, now - t.due_ns);
@@ -901,17 +901,17 @@ static void fire_timers(struct loop *l)
 
 static bool timer_due(const struct loop *l)
 {
-	struct timer_entry t;
+	struct heap_entry t;
 
-	return timerheap_peek(l->heap, &t) && t.due_ns <= clock_monotonic_ns();
+	return heap_peek(l->heap, &t) && t.due_ns <= clock_monotonic_ns();
 }
 
 /* Point the timerfd at the heap's earliest due time. */
 static void arm_timerfd(struct loop *l)
 {
-	struct timer_entry t;
+	struct heap_entry t;
 	struct itimerspec its = { 0 };
-	uint64_t due = timerheap_peek(l->heap, &t) ? t.due_ns : 0;
+	uint64_t due = heap_peek(l->heap, &t) ? t.due_ns : 0;
 
 	if (due == l->tfd_armed)
 		return;
@@ -1028,14 +1028,14 @@ static bool should_stop(struct loop *l)
 	}
 	if (l->sh->end_ns != 0 && clock_monotonic_ns() >= l->sh->end_ns)
 		return true;
-	return l->active == 0 && timerheap_size(l->heap) == 0 && l->bl_n == 0;
+	return l->active == 0 && heap_size(l->heap) == 0 && l->bl_n == 0;
 }
 
 static void schedule_first(struct loop *l)
 {
 	if (l->part.rate > 0) {
 		if (l->part.requests > 0)
-			timerheap_push(l->heap, l->sh->start_ns + l->part.phase_ns, ARRIVAL_ID);
+			heap_push(l->heap, l->sh->start_ns + l->part.phase_ns, ARRIVAL_ID, NULL);
 		return;
 	}
 	while (l->nfree > 0 && l->started < l->part.requests) {
@@ -1044,7 +1044,7 @@ static void schedule_first(struct loop *l)
 		l->clients[id].state = CLIENT_WAITING;
 		l->active++;
 		l->started++;
-		timerheap_push(l->heap, l->sh->start_ns, id);
+		heap_push(l->heap, l->sh->start_ns, id, NULL);
 	}
 }
 

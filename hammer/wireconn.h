@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/retry.h"
+#include "common/retry/retry.h"
 #include "hammer/wire.h"
 
 /*

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/limiter.h"
+#include "server/limit/limiter.h"
 
 /*
  * Routes of `ratelab serve --config FILE`: several path prefixes, each with

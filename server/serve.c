@@ -9,9 +9,9 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/server.h"
-#include "server/occ.h"
-#include "server/scenario.h"
-#include "server/store_redis.h"
+#include "server/handlers/occ.h"
+#include "server/handlers/scenario.h"
+#include "server/store/store_redis.h"
 
 static void summary(struct server *srv, uint64_t ran_ns, int sig)
 {

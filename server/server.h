@@ -8,9 +8,9 @@
 
 #include "server/config.h"
 #include "server/faults.h"
-#include "server/headers.h"
-#include "server/limiter.h"
-#include "server/store.h"
+#include "server/http/headers.h"
+#include "server/limit/limiter.h"
+#include "server/store/store.h"
 
 /*
  * The in-process lab server: libmicrohttpd in front of the limiters.  `ratelab

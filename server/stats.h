@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/store.h"
+#include "server/store/store.h"
 
 /*
  * Server statistics: counts per status, decisions per route, and a timeline

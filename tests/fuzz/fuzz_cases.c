@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "hammer/cases.h"
+#include "lab/cases.h"
 
 #define FUZZ_MAX 16384
 

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "common/httpdate.h"
-#include "common/retry.h"
+#include "common/retry/retry.h"
 
 #define FUZZ_MAX 256
 /* 9999-12-31T23:59:59Z: the last date an IMF-fixdate can carry. */

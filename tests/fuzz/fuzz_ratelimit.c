@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/prng.h"
-#include "common/retry.h"
+#include "common/retry/retry.h"
 
 #define FUZZ_MAX 512
 

@@ -1,0 +1,447 @@
+/* ratelab herd: the thundering-herd comparison of backoff policies. */
+#include "lab/herd.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/clock.h"
+#include "common/parse.h"
+#include "hammer/engine.h"
+#include "lab/herd_report.h"
+#include "server/handlers/occ.h"
+#include "server/server.h"
+
+#define HERD_MAX_POLICIES 16
+
+struct herd_opts {
+	const char *url;
+	const char *limiter;
+	uint64_t limit;
+	uint64_t burst;
+	char policies[HERD_MAX_POLICIES][32];
+	size_t npolicies;
+	uint32_t clients;
+	uint64_t seed;
+	enum herd_workload workload;
+	const char *report_dir;
+	const char *path;
+	struct herd_knobs knobs;
+	bool base_set, cap_set, attempts_set, limiter_set;
+	struct occ_delay delay;
+	uint64_t max_ns;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	"usage: ratelab herd [options]\n"
+	"\n"
+	"The thundering herd: for each policy, POST /reset, then --clients virtual clients\n"
+	"fire at the same instant and retry under that policy until they succeed or give\n"
+	"up.  One table row per policy.  Without --url it starts its own server in process.\n"
+	"\n"
+	"  --policies LIST     comma-separated (default %s);\n"
+	"                      a retry preset name works too (%s)\n"
+	"  --policy NAME       add one more policy (a preset) to the list\n"
+	"  --clients N         virtual clients (default 200)\n"
+	"  --workload W        request (GET until 2xx, default) or occ (GET /occ, then PUT\n"
+	"                      with If-Match, backing off on 409 until the write succeeds)\n"
+	"  --seed N            fixes every random wait (default 1)\n"
+	"  --report DIR        write DIR/report.html, DIR/results.json, DIR/<policy>.csv\n"
+	"  --base DUR          backoff base of the built-in policies (500ms; occ: 10ms)\n"
+	"  --cap DUR           cap of one wait (2s; occ: 1s)\n"
+	"  --max-attempts N    attempts per client, the first included (10; occ: 100)\n"
+	"  --max-time DUR      bound on one policy's run; clients still waiting fail (60s)\n"
+	"  --url URL           target this server instead of starting one\n"
+	"  --path PATH         request workload path (default /)\n"
+	"  --limiter NAME      in-process server's limiter (token-bucket; occ: none)\n"
+	"  --limit N           its requests per second (default 50)\n"
+	"  --burst N           its burst (default 20)\n"
+	"  --delay MEAN[±SD]   in-process server: network delay on /occ (e.g. 2ms±1ms)\n"
+	"\n"
+	"Columns: calls are all HTTP requests; done in is the time of the last success;\n"
+	"peak/100ms is the most attempts in any 100 ms window, retries/100ms the most\n"
+	"retries (the first volley is the same for every policy, so this is the echo).\n",
+	HERD_DEFAULT_POLICIES, retry_preset_names());
+}
+
+static size_t discard(char *p, size_t sz, size_t n, void *ud)
+{
+	(void)p;
+	(void)ud;
+	return sz * n;
+}
+
+static int bad(const char *flag, const char *value, const char *why)
+{
+	fprintf(stderr, "ratelab herd: %s: bad value '%s'%s%s\n", flag, value, why ? ": " : "", why ? why : "");
+	return 2;
+}
+
+static int add_policies(struct herd_opts *o, const char *list, const char *flag)
+{
+	char buf[512], *save = NULL, *tok;
+
+	if (strlen(list) >= sizeof(buf) || !*list)
+		return bad(flag, list, NULL);
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->npolicies == HERD_MAX_POLICIES || strlen(tok) >= sizeof(o->policies[0]))
+			return bad(flag, list, "too many or too long");
+		strcpy(o->policies[o->npolicies++], tok);
+	}
+	return 0;
+}
+
+static int opt_u64(const char *flag, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char err[160];
+
+	return parse_u64(v, min, max, out, err, sizeof(err)) == 0 ? 0 : bad(flag, v, NULL);
+}
+
+static int opt_dur(const char *flag, const char *v, uint64_t *out, bool *set)
+{
+	char err[160];
+
+	if (parse_duration(v, out, err, sizeof(err)) != 0)
+		return bad(flag, v, NULL);
+	if (set)
+		*set = true;
+	return 0;
+}
+
+static int opt_workload(struct herd_opts *o, const char *v)
+{
+	if (strcmp(v, "request") == 0)
+		o->workload = HERD_WORKLOAD_REQUEST;
+	else if (strcmp(v, "occ") == 0)
+		o->workload = HERD_WORKLOAD_OCC;
+	else
+		return bad("--workload", v, "want request or occ");
+	return 0;
+}
+
+/* Every herd flag takes a value; the list tells a missing value from an unknown flag. */
+static bool known_flag(const char *f)
+{
+	static const char *const FLAGS[] = {
+		"--policies", "--policy", "--clients", "--seed", "--workload", "--report", "--url", "--path",
+		"--base", "--cap", "--max-time", "--max-attempts", "--limiter", "--limit", "--burst", "--delay",
+	};
+
+	for (size_t i = 0; i < sizeof(FLAGS) / sizeof(FLAGS[0]); i++)
+		if (strcmp(f, FLAGS[i]) == 0)
+			return true;
+	return false;
+}
+
+/* One flag and its value; returns 0, or 2 after printing the one-line error. */
+static int opt_one(struct herd_opts *o, const char *f, const char *v)
+{
+	uint64_t n;
+	char err[160];
+
+	if (strcmp(f, "--policies") == 0) {
+		o->npolicies = 0;
+		return add_policies(o, v, f);
+	}
+	if (strcmp(f, "--policy") == 0)
+		return add_policies(o, v, f);
+	if (strcmp(f, "--clients") == 0) {
+		if (opt_u64(f, v, 1, 100000, &n) != 0)
+			return 2;
+		o->clients = (uint32_t)n;
+		return 0;
+	}
+	if (strcmp(f, "--seed") == 0)
+		return opt_u64(f, v, 0, UINT64_MAX, &o->seed);
+	if (strcmp(f, "--workload") == 0)
+		return opt_workload(o, v);
+	if (strcmp(f, "--report") == 0)
+		return (o->report_dir = v, 0);
+	if (strcmp(f, "--url") == 0)
+		return (o->url = v, 0);
+	if (strcmp(f, "--path") == 0)
+		return v[0] == '/' ? (o->path = v, 0) : bad(f, v, "must start with /");
+	if (strcmp(f, "--base") == 0)
+		return opt_dur(f, v, &o->knobs.base_ns, &o->base_set);
+	if (strcmp(f, "--cap") == 0)
+		return opt_dur(f, v, &o->knobs.cap_ns, &o->cap_set);
+	if (strcmp(f, "--max-time") == 0)
+		return opt_dur(f, v, &o->max_ns, NULL) != 0 ? 2 : o->max_ns ? 0 : bad(f, v, "must be > 0");
+	if (strcmp(f, "--max-attempts") == 0) {
+		if (opt_u64(f, v, 1, 10000, &n) != 0)
+			return 2;
+		o->knobs.max_attempts = (unsigned)n;
+		o->attempts_set = true;
+		return 0;
+	}
+	if (strcmp(f, "--limiter") == 0)
+		return limiter_find(v) ? (o->limiter = v, o->limiter_set = true, 0) : bad(f, v, limiter_names());
+	if (strcmp(f, "--limit") == 0)
+		return opt_u64(f, v, 1, 1000000000, &o->limit);
+	if (strcmp(f, "--burst") == 0)
+		return opt_u64(f, v, 1, 1000000000, &o->burst);
+	if (strcmp(f, "--delay") == 0)
+		return occ_delay_parse(v, &o->delay, err, sizeof(err)) == 0 ? 0 : bad(f, v, NULL);
+	return 2;  /* not reached: opts_parse lets known flags only */
+}
+
+static void opts_defaults(struct herd_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->limiter = "token-bucket";
+	o->limit = 50;
+	o->burst = 20;
+	o->clients = 200;
+	o->seed = 1;
+	o->path = "/";
+	o->max_ns = 60 * NS_PER_SEC;
+	add_policies(o, HERD_DEFAULT_POLICIES, "--policies");
+}
+
+/* Parse argv; returns 0, 1 for --help (done), or 2 on a usage error. */
+static int opts_parse(struct herd_opts *o, int argc, char **argv)
+{
+	struct herd_knobs def;
+
+	opts_defaults(o);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 1;
+		}
+		if (!known_flag(argv[i])) {
+			fprintf(stderr, "ratelab herd: unknown option '%s' (try 'ratelab herd --help')\n", argv[i]);
+			return 2;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "ratelab herd: %s: missing value\n", argv[i]);
+			return 2;
+		}
+		if (opt_one(o, argv[i], argv[i + 1]) != 0)
+			return 2;
+		i++;
+	}
+	herd_knobs_defaults(o->workload, &def);
+	o->knobs.base_ns = o->base_set ? o->knobs.base_ns : def.base_ns;
+	o->knobs.cap_ns = o->cap_set ? o->knobs.cap_ns : def.cap_ns;
+	o->knobs.max_attempts = o->attempts_set ? o->knobs.max_attempts : def.max_attempts;
+	if (o->workload == HERD_WORKLOAD_OCC && !o->limiter_set)
+		o->limiter = "none";
+	return 0;
+}
+
+void herd_knobs_defaults(enum herd_workload w, struct herd_knobs *k)
+{
+	bool occ = w == HERD_WORKLOAD_OCC;
+
+	k->base_ns = occ ? 10 * NS_PER_MS : 500 * NS_PER_MS;
+	k->cap_ns = occ ? 1 * NS_PER_SEC : 2 * NS_PER_SEC;
+	k->max_attempts = occ ? 100 : 10;
+}
+
+static bool builtin_kind(const char *name, enum backoff_kind *kind)
+{
+	static const struct { const char *name; enum backoff_kind kind; } B[] = {
+		{ "none", BACKOFF_NONE }, { "exponential", BACKOFF_EXPONENTIAL }, { "full", BACKOFF_FULL },
+		{ "equal", BACKOFF_EQUAL }, { "decorrelated", BACKOFF_DECORRELATED },
+	};
+
+	for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++)
+		if (strcmp(name, B[i].name) == 0) {
+			*kind = B[i].kind;
+			return true;
+		}
+	return false;
+}
+
+int herd_policy(const char *name, const struct herd_knobs *k, enum herd_workload w,
+                struct retry_policy *out, char *err, size_t errlen)
+{
+	enum backoff_kind kind;
+
+	if (!builtin_kind(name, &kind)) {
+		if (retry_policy_preset(name, out) != 0) {
+			snprintf(err, errlen, "--policies: unknown policy '%s' (%s, or a preset: %s)", name,
+			         HERD_DEFAULT_POLICIES, retry_preset_names());
+			return -1;
+		}
+		if (w == HERD_WORKLOAD_OCC)
+			out->retry_on[409] = true;
+		return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	out->backoff = kind;
+	out->max_attempts = k->max_attempts;
+	out->base_ns = k->base_ns;
+	out->cap_ns = k->cap_ns;
+	out->multiplier = 2.0;
+	out->retry_on[429] = out->retry_on[503] = out->retry_on[409] = true;
+	out->retry_conn = true;
+	return 0;
+}
+
+static struct server *start_server(const struct herd_opts *o, struct occ_route *oc, char *err, size_t errlen)
+{
+	struct server_config c;
+	struct config_route *r;
+
+	server_config_defaults(&c);
+	c.port = 0;
+	c.quiet = true;
+	c.key = CONFIG_KEY_GLOBAL;
+	c.threads = 4;
+	/* Every client keeps its connection open: room for all of them. */
+	if (c.max_connections < o->clients + 64)
+		c.max_connections = o->clients + 64;
+	c.seed = o->seed;
+	r = &c.routes[0];
+	snprintf(r->limiter, sizeof(r->limiter), "%s", o->limiter);
+	r->params.limit = o->limit;
+	r->params.window_ns = NS_PER_SEC;
+	r->params.burst = o->burst;
+	if (limiter_params_check(limiter_find(o->limiter), &r->params, err, errlen) != 0)
+		return NULL;
+	if (occ_route_register(&c, oc) != 0) {
+		snprintf(err, errlen, "cannot add /occ");
+		return NULL;
+	}
+	return server_start(&c, err, errlen);
+}
+
+/* POST URL/reset; returns 0, or -1 with a reason. */
+static int post_reset(const char *base, char *err, size_t errlen)
+{
+	char url[512];
+	long status = 0;
+	CURL *e = curl_easy_init();
+	CURLcode rc;
+
+	if (!e)
+		return snprintf(err, errlen, "curl init failed"), -1;
+	snprintf(url, sizeof(url), "%s/reset", base);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	rc = curl_easy_perform(e);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(e);
+	if (rc != CURLE_OK || status < 200 || status >= 300) {
+		snprintf(err, errlen, "POST %.200s failed (%s, status %ld)", url,
+		         rc == CURLE_OK ? "answered" : curl_easy_strerror(rc), status);
+		return -1;
+	}
+	return 0;
+}
+
+/* Build every policy first, so a bad name fails before anything runs. */
+static int build_policies(const struct herd_opts *o, struct retry_policy *pol)
+{
+	char err[256];
+
+	for (size_t i = 0; i < o->npolicies; i++)
+		if (herd_policy(o->policies[i], &o->knobs, o->workload, &pol[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "ratelab herd: %s\n", err);
+			return 2;
+		}
+	return 0;
+}
+
+static int run_all(const struct herd_opts *o, const char *url, const struct retry_policy *pol,
+                   struct herd_result *res)
+{
+	char err[256];
+	struct herd_run_config rc = {
+		.url = url, .path = o->path, .workload = o->workload, .clients = o->clients,
+		.seed = o->seed, .max_ns = o->max_ns,
+	};
+
+	for (size_t i = 0; i < o->npolicies; i++) {
+		rc.policy = &pol[i];
+		if (post_reset(url, err, sizeof(err)) != 0 || herd_run(&rc, &res[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "ratelab herd: %s\n", err);
+			return 1;
+		}
+		herd_report_row(stdout, &res[i], i == 0);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int write_report(const struct herd_opts *o, const struct herd_result *res)
+{
+	char err[256];
+	struct herd_report_info info = {
+		.workload = o->workload == HERD_WORKLOAD_OCC ? "occ" : "request",
+		.clients = o->clients, .seed = o->seed, .limiter = o->url ? NULL : o->limiter,
+		.limit = o->limit, .burst = o->burst, .base_ns = o->knobs.base_ns, .cap_ns = o->knobs.cap_ns,
+		.max_attempts = o->knobs.max_attempts,
+	};
+
+	if (herd_report_write(o->report_dir, &info, res, o->npolicies, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab herd: %s\n", err);
+		return 1;
+	}
+	printf("report: %s/report.html (results.json, one CSV per policy)\n", o->report_dir);
+	return 0;
+}
+
+int herd_main(int argc, char **argv)
+{
+	struct herd_opts o;
+	struct retry_policy pol[HERD_MAX_POLICIES];
+	struct herd_result res[HERD_MAX_POLICIES] = { 0 };
+	struct occ_route oc = { 0 };
+	struct server *srv = NULL;
+	char url[128], err[256] = "";
+	int rc = opts_parse(&o, argc, argv);
+
+	if (rc != 0)
+		return rc == 1 ? 0 : 2;
+	if ((rc = build_policies(&o, pol)) != 0)
+		return rc;
+	/* a report directory that cannot be made should stop the run before it starts, not after */
+	if (o.report_dir && mkdir(o.report_dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "ratelab herd: --report '%s': %s\n", o.report_dir, strerror(errno));
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	rc = 1;
+	/* a connection per client, and the server's end of it when the server runs in this process */
+	if (hammer_raise_nofile(o.url ? o.clients : 2 * o.clients, 1, err, sizeof(err)) != 0 ||
+	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "ratelab herd: %s\n", err[0] ? err : "curl_global_init failed");
+		return 1;
+	}
+	oc.delay = o.delay;
+	oc.seed = o.seed;
+	if (!o.url) {
+		if (!(oc.occ = occ_new()) || !(srv = start_server(&o, &oc, err, sizeof(err)))) {
+			fprintf(stderr, "ratelab herd: %s\n", oc.occ ? err : "out of memory");
+			goto stop;
+		}
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port(srv));
+	}
+	if (run_all(&o, o.url ? o.url : url, pol, res) != 0)
+		goto stop;
+	rc = o.report_dir ? write_report(&o, res) : 0;
+stop:
+	server_stop(srv);
+	occ_free(oc.occ);
+	for (size_t i = 0; i < o.npolicies; i++)
+		herd_result_destroy(&res[i]);
+	curl_global_cleanup();
+	return rc;
+}

@@ -1,0 +1,229 @@
+#include "server/http/headers.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/httpdate.h"
+#include "common/parse.h"
+
+/* A bounded appender: snprintf costs more than the rest of a rejection, so text is built by hand. */
+struct hbuf {
+	char *p;
+	size_t n, cap;
+	bool over;
+};
+
+static void put(struct hbuf *b, const char *s, size_t n)
+{
+	if (b->over || n >= b->cap - b->n) {
+		b->over = true;
+		return;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+}
+
+static void puts_lit(struct hbuf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* A string literal, its length known at compile time (no strlen on the reject path). */
+#define PUT_LIT(b, lit) put((b), (lit), sizeof(lit) - 1)
+
+static void putu(struct hbuf *b, uint64_t v)
+{
+	char tmp[PARSE_U64_CHARS];
+
+	put(b, tmp, parse_format_u64(tmp, v));
+}
+
+/* Exact milliseconds: integer part, then up to 6 decimals without trailing zeros. */
+static void put_ms(struct hbuf *b, uint64_t ns)
+{
+	uint64_t f = ns % NS_PER_MS;
+	char frac[8];
+	int digits = 6;
+
+	putu(b, ns / NS_PER_MS);
+	if (f == 0)
+		return;
+	while (f % 10 == 0) {
+		f /= 10;
+		digits--;
+	}
+	frac[0] = '.';
+	for (int i = digits; i >= 1; i--) {
+		frac[i] = (char)('0' + f % 10);
+		f /= 10;
+	}
+	put(b, frac, (size_t)digits + 1);
+}
+
+uint64_t headers_ceil_secs(uint64_t ns)
+{
+	return ns / NS_PER_SEC + (ns % NS_PER_SEC != 0);
+}
+
+uint64_t headers_retry_after_secs(uint64_t wait_ns)
+{
+	uint64_t s = headers_ceil_secs(wait_ns);
+
+	return s ? s : 1;
+}
+
+void headers_policy_name(const struct limiter_params *p, bool layered, int layer, char *buf, size_t len)
+{
+	struct hbuf b = { buf, 0, len, len == 0 };
+
+	(void)p;
+	if (!layered) {
+		puts_lit(&b, "default");
+		return;
+	}
+	put(&b, "l", 1);
+	putu(&b, (uint64_t)(layer < 0 ? 0 : layer));
+}
+
+void headers_format_u64(uint64_t v, char *buf, size_t len)
+{
+	struct hbuf b = { buf, 0, len, len == 0 };
+
+	putu(&b, v);
+}
+
+static int policy_item(char *buf, size_t len, size_t *used, const char *name, uint64_t q, uint64_t w_ns)
+{
+	uint64_t w = headers_ceil_secs(w_ns);
+	int n = snprintf(buf + *used, len - *used, "%s\"%s\";q=%" PRIu64 ";w=%" PRIu64,
+	                 *used ? ", " : "", name, q, w ? w : 1);
+
+	if (n < 0 || (size_t)n >= len - *used)
+		return -1;
+	*used += (size_t)n;
+	return 0;
+}
+
+int headers_policy(const struct limiter_params *p, bool layered, char *buf, size_t len)
+{
+	char name[16];
+	size_t used = 0;
+
+	if (len == 0)
+		return -1;
+	buf[0] = '\0';
+	if (!layered)
+		return policy_item(buf, len, &used, "default", p->limit, p->window_ns);
+	for (size_t i = 0; i < p->nlayers; i++) {
+		headers_policy_name(p, true, (int)i, name, sizeof(name));
+		if (policy_item(buf, len, &used, name, p->layers[i].limit, p->layers[i].window_ns) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+uint64_t headers_reset_secs(const struct limiter_decision *d)
+{
+	return d->admitted ? headers_ceil_secs(d->reset_ns) : headers_retry_after_secs(d->wait_ns);
+}
+
+int headers_ratelimit(const struct limiter_params *p, bool layered, const struct limiter_decision *d,
+                      char *buf, size_t len)
+{
+	char name[16];
+	struct hbuf b = { buf, 0, len, len == 0 };
+
+	headers_policy_name(p, layered, d->layer, name, sizeof(name));
+	put(&b, "\"", 1);
+	puts_lit(&b, name);
+	put(&b, "\";r=", 4);
+	putu(&b, d->remaining);
+	put(&b, ";t=", 3);
+	putu(&b, headers_reset_secs(d));
+	return b.over ? -1 : 0;
+}
+
+bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, int64_t now_wall_s,
+                         char *buf, size_t len)
+{
+	uint64_t s = headers_retry_after_secs(wait_ns);
+	char date[HTTPDATE_LEN];
+
+	switch (mode) {
+	case HEADERS_RA_SECONDS:
+		headers_format_u64(s, buf, len);
+		return true;
+	case HEADERS_RA_HTTPDATE:
+		httpdate_format((time_t)(now_wall_s + (int64_t)s), date);
+		snprintf(buf, len, "%s", date);
+		return true;
+	case HEADERS_RA_NONE:
+	default:
+		return false;
+	}
+}
+
+void headers_wait_ms(uint64_t wait_ns, char *buf, size_t len)
+{
+	struct hbuf b = { buf, 0, len, len == 0 };
+
+	put_ms(&b, wait_ns);
+}
+
+int headers_problem_head(int status, const char *limiter, const struct limiter_params *p, bool layered,
+                         const struct limiter_decision *d, char *buf, size_t len)
+{
+	char name[16];
+	struct hbuf b = { buf, 0, len, len == 0 };
+
+	headers_policy_name(p, layered, d->layer, name, sizeof(name));
+	if (status == 503)
+		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":");
+	else
+		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":");
+	putu(&b, (uint64_t)status);
+	PUT_LIT(&b, ",\"limiter\":\"");
+	puts_lit(&b, limiter);
+	PUT_LIT(&b, "\",\"policy\":{\"name\":\"");
+	puts_lit(&b, name);
+	PUT_LIT(&b, "\",\"quota\":");
+	putu(&b, d->limit);
+	PUT_LIT(&b, ",\"window_s\":");
+	putu(&b, headers_ceil_secs(d->window_ns));
+	PUT_LIT(&b, "},\"remaining\":");
+	putu(&b, d->remaining);
+	PUT_LIT(&b, ",\"layer\":");
+	putu(&b, (uint64_t)d->layer);
+	return b.over ? -1 : (int)b.n;
+}
+
+int headers_problem_tail(const struct limiter_decision *d, char *buf, size_t len)
+{
+	char ms[32];
+	uint64_t ra = headers_retry_after_secs(d->wait_ns);
+	struct hbuf b = { buf, 0, len, len == 0 }, m = { ms, 0, sizeof(ms), false };
+
+	put_ms(&m, d->wait_ns);  /* said twice: format once */
+	PUT_LIT(&b, ",\"retry_after_s\":");
+	putu(&b, ra);
+	PUT_LIT(&b, ",\"wait_ms\":");
+	put(&b, ms, m.n);
+	PUT_LIT(&b, ",\"detail\":\"rate limit exceeded: retry in ");
+	put(&b, ms, m.n);
+	PUT_LIT(&b, " ms (Retry-After rounds up to ");
+	putu(&b, ra);
+	PUT_LIT(&b, " s)\"}\n");
+	return b.over ? -1 : (int)b.n;
+}
+
+int headers_problem_body(int status, const char *limiter, const struct limiter_params *p, bool layered,
+                         const struct limiter_decision *d, char *buf, size_t len)
+{
+	int head = headers_problem_head(status, limiter, p, layered, d, buf, len);
+	int tail = head < 0 ? -1 : headers_problem_tail(d, buf + head, len - (size_t)head);
+
+	return tail < 0 ? -1 : head + tail;
+}

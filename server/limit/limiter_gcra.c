@@ -1,0 +1,79 @@
+/*
+ * gcra: the generic cell rate algorithm with redis-cell semantics
+ * (CL.THROTTLE key max_burst count period quantity): count = limit,
+ * period = window, max_burst + 1 = burst (so `burst` requests pass at once),
+ * quantity = cost.  The emission interval T = window/limit and the tolerance
+ * burst * T are rarely whole ns, so the theoretical arrival time is kept as
+ * tat_ns + tat_frac / limit, exactly; the wait is exact to the ns.
+ *
+ * Reported like redis-cell: limit = max_burst + 1 (= burst), remaining =
+ * floor((tolerance - ttl) / T), reset = ttl = tat - now (rounded up), and on
+ * rejection wait = retry_after.
+ */
+#include "server/limit/limiters.h"
+
+struct gcra {
+	uint64_t tat_ns;
+	uint64_t tat_frac;  /* in [0, limit): tat = tat_ns + tat_frac / limit */
+};
+
+static size_t gcra_state_size(const struct limiter_params *p)
+{
+	(void)p;
+	return sizeof(struct gcra);
+}
+
+static void gcra_init(const struct limiter_params *p, void *state, uint64_t now)
+{
+	struct gcra *g = state;
+
+	(void)p;
+	g->tat_ns = now;
+	g->tat_frac = 0;
+}
+
+/* (tat - now) * limit, floored at 0: the ttl in scaled units (one request = window_ns). */
+static uint64_t gcra_ttl_scaled(const struct limiter_params *p, const struct gcra *g, uint64_t now)
+{
+	if (g->tat_ns < now)
+		return 0;
+	return (g->tat_ns - now) * p->limit + g->tat_frac;
+}
+
+static void gcra_decide(const struct limiter_params *p, void *state, uint64_t now, uint64_t cost,
+                        struct limiter_decision *d)
+{
+	struct gcra *g = state;
+	uint64_t tol = p->burst * p->window_ns;  /* delay variation tolerance, scaled */
+	uint64_t ttl = gcra_ttl_scaled(p, g, now), inc = cost * p->window_ns;
+
+	d->limit = p->burst;
+	d->window_ns = p->window_ns;
+	d->layer = 0;
+	d->wait_ns = 0;
+	d->admitted = cost <= p->burst && ttl + inc <= tol;
+	if (d->admitted) {
+		ttl += inc;
+		g->tat_ns = now + ttl / p->limit;
+		g->tat_frac = ttl % p->limit;
+	} else {
+		/* redis-cell answers retry_after -1 for a quantity over the burst; we say a window. */
+		d->wait_ns = cost > p->burst ? p->window_ns : limiter_ceil_div(ttl + inc - tol, p->limit);
+	}
+	d->remaining = (tol - ttl) / p->window_ns;
+	d->reset_ns = limiter_ceil_div(ttl, p->limit);
+}
+
+static bool gcra_idle(const struct limiter_params *p, const void *state, uint64_t now)
+{
+	return gcra_ttl_scaled(p, state, now) == 0;
+}
+
+const struct limiter_ops limiter_gcra_ops = {
+	.name = "gcra",
+	.state_size = gcra_state_size,
+	.init = gcra_init,
+	.decide = gcra_decide,
+	.release = NULL,
+	.idle = gcra_idle,
+};

@@ -1,0 +1,86 @@
+/*
+ * leaky-bucket: nginx limit_req as a meter, `burst=N nodelay`.  nginx keeps
+ * excess e, computes e' = max(0, e - drained + 1) per request and rejects when
+ * e' > burst; rejected requests add nothing, and a new key starts at e = 0
+ * without paying, so burst + 1 requests pass at once.  Here the level
+ * s = e + 1 (floored at 0, i.e. drained) is kept in scaled units (one request
+ * = window_ns units, draining `limit` units per ns): a request is admitted
+ * when s + cost <= burst + 1.  For cost 1 that is exactly nginx; it is exact
+ * to the ns, so the reported wait is exact.
+ */
+#include "server/limit/limiters.h"
+
+struct leaky_bucket {
+	uint64_t level;  /* scaled units, <= (burst + 1) * window_ns */
+	uint64_t last;
+};
+
+static size_t lb_state_size(const struct limiter_params *p)
+{
+	(void)p;
+	return sizeof(struct leaky_bucket);
+}
+
+static void lb_init(const struct limiter_params *p, void *state, uint64_t now)
+{
+	struct leaky_bucket *lb = state;
+
+	(void)p;
+	lb->level = 0;
+	lb->last = now;
+}
+
+/* Drain the level up to `now`. */
+static void lb_drain(const struct limiter_params *p, struct leaky_bucket *lb, uint64_t now)
+{
+	uint64_t elapsed = limiter_elapsed(now, lb->last);
+
+	if (elapsed >= limiter_ceil_div(lb->level, p->limit))
+		lb->level = 0;
+	else
+		lb->level -= elapsed * p->limit;
+	if (now > lb->last)
+		lb->last = now;
+}
+
+static void lb_decide(const struct limiter_params *p, void *state, uint64_t now, uint64_t cost,
+                      struct limiter_decision *d)
+{
+	struct leaky_bucket *lb = state;
+	uint64_t unit = p->window_ns, max = (p->burst + 1) * unit;
+
+	lb_drain(p, lb, now);
+	d->limit = p->limit;
+	d->window_ns = p->window_ns;
+	d->layer = 0;
+	d->wait_ns = 0;
+	if (cost > p->burst + 1) {
+		/* Can never be admitted; report a whole window so clients back off. */
+		d->admitted = false;
+		d->wait_ns = p->window_ns;
+	} else if (lb->level + cost * unit <= max) {
+		d->admitted = true;
+		lb->level += cost * unit;
+	} else {
+		d->admitted = false;
+		d->wait_ns = limiter_ceil_div(lb->level + cost * unit - max, p->limit);
+	}
+	d->remaining = (max - lb->level) / unit;
+	d->reset_ns = limiter_ceil_div(lb->level, p->limit);
+}
+
+static bool lb_idle(const struct limiter_params *p, const void *state, uint64_t now)
+{
+	const struct leaky_bucket *lb = state;
+
+	return limiter_elapsed(now, lb->last) >= limiter_ceil_div(lb->level, p->limit);
+}
+
+const struct limiter_ops limiter_leaky_bucket_ops = {
+	.name = "leaky-bucket",
+	.state_size = lb_state_size,
+	.init = lb_init,
+	.decide = lb_decide,
+	.release = NULL,
+	.idle = lb_idle,
+};

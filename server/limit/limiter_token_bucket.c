@@ -1,0 +1,85 @@
+/*
+ * token-bucket: rate = limit/window, capacity = burst, starts full; a rejected
+ * request takes nothing.  Credit is kept in scaled units (one token =
+ * window_ns units, refilling `limit` units per ns), so refill is exact and the
+ * reported wait is exact to the nanosecond.
+ */
+#include "server/limit/limiters.h"
+
+struct token_bucket {
+	uint64_t credit;  /* scaled units, <= burst * window_ns */
+	uint64_t last;    /* ns of the last refill */
+};
+
+static size_t tb_state_size(const struct limiter_params *p)
+{
+	(void)p;
+	return sizeof(struct token_bucket);
+}
+
+static void tb_init(const struct limiter_params *p, void *state, uint64_t now)
+{
+	struct token_bucket *tb = state;
+
+	tb->credit = p->burst * p->window_ns;
+	tb->last = now;
+}
+
+/* Bring the credit up to `now`; returns the capacity in scaled units. */
+static uint64_t tb_refill(const struct limiter_params *p, struct token_bucket *tb, uint64_t now)
+{
+	uint64_t cap = p->burst * p->window_ns;
+	uint64_t add;
+
+	/* elapsed * limit may not fit in 64 bits after a long idle: then the bucket is full anyway. */
+	if (limiter_mul_overflows(limiter_elapsed(now, tb->last), p->limit, &add) || add >= cap - tb->credit)
+		tb->credit = cap;
+	else
+		tb->credit += add;
+	if (now > tb->last)
+		tb->last = now;
+	return cap;
+}
+
+static void tb_decide(const struct limiter_params *p, void *state, uint64_t now, uint64_t cost,
+                      struct limiter_decision *d)
+{
+	struct token_bucket *tb = state;
+	uint64_t cap = tb_refill(p, tb, now);
+	uint64_t need = cost <= p->burst ? cost * p->window_ns : 0;
+
+	d->limit = p->limit;
+	d->window_ns = p->window_ns;
+	d->layer = 0;
+	if (cost > p->burst) {
+		/* Can never be admitted; report a whole window so clients back off. */
+		d->admitted = false;
+		d->wait_ns = p->window_ns;
+	} else if (tb->credit >= need) {
+		tb->credit -= need;
+		d->admitted = true;
+		d->wait_ns = 0;
+	} else {
+		d->admitted = false;
+		d->wait_ns = limiter_ceil_div(need - tb->credit, p->limit);
+	}
+	d->remaining = tb->credit / p->window_ns;
+	d->reset_ns = limiter_ceil_div(cap - tb->credit, p->limit);
+}
+
+static bool tb_idle(const struct limiter_params *p, const void *state, uint64_t now)
+{
+	const struct token_bucket *tb = state;
+	uint64_t cap = p->burst * p->window_ns;
+
+	return limiter_elapsed(now, tb->last) >= limiter_ceil_div(cap - tb->credit, p->limit);
+}
+
+const struct limiter_ops limiter_token_bucket_ops = {
+	.name = "token-bucket",
+	.state_size = tb_state_size,
+	.init = tb_init,
+	.decide = tb_decide,
+	.release = NULL,
+	.idle = tb_idle,
+};

@@ -1,0 +1,588 @@
+/*
+ * The in-process key table: a hash table split into shards, each with its own
+ * lock, chained buckets and an LRU list.
+ *
+ * Layout, for speed (bench/README.md): a node is one 64-byte cache line for
+ * the small limiters (token-bucket, gcra, ...): links, hash and key in 48
+ * bytes, then the limiter's state.  Links are 32-bit indices into the shard's
+ * node chunks, not pointers, and buckets hold indices too.  A shard's hot
+ * fields (lock, LRU ends, bucket array) share one line, and the lock is a
+ * spinlock: the critical section is a few dozen instructions, and an
+ * uncontended pthread mutex cost about 10 ns of the ~50 ns of a decision.
+ *
+ * Keys up to STORE_KEY_INLINE bytes are copied inline (an IPv6 key is 17);
+ * a longer key is stored as its first STORE_KEY_INLINE - 16 bytes plus two
+ * independent 64-bit hashes of the whole key (a collision needs both to
+ * match: negligible).  Each shard holds at most its share of max_keys; past
+ * it the least recently used key of the shard is evicted.  Idle keys
+ * (ops->idle, and unused for about a second) are expired lazily from the LRU
+ * tail when a new key arrives.  Nodes come from chunks allocated as the
+ * shard grows and are recycled through a free list, so once the table is
+ * full, decide() never allocates.
+ */
+#include <sched.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/store/store.h"
+
+#define STORE_KEY_INLINE   27
+#define STORE_KEY_HASHED   (STORE_KEY_INLINE + 1)  /* keylen marker of a hashed-down key */
+#define STORE_SHARDS_DEFAULT 16
+#define STORE_EXPIRE_SCAN  2                      /* idle tail keys checked per new key */
+#define STORE_NIL          UINT32_MAX             /* the null node index */
+#define STORE_SHARD_MAX    (1ULL << 31)           /* keys per shard: indices stay below STORE_NIL */
+#define STORE_CHUNK_BYTES  (256 * 1024)           /* nodes are allocated this much at a time */
+#define STORE_CHUNK_SHIFT_MAX 12                  /* at most 4096 nodes per chunk */
+#define STORE_SPINS        64                     /* pauses before a waiting thread yields */
+/*
+ * An idle key is expired only once it has also gone unused for
+ * STORE_GRACE_TICKS ticks of 2^20 ns (about 1.07 s): a client whose bucket
+ * refilled between two requests keeps its node instead of churning through
+ * expire and re-create.  Ticks are 32 bits and wrap after ~52 days; a
+ * comparison across a wrap only delays an expiry.
+ */
+#define STORE_TICK_SHIFT   20
+#define STORE_GRACE_TICKS  1024u
+
+struct store_node {
+	uint32_t prev, next;             /* LRU: prev is newer, next older; STORE_NIL at the ends */
+	uint32_t chain;                  /* next in bucket, or in the free list */
+	uint32_t hash;                   /* low half of the key's hash: bucket and quick compare */
+	uint32_t used;                   /* last use, in STORE_TICK units of monotonic time */
+	uint8_t keylen;
+	char key[STORE_KEY_INLINE];
+	uint64_t state[];                /* the limiter's blob, at byte 48, 8-byte aligned */
+};
+
+_Static_assert(sizeof(struct store_node) == 48, "a token-bucket node must fill one cache line");
+
+struct store_shard {
+	/* First cache line: everything a decision on a known key touches. */
+	alignas(64) atomic_uint lock;    /* 0 free, 1 held */
+	uint32_t head, tail;             /* LRU ends: newest, oldest */
+	uint32_t mask;                   /* nbuckets - 1 */
+	uint32_t *buckets;               /* node index of each chain's first node */
+	char **chunks;                   /* node storage, chunk i >> chunk_shift */
+	size_t node_size;
+	unsigned chunk_shift;
+	uint32_t live, cap;
+	uint32_t free;                   /* recycled nodes, linked by chain */
+	uint32_t fresh;                  /* nodes at or past this index were never used */
+	/* Second line: the rarely touched. */
+	size_t nchunks;
+	uint64_t evictions, expirations;
+};
+
+struct store_memory {
+	struct store base;
+	const struct limiter_ops *ops;
+	struct limiter_params params;
+	size_t node_size;
+	size_t nshards;
+	struct store_shard *shards;
+};
+
+/* A key as looked up: the caller's bytes when short, else prefix + two hashes in buf. */
+struct store_key {
+	const char *bytes;
+	uint8_t len;
+	char buf[STORE_KEY_INLINE];
+};
+
+static inline uint64_t store_read64(const char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint64_t store_read32(const char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* 64x64 -> 128-bit multiply, folded: the mixing step of wyhash. */
+static inline uint64_t store_mum(uint64_t a, uint64_t b)
+{
+	__extension__ unsigned __int128 r = a;
+
+	r *= b;
+
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/*
+ * A fast 64-bit hash in the manner of wyhash: keys up to 16 bytes (IPs, most
+ * header values) take two overlapping loads and two folded multiplies; longer
+ * keys one more multiply per 16 bytes.
+ */
+static uint64_t store_hash(const char *key, size_t len, uint64_t seed)
+{
+	const uint64_t k1 = 0xa0761d6478bd642fULL, k2 = 0xe7037ed1a0b428dbULL;
+	const char *p = key;
+	uint64_t a = 0, b = 0;
+	size_t rest = len;
+
+	if (len <= 16) {
+		if (len >= 8) {
+			a = store_read64(p);
+			b = store_read64(p + len - 8);
+		} else if (len >= 4) {
+			a = store_read32(p);
+			b = store_read32(p + len - 4);
+		} else if (len > 0) {
+			a = (uint64_t)(unsigned char)p[0] << 16 | (uint64_t)(unsigned char)p[len / 2] << 8 |
+			    (uint64_t)(unsigned char)p[len - 1];
+		}
+	} else {
+		for (; rest > 16; p += 16, rest -= 16)
+			seed = store_mum(store_read64(p) ^ k1, store_read64(p + 8) ^ seed);
+		a = store_read64(p + rest - 16);
+		b = store_read64(p + rest - 8);
+	}
+	return store_mum(k1 ^ len, store_mum(a ^ k1, b ^ seed ^ k2));
+}
+
+/* Fill the looked-up form of key; returns its hash. */
+static uint64_t store_key_make(struct store_key *k, const char *key, size_t len)
+{
+	uint64_t h = store_hash(key, len, 0x5bd1e995ULL), h2;
+
+	if (len <= STORE_KEY_INLINE) {
+		k->bytes = key;
+		k->len = (uint8_t)len;
+		return h;
+	}
+	h2 = store_hash(key, len, 0x27d4eb2f165667c5ULL);
+	k->bytes = k->buf;
+	k->len = STORE_KEY_HASHED;
+	memcpy(k->buf, key, STORE_KEY_INLINE - 16);
+	memcpy(k->buf + STORE_KEY_INLINE - 16, &h, 8);
+	memcpy(k->buf + STORE_KEY_INLINE - 8, &h2, 8);
+	return h;
+}
+
+static inline size_t store_key_bytes(const struct store_key *k)
+{
+	return k->len == STORE_KEY_HASHED ? STORE_KEY_INLINE : k->len;
+}
+
+static inline uint32_t store_tick(uint64_t now)
+{
+	return (uint32_t)(now >> STORE_TICK_SHIFT);
+}
+
+static inline void store_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/*
+ * Take the shard's lock: one atomic exchange when free.  A waiter spins
+ * briefly, then yields, so a holder preempted on a busy machine gets the CPU.
+ */
+static void shard_lock(struct store_shard *sh)
+{
+	unsigned spins = 0;
+
+	while (atomic_exchange_explicit(&sh->lock, 1, memory_order_acquire) != 0) {
+		while (atomic_load_explicit(&sh->lock, memory_order_relaxed) != 0) {
+			if (++spins < STORE_SPINS) {
+				store_pause();
+			} else {
+				sched_yield();
+				spins = 0;
+			}
+		}
+	}
+}
+
+static inline void shard_unlock(struct store_shard *sh)
+{
+	atomic_store_explicit(&sh->lock, 0, memory_order_release);
+}
+
+static inline struct store_node *node_at(const struct store_shard *sh, uint32_t i)
+{
+	return (struct store_node *)(void *)(sh->chunks[i >> sh->chunk_shift] +
+	                                     (size_t)(i & ((1u << sh->chunk_shift) - 1)) * sh->node_size);
+}
+
+static void lru_unlink(struct store_shard *sh, struct store_node *n)
+{
+	if (n->prev != STORE_NIL)
+		node_at(sh, n->prev)->next = n->next;
+	else
+		sh->head = n->next;
+	if (n->next != STORE_NIL)
+		node_at(sh, n->next)->prev = n->prev;
+	else
+		sh->tail = n->prev;
+}
+
+static void lru_push_front(struct store_shard *sh, struct store_node *n, uint32_t i)
+{
+	n->prev = STORE_NIL;
+	n->next = sh->head;
+	if (sh->head != STORE_NIL)
+		node_at(sh, sh->head)->prev = i;
+	else
+		sh->tail = i;
+	sh->head = i;
+}
+
+/* Equal key bytes; the hash already matched, so this is almost always true: compare in words. */
+static inline bool store_key_eq(const char *a, const char *b, size_t len)
+{
+	size_t i = 0;
+
+	if (len < 8)
+		return memcmp(a, b, len) == 0;
+	for (; i + 8 < len; i += 8)
+		if (store_read64(a + i) != store_read64(b + i))
+			return false;
+	return store_read64(a + len - 8) == store_read64(b + len - 8);
+}
+
+/* The index of k's node in a locked shard, or STORE_NIL. */
+static uint32_t shard_find(const struct store_shard *sh, uint64_t hash, const struct store_key *k)
+{
+	uint32_t i = sh->buckets[hash & sh->mask];
+	size_t len = store_key_bytes(k);
+
+	while (i != STORE_NIL) {
+		const struct store_node *n = node_at(sh, i);
+
+		if (n->hash == (uint32_t)hash && n->keylen == k->len && store_key_eq(n->key, k->bytes, len))
+			return i;
+		i = n->chain;
+	}
+	return STORE_NIL;
+}
+
+/* Unlink node i from its bucket and the LRU list. */
+static void shard_remove(struct store_shard *sh, uint32_t i)
+{
+	struct store_node *n = node_at(sh, i);
+	uint32_t *pp = &sh->buckets[n->hash & sh->mask];
+
+	while (*pp != i)
+		pp = &node_at(sh, *pp)->chain;
+	*pp = n->chain;
+	lru_unlink(sh, n);
+	sh->live--;
+}
+
+/* A never-used node index, allocating its chunk on first use; STORE_NIL when out of memory. */
+static uint32_t shard_fresh(struct store_shard *sh)
+{
+	size_t c = sh->fresh >> sh->chunk_shift;
+
+	if (sh->fresh >= sh->cap)
+		return STORE_NIL;
+	if (sh->chunks[c] == NULL) {
+		size_t n = (size_t)1 << sh->chunk_shift;
+
+		if (n > sh->cap)
+			n = sh->cap;
+		sh->chunks[c] = aligned_alloc(64, n * sh->node_size);
+		if (sh->chunks[c] == NULL)
+			return STORE_NIL;
+	}
+	return sh->fresh++;
+}
+
+/* A node for a new key: expires idle tail keys, evicts the LRU one at the cap, or takes a free one. */
+static uint32_t shard_take(struct store_memory *m, struct store_shard *sh, uint64_t now)
+{
+	uint32_t i;
+
+	for (int k = 0; k < STORE_EXPIRE_SCAN && sh->live > 0; k++) {
+		struct store_node *n = node_at(sh, i = sh->tail);
+
+		if (store_tick(now) - n->used < STORE_GRACE_TICKS || !m->ops->idle(&m->params, n->state, now))
+			break;
+		shard_remove(sh, i);
+		sh->expirations++;
+		n->chain = sh->free;
+		sh->free = i;
+	}
+	if (sh->live >= sh->cap) {
+		i = sh->tail;
+		shard_remove(sh, i);
+		sh->evictions++;
+		return i;
+	}
+	if (sh->free != STORE_NIL) {
+		i = sh->free;
+		sh->free = node_at(sh, i)->chain;
+		return i;
+	}
+	return shard_fresh(sh);
+}
+
+static struct store_node *shard_insert(struct store_memory *m, struct store_shard *sh, uint64_t hash,
+                                       const struct store_key *k, uint64_t now)
+{
+	uint32_t i = shard_take(m, sh, now);
+	struct store_node *n;
+
+	if (i == STORE_NIL)
+		return NULL;
+	n = node_at(sh, i);
+	n->hash = (uint32_t)hash;
+	n->used = store_tick(now);
+	n->keylen = k->len;
+	memcpy(n->key, k->bytes, store_key_bytes(k));
+	m->ops->init(&m->params, n->state, now);
+	n->chain = sh->buckets[hash & sh->mask];
+	sh->buckets[hash & sh->mask] = i;
+	lru_push_front(sh, n, i);
+	sh->live++;
+	return n;
+}
+
+static struct store_shard *store_shard_of(struct store_memory *m, uint64_t hash)
+{
+	/* High bits pick the shard, low bits the bucket, so the two stay independent. */
+	return &m->shards[(hash >> 40) & (m->nshards - 1)];
+}
+
+/* k's node in a locked shard, made the most recent, or created; NULL when out of memory. */
+static struct store_node *shard_get(struct store_memory *m, struct store_shard *sh, uint64_t hash,
+                                    const struct store_key *k, uint64_t now)
+{
+	uint32_t i = shard_find(sh, hash, k);
+	struct store_node *n;
+
+	if (i == STORE_NIL)
+		return shard_insert(m, sh, hash, k, now);
+	n = node_at(sh, i);
+	n->used = store_tick(now);
+	if (sh->head != i) {
+		lru_unlink(sh, n);
+		lru_push_front(sh, n, i);
+	}
+	return n;
+}
+
+static int memory_decide(struct store *s, const char *key, size_t keylen, uint64_t now, uint64_t cost,
+                         struct limiter_decision *d)
+{
+	struct store_memory *m = (struct store_memory *)s;
+	struct store_key k;
+	uint64_t hash = store_key_make(&k, key, keylen);
+	struct store_shard *sh = store_shard_of(m, hash);
+	struct store_node *n;
+
+	/* The bucket's line loads while the lock is taken. */
+	__builtin_prefetch(&sh->buckets[hash & sh->mask]);
+	shard_lock(sh);
+	n = shard_get(m, sh, hash, &k, now);
+	if (n != NULL)
+		m->ops->decide(&m->params, n->state, now, cost, d);
+	shard_unlock(sh);
+	return n != NULL ? 0 : -1;
+}
+
+static void memory_release(struct store *s, const char *key, size_t keylen, uint64_t now)
+{
+	struct store_memory *m = (struct store_memory *)s;
+	struct store_key k;
+	struct store_shard *sh;
+	uint64_t hash;
+	uint32_t i;
+
+	(void)now;
+	/* Callers release every admitted request; most limiters have nothing to give back. */
+	if (m->ops->release == NULL)
+		return;
+	hash = store_key_make(&k, key, keylen);
+	sh = store_shard_of(m, hash);
+	shard_lock(sh);
+	i = shard_find(sh, hash, &k);
+	/* A key evicted while in flight was already forgotten: nothing to give back. */
+	if (i != STORE_NIL)
+		m->ops->release(&m->params, node_at(sh, i)->state);
+	shard_unlock(sh);
+}
+
+/* Free every node chunk of a locked shard and zero its counters. */
+static void shard_clear(struct store_shard *sh)
+{
+	for (size_t c = 0; c < sh->nchunks; c++) {
+		free(sh->chunks[c]);
+		sh->chunks[c] = NULL;
+	}
+	memset(sh->buckets, 0xff, ((size_t)sh->mask + 1) * sizeof(*sh->buckets));
+	sh->head = sh->tail = sh->free = STORE_NIL;
+	sh->fresh = 0;
+	sh->live = 0;
+	sh->evictions = 0;
+	sh->expirations = 0;
+}
+
+static void memory_reset(struct store *s)
+{
+	struct store_memory *m = (struct store_memory *)s;
+
+	for (size_t i = 0; i < m->nshards; i++) {
+		shard_lock(&m->shards[i]);
+		shard_clear(&m->shards[i]);
+		shard_unlock(&m->shards[i]);
+	}
+}
+
+static void memory_stats(struct store *s, struct store_stats *out)
+{
+	struct store_memory *m = (struct store_memory *)s;
+
+	*out = (struct store_stats){ 0 };
+	for (size_t i = 0; i < m->nshards; i++) {
+		struct store_shard *sh = &m->shards[i];
+
+		shard_lock(sh);
+		out->live_keys += sh->live;
+		out->evictions += sh->evictions;
+		out->expirations += sh->expirations;
+		shard_unlock(sh);
+	}
+}
+
+static void shard_destroy(struct store_shard *sh)
+{
+	for (size_t c = 0; c < sh->nchunks; c++)
+		free(sh->chunks[c]);
+	free(sh->chunks);
+	free(sh->buckets);
+}
+
+static void memory_free(struct store *s)
+{
+	struct store_memory *m = (struct store_memory *)s;
+
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->nshards; i++)
+		shard_destroy(&m->shards[i]);
+	free(m->shards);
+	free(m);
+}
+
+static const struct store_ops STORE_MEMORY_OPS = {
+	.name = "memory",
+	.decide = memory_decide,
+	.release = memory_release,
+	.reset = memory_reset,
+	.stats = memory_stats,
+	.free = memory_free,
+};
+
+static size_t store_pow2_at_least(size_t n)
+{
+	size_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Nodes per chunk, as a shift: about STORE_CHUNK_BYTES, at least one node. */
+static unsigned store_chunk_shift(size_t node_size)
+{
+	unsigned s = 0;
+
+	while (s < STORE_CHUNK_SHIFT_MAX && (node_size << (s + 1)) <= STORE_CHUNK_BYTES)
+		s++;
+	return s;
+}
+
+/* Set up shard i of m (its share of max_keys); returns 0 or -1 (nothing to undo). */
+static int shard_init(struct store_memory *m, size_t i, size_t max_keys)
+{
+	struct store_shard *sh = &m->shards[i];
+	size_t nbuckets;
+
+	memset(sh, 0, sizeof(*sh));
+	atomic_init(&sh->lock, 0);
+	sh->cap = (uint32_t)(max_keys / m->nshards + (i < max_keys % m->nshards));
+	sh->node_size = m->node_size;
+	sh->chunk_shift = store_chunk_shift(m->node_size);
+	sh->nchunks = ((size_t)sh->cap + ((size_t)1 << sh->chunk_shift) - 1) >> sh->chunk_shift;
+	nbuckets = store_pow2_at_least(sh->cap);
+	sh->buckets = malloc(nbuckets * sizeof(*sh->buckets));
+	sh->chunks = calloc(sh->nchunks, sizeof(*sh->chunks));
+	if (sh->buckets == NULL || sh->chunks == NULL) {
+		free(sh->buckets);
+		free(sh->chunks);
+		return -1;
+	}
+	sh->mask = (uint32_t)(nbuckets - 1);
+	shard_clear(sh);
+	return 0;
+}
+
+/* Shards: a power of two, at most max_keys (every shard holds at least one key), and enough
+ * that no shard holds more than STORE_SHARD_MAX. */
+static size_t store_shard_count(size_t shards, size_t max_keys)
+{
+	size_t n = shards == 0 ? STORE_SHARDS_DEFAULT : shards;
+
+	if (n > (1u << 20))
+		n = 1u << 20;
+	n = store_pow2_at_least(n);
+	while (n > 1 && n > max_keys)
+		n >>= 1;
+	while (max_keys / n >= STORE_SHARD_MAX)
+		n <<= 1;
+	return n;
+}
+
+struct store *store_memory_new(const struct limiter_ops *ops, const struct limiter_params *p,
+                               size_t max_keys, size_t shards)
+{
+	struct store_memory *m;
+	size_t i;
+
+	if (ops == NULL || p == NULL || max_keys == 0)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return NULL;
+	m->base.ops = &STORE_MEMORY_OPS;
+	m->ops = ops;
+	m->params = *p;
+	/* Whole cache lines, so that a small limiter's node is exactly one. */
+	m->node_size = (sizeof(struct store_node) + ops->state_size(p) + 63) / 64 * 64;
+	m->nshards = store_shard_count(shards, max_keys);
+	m->shards = aligned_alloc(alignof(struct store_shard), m->nshards * sizeof(*m->shards));
+	if (m->shards == NULL)
+		goto free_store;
+	for (i = 0; i < m->nshards; i++)
+		if (shard_init(m, i, max_keys) != 0)
+			goto free_shards;
+	return &m->base;
+
+free_shards:
+	while (i-- > 0)
+		shard_destroy(&m->shards[i]);
+	free(m->shards);
+free_store:
+	free(m);
+	return NULL;
+}
+
+uint64_t store_memory_hash(const void *key, size_t len, uint64_t seed)
+{
+	return store_hash(key, len, seed);
+}

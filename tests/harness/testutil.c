@@ -1,0 +1,412 @@
+#include "tests/harness/testutil.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+const char *testutil_bin(void)
+{
+	const char *b = getenv("RATELAB_BIN");
+
+	return b && *b ? b : "./ratelab";
+}
+
+const char *testutil_path(const char *rel, char *buf, size_t len)
+{
+	const char *root = getenv("RATELAB_ROOT");
+
+	snprintf(buf, len, "%s/%s", root && *root ? root : ".", rel);
+	return buf;
+}
+
+static int decode_status(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return -1;
+}
+
+static pid_t spawn(const char *const *argv, const char *const *env, int out_fd, int err_fd)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	setpgid(0, 0);
+	/* A test that fails or times out must not leave a server behind holding
+	 * the runner's pipes: the child dies with the test process. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (out_fd >= 0)
+		dup2(out_fd, 1);
+	if (err_fd >= 0)
+		dup2(err_fd, 2);
+	for (int fd = 3; fd < 256; fd++)
+		close(fd);
+	for (size_t i = 0; env && env[i]; i++)
+		putenv((char *)env[i]);
+	execv(argv[0], (char *const *)argv);
+	_exit(127);
+}
+
+int testutil_server_start(struct test_server *s, const char *const *args, int timeout_ms)
+{
+	const char *argv[64];
+	char line[256];
+	size_t n = 0, used = 0;
+	int pfd[2];
+	double deadline = now_s() + timeout_ms / 1000.0;
+
+	argv[n++] = testutil_bin();
+	argv[n++] = "serve";
+	argv[n++] = "--port";
+	argv[n++] = "0";
+	for (size_t i = 0; args && args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	if (pipe(pfd) < 0)
+		return -1;
+	s->pid = spawn(argv, NULL, pfd[1], -1);
+	close(pfd[1]);
+	s->stdout_fd = pfd[0];
+	s->port = 0;
+	while (used < sizeof(line) - 1) {
+		struct pollfd p = { pfd[0], POLLIN, 0 };
+		int left = (int)((deadline - now_s()) * 1000);
+		ssize_t r;
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			break;
+		r = read(pfd[0], line + used, 1);
+		if (r <= 0)
+			break;
+		if (line[used] == '\n') {
+			line[used] = '\0';
+			if (sscanf(line, "listening on http://127.0.0.1:%d", &s->port) == 1)
+				break;
+			used = 0;
+			continue;
+		}
+		used++;
+	}
+	if (s->port <= 0) {
+		testutil_server_stop(s, 1000);
+		return -1;
+	}
+	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
+	return 0;
+}
+
+static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
+{
+	double deadline = now_s() + timeout_ms / 1000.0;
+	int st;
+
+	*timed_out = false;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return decode_status(st);
+		if (r < 0)
+			return -1;
+		if (now_s() > deadline) {
+			*timed_out = true;
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		poll(NULL, 0, 5);
+	}
+}
+
+int testutil_server_stop(struct test_server *s, int timeout_ms)
+{
+	bool to;
+	int rc;
+
+	if (s->pid <= 0)
+		return -1;
+	kill(s->pid, SIGTERM);
+	rc = wait_bounded(s->pid, timeout_ms, &to);
+	if (s->stdout_fd >= 0)
+		close(s->stdout_fd);
+	s->pid = 0;
+	s->stdout_fd = -1;
+	return rc;
+}
+
+struct buf {
+	char *p;
+	size_t n;
+};
+
+static void buf_read(struct buf *b, int fd, bool *open)
+{
+	char tmp[4096];
+	ssize_t r = read(fd, tmp, sizeof(tmp));
+
+	if (r <= 0) {
+		*open = false;
+		return;
+	}
+	b->p = realloc(b->p, b->n + (size_t)r + 1);
+	memcpy(b->p + b->n, tmp, (size_t)r);
+	b->n += (size_t)r;
+	b->p[b->n] = '\0';
+}
+
+int testutil_run(struct test_run *r, const char *const *args, const char *const *env, int timeout_ms)
+{
+	const char *argv[128];
+	struct buf out = { calloc(1, 1), 0 }, err = { calloc(1, 1), 0 };
+	int po[2], pe[2];
+	bool oo = true, eo = true, to = false;
+	size_t n = 0;
+	double t0 = now_s(), deadline = t0 + timeout_ms / 1000.0;
+	pid_t pid;
+
+	argv[n++] = testutil_bin();
+	for (size_t i = 0; args[i] && n < 127; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	if (pipe(po) < 0 || pipe(pe) < 0) {
+		/* leave *r an empty, freeable result so callers can print and free it */
+		*r = (struct test_run){ -1, out.p, err.p, 0.0 };
+		return -1;
+	}
+	pid = spawn(argv, env, po[1], pe[1]);
+	close(po[1]);
+	close(pe[1]);
+	while ((oo || eo) && now_s() < deadline) {
+		struct pollfd p[2] = { { oo ? po[0] : -1, POLLIN, 0 }, { eo ? pe[0] : -1, POLLIN, 0 } };
+
+		if (poll(p, 2, 50) <= 0)
+			continue;
+		if (p[0].revents)
+			buf_read(&out, po[0], &oo);
+		if (p[1].revents)
+			buf_read(&err, pe[0], &eo);
+	}
+	close(po[0]);
+	close(pe[0]);
+	r->status = wait_bounded(pid, (int)((deadline - now_s()) * 1000) + 1, &to);
+	if (to)
+		r->status = -1;
+	r->out = out.p;
+	r->err = err.p;
+	r->seconds = now_s() - t0;
+	return 0;
+}
+
+void testutil_run_free(struct test_run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+static size_t collect(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct buf *b = ud;
+	size_t n = size * nmemb;
+
+	b->p = realloc(b->p, b->n + n + 1);
+	memcpy(b->p + b->n, ptr, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+	return n;
+}
+
+int testutil_http(const char *method, const char *url, const char *body,
+                  long *status, char **headers, char **resp_body)
+{
+	struct buf h = { calloc(1, 1), 0 }, b = { calloc(1, 1), 0 };
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+
+	if (!c)
+		return -1;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	if (body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	curl_easy_cleanup(c);
+	if (headers)
+		*headers = h.p;
+	else
+		free(h.p);
+	if (resp_body)
+		*resp_body = b.p;
+	else
+		free(b.p);
+	return rc == CURLE_OK ? 0 : -1;
+}
+
+bool testutil_header(const char *headers, const char *name, char *buf, size_t len)
+{
+	size_t nl = strlen(name);
+
+	for (const char *line = headers; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+
+		if (ll > nl && strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
+			const char *v = line + nl + 1;
+			size_t vl;
+
+			while (*v == ' ')
+				v++;
+			vl = (size_t)(line + ll - v);
+			while (vl && (v[vl - 1] == '\r' || v[vl - 1] == ' '))
+				vl--;
+			if (vl >= len)
+				vl = len - 1;
+			memcpy(buf, v, vl);
+			buf[vl] = '\0';
+			return true;
+		}
+		line = eol ? eol + 1 : NULL;
+	}
+	return false;
+}
+
+static size_t reply_take(char *dst, size_t *len, size_t cap, const char *p, size_t n)
+{
+	size_t k = n < cap - 1 - *len ? n : cap - 1 - *len;
+
+	memcpy(dst + *len, p, k);
+	*len += k;
+	dst[*len] = '\0';
+	return n;
+}
+
+static size_t reply_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct test_reply *r = ud;
+
+	return reply_take(r->headers, &r->hlen, sizeof(r->headers), p, sz * n);
+}
+
+static size_t reply_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct test_reply *r = ud;
+
+	return reply_take(r->body, &r->blen, sizeof(r->body), p, sz * n);
+}
+
+CURLcode testutil_fire(CURL *c, const char *method, const char *url, const char *header, struct test_reply *r)
+{
+	struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
+	CURLcode rc;
+
+	memset(r, 0, sizeof(*r));
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, strcmp(method, "POST") == 0 ? "" : NULL);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, reply_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(h);
+	return rc;
+}
+
+json_t *testutil_run_json(struct test_run *r, const char *const *args, const char *const *env, int timeout_ms)
+{
+	json_error_t je;
+	json_t *j;
+
+	if (testutil_run(r, args, env, timeout_ms) < 0) {
+		fprintf(stderr, "testutil_run_json: could not run %s\n", args[0]);
+		return NULL;
+	}
+	j = json_loads(r->out, 0, &je);
+	if (j == NULL)
+		fprintf(stderr, "testutil_run_json: not JSON (line %d: %s)\n", je.line, je.text);
+	return j;
+}
+
+long long testutil_jint(json_t *j, const char *k1, const char *k2)
+{
+	json_t *v = json_object_get(j, k1);
+
+	if (k2 != NULL)
+		v = json_object_get(v, k2);
+	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+const char *testutil_jstr(json_t *j, const char *k1, const char *k2)
+{
+	json_t *v = json_object_get(j, k1);
+
+	if (k2 != NULL)
+		v = json_object_get(v, k2);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+json_t *testutil_jserver(json_t *j, size_t i)
+{
+	return json_array_get(json_object_get(j, "servers"), i);
+}
+
+int testutil_free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+bool testutil_one_line(const char *s)
+{
+	const char *nl = strchr(s, '\n');
+
+	return nl != NULL && nl[1] == '\0';
+}

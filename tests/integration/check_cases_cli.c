@@ -1,0 +1,108 @@
+/* `ratelab cases` on the command line: exit codes and messages (the replay itself: unit/check_cases.c). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/testutil.h"
+
+/* Write text to a fresh temporary file; its path goes into path. */
+static void write_temp(const char *text, char *path, size_t len)
+{
+	int fd;
+
+	snprintf(path, len, "/tmp/ratelab-cases-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+START_TEST(cli_exit_codes)
+{
+	char good[512], wrong[512], bad[512], syntax[64];
+	struct test_run r;
+
+	testutil_path("tests/retry-cases.json", good, sizeof(good));
+	testutil_path("tests/fixtures/cases-wrong.json", wrong, sizeof(wrong));
+	testutil_path("tests/fixtures/cases-malformed.json", bad, sizeof(bad));
+	write_temp("{\"cases\": [\n  {\"policy\": \"lab\",\n", syntax, sizeof(syntax));
+	{
+		const char *a[] = { "cases", good, NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 0);
+		ck_assert_ptr_nonnull(strstr(r.out, " passed, 0 failed\n"));
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", wrong, NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 1);
+		ck_assert_ptr_nonnull(strstr(r.out, "1 passed, 1 failed\n"));
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", bad, NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_ptr_nonnull(strstr(r.err, ":4: row 2: unknown policy 'nosuch'\n"));
+		ck_assert_ptr_nonnull(strstr(r.err, bad));
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", syntax, NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_ptr_nonnull(strstr(r.err, syntax));
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", "/nonexistent-dir/t.json", NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_str_eq(r.err, "ratelab cases: /nonexistent-dir/t.json: cannot open\n");
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", good, good, NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_ptr_nonnull(strstr(r.err, "one FILE only"));
+		ck_assert(testutil_one_line(r.err));
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", "--frobnicate", NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_str_eq(r.err, "ratelab cases: unknown option '--frobnicate' (try --help)\n");
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		testutil_run_free(&r);
+	}
+	{
+		const char *a[] = { "cases", "--help", NULL };
+		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 0);
+		ck_assert_ptr_nonnull(strstr(r.out, "usage: ratelab cases FILE"));
+		testutil_run_free(&r);
+	}
+	unlink(syntax);
+}
+END_TEST
+
+Suite *cases_cli_suite(void)
+{
+	Suite *s = suite_create("cases_cli");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_test(tc, cli_exit_codes);
+	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+	return s;
+}

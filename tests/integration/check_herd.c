@@ -1,0 +1,429 @@
+/* ratelab herd and /occ: the record's rules, the delay, the herd's peaks, and real herds. */
+#include <check.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "lab/herd.h"
+#include "lab/herd_report.h"
+#include "lab/herd_run.h"
+#include "server/handlers/occ.h"
+#include "tests/harness/testutil.h"
+
+START_TEST(occ_rules)
+{
+	struct occ *o = occ_new();
+	struct occ_reply r;
+
+	ck_assert_ptr_nonnull(o);
+	occ_handle(o, "GET", NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.etag, "\"0\"");
+	occ_handle(o, "PUT", "\"0\"", &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.etag, "\"1\"");
+	occ_handle(o, "PUT", "\"0\"", &r);           /* someone else wrote first */
+	ck_assert_int_eq(r.status, 409);
+	ck_assert_str_eq(r.etag, "\"1\"");
+	ck_assert_str_eq(r.body, "{\"version\":1,\"writes\":1,\"conflicts\":1}\n");
+	occ_handle(o, "PUT", NULL, &r);
+	ck_assert_int_eq(r.status, 428);
+	occ_handle(o, "DELETE", "\"1\"", &r);
+	ck_assert_int_eq(r.status, 405);
+	ck_assert_str_eq(r.allow, "GET, PUT");
+	occ_handle(o, "PUT", "\"7\", \"1\"", &r);    /* a list matches any member */
+	ck_assert_int_eq(r.status, 200);
+	occ_handle(o, "PUT", "*", &r);
+	ck_assert_int_eq(r.status, 200);
+	occ_handle(o, "PUT", "W/\"3\"", &r);         /* weak tags never match */
+	ck_assert_int_eq(r.status, 409);
+	ck_assert_uint_eq(occ_version(o), 3);
+	occ_reset(o);
+	ck_assert_uint_eq(occ_version(o), 0);
+	occ_free(o);
+}
+END_TEST
+
+#define OCC_THREADS 4
+#define OCC_LOOPS 2000
+
+static void *occ_writer(void *arg)
+{
+	struct occ *o = arg;
+	struct occ_reply r;
+	uintptr_t won = 0;
+
+	for (int i = 0; i < OCC_LOOPS; i++) {
+		char tag[32];
+
+		occ_handle(o, "GET", NULL, &r);
+		snprintf(tag, sizeof(tag), "%s", r.etag);
+		occ_handle(o, "PUT", tag, &r);
+		won += r.status == 200;
+	}
+	return (void *)won;
+}
+
+START_TEST(occ_thread_safe)
+{
+	struct occ *o = occ_new();
+	pthread_t t[OCC_THREADS];
+	uintptr_t total = 0;
+
+	for (int i = 0; i < OCC_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, occ_writer, o), 0);
+	for (int i = 0; i < OCC_THREADS; i++) {
+		void *won;
+
+		pthread_join(t[i], &won);
+		total += (uintptr_t)won;
+	}
+	/* Every won write bumped the version exactly once; no lost updates. */
+	ck_assert_uint_eq(occ_version(o), total);
+	ck_assert_uint_ge(total, OCC_LOOPS);
+	occ_free(o);
+}
+END_TEST
+
+START_TEST(delay_parse_and_sample)
+{
+	struct occ_delay d;
+	struct prng rng;
+	char err[160];
+	double sum = 0;
+
+	ck_assert_int_eq(occ_delay_parse("20ms\xc2\xb1" "5ms", &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.mean_ns, 20 * NS_PER_MS);
+	ck_assert_uint_eq(d.sd_ns, 5 * NS_PER_MS);
+	ck_assert_int_eq(occ_delay_parse("2ms+-1ms", &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.sd_ns, 1 * NS_PER_MS);
+	ck_assert_int_eq(occ_delay_parse("20ms", &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.sd_ns, 0);
+	prng_seed(&rng, 1);
+	ck_assert_uint_eq(occ_delay_sample(&d, &rng), 20 * NS_PER_MS);
+	ck_assert_int_eq(occ_delay_parse("20", &d, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "--delay: bad value '20' (want MEAN[±SD], e.g. 20ms±5ms)");
+	ck_assert_int_eq(occ_delay_parse("20ms+-x", &d, err, sizeof(err)), -1);
+	d.mean_ns = 10 * NS_PER_MS;
+	d.sd_ns = 2 * NS_PER_MS;
+	for (int i = 0; i < 10000; i++) {
+		uint64_t v = occ_delay_sample(&d, &rng);
+
+		ck_assert_uint_le(v, 18 * NS_PER_MS);
+		sum += (double)v;
+	}
+	ck_assert_double_eq_tol(sum / 10000, 10.0 * NS_PER_MS, 0.1 * NS_PER_MS);
+}
+END_TEST
+
+START_TEST(peaks_slide)
+{
+	struct herd_bin bins[40] = { { 0 } };
+	struct herd_result r = { .bins = bins, .nbins = 40 };
+	struct herd_bin row;
+
+	bins[0].rejected = 100;              /* the first volley */
+	bins[15].rejected = 30;              /* a wave split over two 100 ms rows */
+	bins[15].retries = 30;
+	bins[22].ok = 20;
+	bins[22].retries = 20;
+	bins[39].other = 1;
+	herd_result_peaks(&r);
+	ck_assert_uint_eq(r.peak_attempts, 100);
+	ck_assert_uint_eq(r.peak_retries, 50);  /* a sliding window catches 15..22 together */
+	ck_assert_uint_eq(herd_report_rows100(&r), 4);
+	ck_assert(herd_report_row100(&r, 2, &row));
+	ck_assert_uint_eq(row.ok, 20);
+	ck_assert(!herd_report_row100(&r, 4, &row));
+}
+END_TEST
+
+START_TEST(policies)
+{
+	struct herd_knobs k;
+	struct retry_policy p;
+	char err[256];
+
+	herd_knobs_defaults(HERD_WORKLOAD_REQUEST, &k);
+	ck_assert_int_eq(herd_policy("exponential", &k, HERD_WORKLOAD_REQUEST, &p, err, sizeof(err)), 0);
+	ck_assert_int_eq(p.backoff, BACKOFF_EXPONENTIAL);
+	ck_assert_uint_eq(p.base_ns, 500 * NS_PER_MS);
+	ck_assert_uint_eq(p.max_attempts, 10);
+	ck_assert(p.retry_on[429] && p.retry_on[409] && !p.honour_retry_after);
+	ck_assert_int_eq(herd_policy("lab", &k, HERD_WORKLOAD_OCC, &p, err, sizeof(err)), 0);
+	ck_assert(p.retry_on[409]);
+	ck_assert_int_eq(herd_policy("jittery", &k, HERD_WORKLOAD_REQUEST, &p, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "'jittery'"));
+}
+END_TEST
+
+/* Run `ratelab herd ARGS --report DIR` and load DIR/results.json's policies by name. */
+static json_t *run_herd(const char *const *args, char *dir, size_t dlen, struct test_run *run)
+{
+	const char *argv[32];
+	char path[600];
+	size_t n = 0;
+	json_t *doc;
+
+	snprintf(dir, dlen, "/tmp/ratelab-herd-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	argv[n++] = "herd";
+	for (size_t i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n++] = "--report";
+	argv[n++] = dir;
+	argv[n] = NULL;
+	ck_assert_int_eq(testutil_run(run, argv, NULL, 120000), 0);
+	ck_assert_msg(run->status == 0, "herd exit %d: %s", run->status, run->err);
+	snprintf(path, sizeof(path), "%s/results.json", dir);
+	doc = json_load_file(path, 0, NULL);
+	ck_assert_ptr_nonnull(doc);
+	return doc;
+}
+
+static json_t *policy_obj(json_t *doc, const char *name)
+{
+	json_t *arr = json_object_get(doc, "policies"), *p;
+	size_t i;
+
+	json_array_foreach(arr, i, p)
+		if (strcmp(json_string_value(json_object_get(p, "policy")), name) == 0)
+			return p;
+	ck_abort_msg("no policy %s in results.json", name);
+	return NULL;
+}
+
+static double num(json_t *p, const char *key)
+{
+	json_t *v = json_object_get(p, key);
+
+	ck_assert_msg(json_is_number(v), "no number %s", key);
+	return json_number_value(v);
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[700];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/*
+ * The issue's check: 100 herd clients, peak retries per 100 ms without jitter >= 2x full
+ * jitter.  A 1 s base (default 500 ms) spreads full jitter's first retries over ten 100 ms
+ * windows, so the margin (about 3.5-5x) survives a loaded machine.
+ */
+START_TEST(herd_waves_vs_jitter)
+{
+	static const char *const args[] = { "--clients", "100", "--policies", "exponential,full", "--seed", "7",
+	                                    "--base", "1s", NULL };
+	struct test_run run;
+	char dir[64], path[600];
+	json_t *doc = run_herd(args, dir, sizeof(dir), &run);
+	json_t *ex = policy_obj(doc, "exponential"), *fu = policy_obj(doc, "full");
+
+	ck_assert_msg(num(ex, "peak_retries_per_100ms") >= 2 * num(fu, "peak_retries_per_100ms"),
+	              "no jitter %.0f vs full jitter %.0f", num(ex, "peak_retries_per_100ms"),
+	              num(fu, "peak_retries_per_100ms"));
+	ck_assert_double_eq(num(ex, "successes") + num(ex, "failures"), 100);
+	ck_assert_double_eq(num(fu, "successes"), 100);
+	ck_assert_double_eq(num(ex, "calls_per_client"), num(ex, "calls") / 100);
+	/* The table on stdout has one row per policy, in order. */
+	ck_assert_ptr_nonnull(strstr(run.out, "\nexponential "));
+	ck_assert(strstr(run.out, "\nexponential ") < strstr(run.out, "\nfull "));
+	snprintf(path, sizeof(path), "%s/exponential.csv", dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	snprintf(path, sizeof(path), "%s/report.html", dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	json_decref(doc);
+	testutil_run_free(&run);
+	remove_dir(dir);
+}
+END_TEST
+
+/*
+ * A preset's retry budget holds in herd as in hammer: gRPC throttling (10
+ * tokens, a failure takes one, retries stop below half) lets almost none of
+ * a rejected herd's retries through, where no budget retries hundreds.
+ */
+START_TEST(herd_budget_throttles)
+{
+	static const char *const args[] = { "--clients", "100", "--policies", "grpc,none", "--seed", "7", NULL };
+	struct test_run run;
+	char dir[64];
+	json_t *doc = run_herd(args, dir, sizeof(dir), &run);
+	json_t *g = policy_obj(doc, "grpc"), *none = policy_obj(doc, "none");
+
+	ck_assert_msg(num(g, "retries") <= 10, "grpc retried %.0f times", num(g, "retries"));
+	ck_assert_msg(num(none, "retries") >= 100, "none retried only %.0f times", num(none, "retries"));
+	ck_assert_double_eq(num(g, "successes") + num(g, "failures"), 100);
+	json_decref(doc);
+	testutil_run_free(&run);
+	remove_dir(dir);
+}
+END_TEST
+
+/* The AWS blog's OCC result: no jitter takes far longer and far more calls than jitter. */
+START_TEST(herd_occ_blog)
+{
+	static const char *const args[] = { "--workload", "occ", "--clients", "40", "--cap", "250ms",
+	                                    "--policies", "exponential,full,equal,decorrelated", NULL };
+	static const char *const jittered[] = { "full", "equal", "decorrelated" };
+	struct test_run run;
+	char dir[64];
+	json_t *doc = run_herd(args, dir, sizeof(dir), &run);
+	json_t *ex = policy_obj(doc, "exponential");
+
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "workload")), "occ");
+	ck_assert_double_eq(num(ex, "successes"), 40);
+	for (size_t i = 0; i < 3; i++) {
+		json_t *p = policy_obj(doc, jittered[i]);
+
+		ck_assert_double_eq(num(p, "successes"), 40);
+		ck_assert_msg(num(ex, "completion_s") > 2 * num(p, "completion_s"), "%s: %.2fs vs no jitter %.2fs",
+		              jittered[i], num(p, "completion_s"), num(ex, "completion_s"));
+	}
+	ck_assert_msg(num(policy_obj(doc, "full"), "calls") * 1.3 < num(ex, "calls"), "full %.0f calls vs %.0f",
+	              num(policy_obj(doc, "full"), "calls"), num(ex, "calls"));
+	json_decref(doc);
+	testutil_run_free(&run);
+	remove_dir(dir);
+}
+END_TEST
+
+/* A PUT /occ fired from its own thread: the conditional write, answered after --delay. */
+struct occ_put {
+	char url[128];
+	struct test_reply r;
+	CURLcode rc;
+	uint64_t took_ns;
+	atomic_bool done;
+};
+
+static void *occ_put_run(void *arg)
+{
+	struct occ_put *p = arg;
+	CURL *c = curl_easy_init();
+	uint64_t t0 = clock_monotonic_ns();
+
+	p->rc = c ? testutil_fire(c, "PUT", p->url, "If-Match: \"0\"", &p->r) : CURLE_FAILED_INIT;
+	p->took_ns = clock_monotonic_ns() - t0;
+	curl_easy_cleanup(c);
+	atomic_store(&p->done, true);
+	return NULL;
+}
+
+/*
+ * `serve --delay 1s` holds each /occ answer on the server's timer, not on its
+ * thread: with one server thread, /healthz keeps answering at once for half a
+ * second while a PUT /occ waits, and the PUT still takes its second and writes.
+ */
+START_TEST(occ_delay_does_not_block_the_thread)
+{
+	static const char *const args[] = { "--delay", "1s", "--threads", "1", "--quiet", NULL };
+	struct test_server s;
+	struct occ_put *p = calloc(1, sizeof(*p));
+	pthread_t t;
+	char url[128], tag[32];
+	long status = 0;
+	uint64_t t0, took, worst = 0;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "serve --delay did not start");
+	snprintf(p->url, sizeof(p->url), "%s/occ", s.url);
+	snprintf(url, sizeof(url), "%s/healthz", s.url);
+	ck_assert_int_eq(pthread_create(&t, NULL, occ_put_run, p), 0);
+	/* 20 checks 25 ms apart: the PUT is in well before the last ones. */
+	for (int i = 0; i < 20; i++) {
+		t0 = clock_monotonic_ns();
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+		took = clock_monotonic_ns() - t0;
+		ck_assert_int_eq(status, 200);
+		worst = took > worst ? took : worst;
+		usleep(25000);
+	}
+	ck_assert_msg(worst < 200 * NS_PER_MS, "GET /healthz took %.0f ms behind a delayed /occ", (double)worst / 1e6);
+	ck_assert_msg(!atomic_load(&p->done), "the delayed PUT /occ came back within %.0f ms", (double)p->took_ns / 1e6);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(p->rc, CURLE_OK);
+	ck_assert_int_eq(p->r.status, 200);
+	ck_assert(testutil_header(p->r.headers, "ETag", tag, sizeof(tag)));
+	ck_assert_str_eq(tag, "\"1\"");
+	ck_assert_msg(p->took_ns >= 1000 * NS_PER_MS && p->took_ns < 3000 * NS_PER_MS,
+	              "the delayed PUT took %.0f ms, want 1 s", (double)p->took_ns / 1e6);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+	free(p);
+}
+END_TEST
+
+START_TEST(cli_errors)
+{
+	static const char *const help[] = { "herd", "--help", NULL };
+	static const char *const badn[] = { "herd", "--clients", "zero", NULL };
+	static const char *const badp[] = { "herd", "--policies", "full,jittery", NULL };
+	static const char *const badw[] = { "herd", "--workload", "write", NULL };
+	static const char *const badr[] = { "herd", "--report", "/nonexistent-dir/report", NULL };
+	static const char *const bogus[] = { "herd", "--bogus", NULL };
+	static const char *const extra[] = { "herd", "extra", NULL };
+	struct test_run r;
+
+	ck_assert_int_eq(testutil_run(&r, help, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "usage: ratelab herd"));
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, badn, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: --clients: bad value 'zero'\n");
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, badp, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "unknown policy 'jittery'"));
+	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);  /* one line */
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, badw, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: --workload: bad value 'write': want request or occ\n");
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, bogus, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: unknown option '--bogus' (try 'ratelab herd --help')\n");
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, extra, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: unknown option 'extra' (try 'ratelab herd --help')\n");
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, badr, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab herd: --report '/nonexistent-dir/report': No such file or directory\n");
+	ck_assert_str_eq(r.out, "");
+	testutil_run_free(&r);
+}
+END_TEST
+
+Suite *herd_suite(void)
+{
+	Suite *s = suite_create("herd");
+	TCase *unit = tcase_create("unit");
+	TCase *live = tcase_create("live");
+
+	tcase_add_test(unit, occ_rules);
+	tcase_add_test(unit, occ_thread_safe);
+	tcase_add_test(unit, delay_parse_and_sample);
+	tcase_add_test(unit, peaks_slide);
+	tcase_add_test(unit, policies);
+	tcase_add_test(live, cli_errors);
+	tcase_add_test(live, herd_waves_vs_jitter);
+	tcase_add_test(live, herd_budget_throttles);
+	tcase_add_test(live, herd_occ_blog);
+	tcase_add_test(live, occ_delay_does_not_block_the_thread);
+	tcase_set_timeout(live, 150);
+	suite_add_tcase(s, unit);
+	suite_add_tcase(s, live);
+	return s;
+}

@@ -1,0 +1,608 @@
+/*
+ * Hostile clients against the real `ratelab serve` (issue 5): slowloris,
+ * oversized requests, garbage bytes, a key flood, and clients that hang up
+ * mid-request.  Each test asserts that the server stays up, keeps serving
+ * others, and exits 0 on SIGTERM afterwards.  127.0.0.1 only; every wait is
+ * bounded.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/prng.h"
+#include "tests/harness/testutil.h"
+
+/* Sanitized builds run several times slower: smaller floods there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HOSTILE_SANITIZED 1
+#else
+#define HOSTILE_SANITIZED 0
+#endif
+
+#define SLOW_CONNS 500
+#define SLOW_REQUESTS 200
+#define FLOOD_KEYS (HOSTILE_SANITIZED ? 4000 : 20000)
+#define FLOOD_CAP 1000
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A blocking TCP connection to 127.0.0.1:port, or -1. */
+static int raw_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send all of buf within timeout_ms; 0, or -1 when the peer closed or time ran out. */
+static int raw_send(int fd, const void *buf, size_t n, int timeout_ms)
+{
+	const char *p = buf;
+	double deadline = mono_ms() + timeout_ms;
+
+	while (n > 0) {
+		struct pollfd pf = { fd, POLLOUT, 0 };
+		ssize_t w;
+
+		if (mono_ms() > deadline || poll(&pf, 1, 50) < 0)
+			return -1;
+		if (!(pf.revents & POLLOUT))
+			continue;
+		w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Read the answer's status line: the status code, 0 when the server closed
+ * (or reset) the connection without one, -1 when nothing came in timeout_ms.
+ */
+static int raw_status(int fd, int timeout_ms)
+{
+	char buf[256];
+	size_t used = 0;
+	double deadline = mono_ms() + timeout_ms;
+	int code;
+
+	while (used < sizeof(buf) - 1) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		int left = (int)(deadline - mono_ms());
+		ssize_t r;
+
+		if (left <= 0 || poll(&pf, 1, left) <= 0)
+			return -1;
+		r = recv(fd, buf + used, sizeof(buf) - 1 - used, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		used += (size_t)r;
+		buf[used] = '\0';
+		if (strchr(buf, '\n'))
+			return sscanf(buf, "HTTP/1.%*d %d", &code) == 1 ? code : 0;
+	}
+	return 0;
+}
+
+/* One whole exchange on a fresh connection: send, half-close, read the status. */
+static int raw_exchange(int port, const void *req, size_t n, int timeout_ms)
+{
+	int fd = raw_connect(port), code;
+
+	ck_assert_msg(fd >= 0, "connect to 127.0.0.1:%d failed", port);
+	raw_send(fd, req, n, timeout_ms);
+	shutdown(fd, SHUT_WR);
+	code = raw_status(fd, timeout_ms);
+	close(fd);
+	return code;
+}
+
+/* GET url+path and return the status (0 on a transport error). */
+static long get_status(const struct test_server *s, const char *path)
+{
+	char url[256];
+	long st = 0;
+
+	snprintf(url, sizeof(url), "%s%s", s->url, path);
+	if (testutil_http("GET", url, NULL, &st, NULL, NULL) != 0)
+		return 0;
+	return st;
+}
+
+/* The integer /stats field k1 (or k1.k2; an array k1 means its first element); -1 when absent. */
+static long long stats_field(const struct test_server *s, const char *k1, const char *k2)
+{
+	char url[256], *body = NULL;
+	long st = 0;
+	long long v = -1;
+	json_t *root, *o;
+
+	snprintf(url, sizeof(url), "%s/stats", s->url);
+	if (testutil_http("GET", url, NULL, &st, NULL, &body) != 0 || st != 200) {
+		free(body);
+		return -1;
+	}
+	root = json_loads(body, 0, NULL);
+	o = root ? json_object_get(root, k1) : NULL;
+	if (json_is_array(o))
+		o = json_array_get(o, 0);
+	if (o && k2)
+		o = json_object_get(o, k2);
+	if (json_is_integer(o))
+		v = json_integer_value(o);
+	json_decref(root);
+	free(body);
+	return v;
+}
+
+/* A /proc/PID/status field in kB (VmRSS, VmHWM), or -1. */
+static long proc_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t fl = strlen(field);
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':')
+			kb = strtol(line + fl + 1, NULL, 10);
+	fclose(f);
+	return kb;
+}
+
+static void start(struct test_server *s, const char *const *args)
+{
+	ck_assert_msg(testutil_server_start(s, args, 10000) == 0, "ratelab serve did not start");
+}
+
+static int stop(struct test_server *s)
+{
+	int rc = testutil_server_stop(s, 5000);
+
+	return rc;
+}
+
+/* The server still answers, then stops cleanly. */
+static void still_up_then_stop(struct test_server *s)
+{
+	ck_assert_int_eq(get_status(s, "/healthz"), 200);
+	ck_assert_int_eq(stop(s), 0);
+}
+
+static void raise_nofile(rlim_t want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Open n connections, each with the first line and one header of a request that never ends. */
+static void slowloris_open(int port, int *fds, int n)
+{
+	static const char head[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+
+	for (int i = 0; i < n; i++) {
+		fds[i] = raw_connect(port);
+		ck_assert_msg(fds[i] >= 0, "slow connection %d failed", i);
+		ck_assert_int_eq(raw_send(fds[i], head, sizeof(head) - 1, 1000), 0);
+	}
+}
+
+/* Trickle one more byte of an endless header block into n connections from *next on. */
+static void slowloris_trickle(int *fds, int total, int n, int *next)
+{
+	static const char hdr[] = "X-Slow: 1\r\n";
+
+	for (int k = 0; k < n; k++) {
+		int i = (*next)++ % total;
+
+		if (fds[i] >= 0)
+			send(fds[i], &hdr[((*next) / total) % (sizeof(hdr) - 1)], 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+}
+
+START_TEST(slowloris)
+{
+	static const char *const args[] = { "--limiter", "none", "--max-connections", "1024", NULL };
+	static int fds[SLOW_CONNS];
+	double lat[SLOW_REQUESTS], t0;
+	struct test_server s;
+	char url[128];
+	int next = 0;
+	long st;
+	CURL *c;
+
+	raise_nofile(4096);
+	start(&s, args);
+	slowloris_open(s.port, fds, SLOW_CONNS);
+	snprintf(url, sizeof(url), "%s/", s.url);
+	c = curl_easy_init();
+	ck_assert_ptr_nonnull(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	/* Half the requests on a fresh connection: the accept path must not starve either. */
+	for (int i = 0; i < SLOW_REQUESTS; i++) {
+		curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(i % 2));
+		slowloris_trickle(fds, SLOW_CONNS, 25, &next);
+		t0 = mono_ms();
+		st = 0;
+		ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+		lat[i] = mono_ms() - t0;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+		ck_assert_int_eq(st, 200);
+	}
+	curl_easy_cleanup(c);
+	qsort(lat, SLOW_REQUESTS, sizeof(lat[0]), cmp_double);
+	fprintf(stderr, "slowloris: %d slow connections; normal client p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d requests)\n",
+	        SLOW_CONNS, lat[SLOW_REQUESTS / 2], lat[SLOW_REQUESTS * 99 / 100 - 1], lat[SLOW_REQUESTS - 1],
+	        SLOW_REQUESTS);
+	ck_assert_msg(lat[SLOW_REQUESTS * 99 / 100 - 1] < 100.0, "p99 %.2f ms >= 100 ms",
+	              lat[SLOW_REQUESTS * 99 / 100 - 1]);
+	for (int i = 0; i < SLOW_CONNS; i++)
+		close(fds[i]);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/* "GET /<n x a> HTTP/1.1", or with one header of n bytes, or n small headers. */
+static char *oversized(const char *kind, size_t n, size_t *len)
+{
+	size_t cap = n * 16 + 256, off = 0;
+	char *b = malloc(cap);
+
+	ck_assert_ptr_nonnull(b);
+	if (strcmp(kind, "url") == 0) {
+		off += (size_t)snprintf(b, cap, "GET /");
+		memset(b + off, 'a', n);
+		off += n;
+		off += (size_t)snprintf(b + off, cap - off, " HTTP/1.1\r\nHost: x\r\n\r\n");
+	} else if (strcmp(kind, "header") == 0) {
+		off += (size_t)snprintf(b, cap, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: ");
+		memset(b + off, 'b', n);
+		off += n;
+		off += (size_t)snprintf(b + off, cap - off, "\r\n\r\n");
+	} else {
+		off += (size_t)snprintf(b, cap, "GET / HTTP/1.1\r\nHost: x\r\n");
+		for (size_t i = 0; i < n; i++)
+			off += (size_t)snprintf(b + off, cap - off, "X-H%zu: v\r\n", i);
+		off += (size_t)snprintf(b + off, cap - off, "\r\n");
+	}
+	*len = off;
+	return b;
+}
+
+START_TEST(oversized_requests)
+{
+	static const char *const args[] = { "--limiter", "none", NULL };
+	static const char body_head[] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n";
+	struct test_server s;
+	size_t len;
+	char *req, *chunk;
+	int code, fd;
+
+	start(&s, args);
+	req = oversized("url", 200000, &len);
+	code = raw_exchange(s.port, req, len, 3000);
+	free(req);
+	ck_assert_msg(code == 414 || code == 0, "200 kB URL answered %d (want 414 or a close)", code);
+	req = oversized("header", 200000, &len);
+	code = raw_exchange(s.port, req, len, 3000);
+	free(req);
+	ck_assert_msg(code == 431 || code == 0, "200 kB header answered %d (want 431 or a close)", code);
+	req = oversized("many", 20000, &len);
+	code = raw_exchange(s.port, req, len, 3000);
+	free(req);
+	ck_assert_msg(code == 431 || code == 0, "20000 headers answered %d (want 431 or a close)", code);
+	/* 100 MB announced, 4 MB sent: the answer (or the close) must not wait for the rest. */
+	fd = raw_connect(s.port);
+	ck_assert_int_ge(fd, 0);
+	raw_send(fd, body_head, sizeof(body_head) - 1, 1000);
+	chunk = calloc(1, 4 << 20);
+	raw_send(fd, chunk, 4 << 20, 3000);
+	free(chunk);
+	code = raw_status(fd, 3000);
+	close(fd);
+	ck_assert_msg(code == 413 || code == 0, "100 MB body answered %d (want 413 or a close)", code);
+	ck_assert_int_eq(get_status(&s, "/"), 200);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+#define GARBAGE_RANDOM 40
+
+/*
+ * Send every payload on its own connection at once, half-close them all, and
+ * read each status line (0: closed) with one shared deadline.  Returns how
+ * many connections the server had not closed or answered at the deadline.
+ */
+static int garbage_batch(int port, const char *const *msg, const size_t *len, int n, int *codes, int timeout_ms)
+{
+	int fds[64], pending = 0;
+
+	ck_assert_int_le(n, 64);
+	for (int i = 0; i < n; i++) {
+		fds[i] = raw_connect(port);
+		ck_assert_int_ge(fds[i], 0);
+		raw_send(fds[i], msg[i], len[i], 1000);
+		shutdown(fds[i], SHUT_WR);
+	}
+	for (int i = 0; i < n; i++) {
+		codes[i] = raw_status(fds[i], timeout_ms);
+		pending += codes[i] == -1;
+		close(fds[i]);
+	}
+	return pending;
+}
+
+START_TEST(garbage)
+{
+	/* A partial request followed by a FIN can linger until the idle timeout: keep it short. */
+	static const char *const args[] = { "--limiter", "none", "--connection-timeout", "1s", NULL };
+	static const char *const fixed[] = {
+		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  /* a TLS ClientHello */
+		"GET\r\n\r\n", "GET / HTTP/9.9\r\n\r\n", "\r\n\r\n\r\n", "GET / HTTP/1.1\r\nHost x\r\n\r\n",
+		"GET / HTTP/1.1\r\nContent-Length: -5\r\n\r\n", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "GET /%00%ff/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+	};
+	enum { NFIXED = sizeof(fixed) / sizeof(fixed[0]), NALL = NFIXED + GARBAGE_RANDOM };
+	static unsigned char junk[GARBAGE_RANDOM][2048];
+	const char *msg[NALL];
+	size_t len[NALL];
+	int codes[NALL], pending;
+	struct test_server s;
+	struct prng rng;
+
+	prng_seed(&rng, 5);
+	for (int i = 0; i < NALL; i++) {
+		if (i < NFIXED) {
+			msg[i] = fixed[i];
+			len[i] = strlen(fixed[i]);
+			continue;
+		}
+		len[i] = 1 + prng_below(&rng, sizeof(junk[0]));
+		for (size_t k = 0; k < len[i]; k++)
+			junk[i - NFIXED][k] = (unsigned char)prng_below(&rng, 256);
+		msg[i] = (const char *)junk[i - NFIXED];
+	}
+	start(&s, args);
+	pending = garbage_batch(s.port, msg, len, NALL, codes, 3000);
+	/* the fixed ones may be valid enough to answer (a 200 for the odd path); random bytes may not */
+	for (int i = NFIXED; i < NALL; i++)
+		ck_assert_msg(codes[i] == 0 || codes[i] >= 400, "garbage %d (%zu bytes) answered %d", i, len[i],
+		              codes[i]);
+	ck_assert_msg(pending == 0, "%d garbage connections still open 2 s past the 1 s idle timeout", pending);
+	ck_assert_int_eq(get_status(&s, "/"), 200);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/* Send n requests with distinct X-Key values on one keep-alive connection; returns the 200s. */
+static int flood(const struct test_server *s, int from, int n)
+{
+	char url[128], hdr[64];
+	long st;
+	int ok = 0;
+	CURL *c = curl_easy_init();
+
+	ck_assert_ptr_nonnull(c);
+	snprintf(url, sizeof(url), "%s/", s->url);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	for (int i = from; i < from + n; i++) {
+		struct curl_slist *h;
+
+		snprintf(hdr, sizeof(hdr), "X-Key: flood-%d", i);
+		h = curl_slist_append(NULL, hdr);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+		st = 0;
+		if (curl_easy_perform(c) == CURLE_OK && curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st) == CURLE_OK &&
+		    st == 200)
+			ok++;
+		curl_slist_free_all(h);
+	}
+	curl_easy_cleanup(c);
+	return ok;
+}
+
+START_TEST(key_flood)
+{
+	/* One request per key, a 1 h window: no key refills (expires) during the test, so the counts are exact. */
+	static const char *const args[] = { "--limiter", "token-bucket", "--limit", "10", "--window", "1h",
+		                            "--key", "header:X-Key", "--max-keys", "1000", NULL };
+	struct test_server s;
+	long rss_cap, rss_end, hwm;
+
+	start(&s, args);
+	ck_assert_int_eq(flood(&s, 0, FLOOD_CAP), FLOOD_CAP);
+	rss_cap = proc_kb(s.pid, "VmRSS");
+	/* the table is sharded, each shard capped at its share: at most the cap so far */
+	ck_assert_int_le(stats_field(&s, "live_keys", NULL), FLOOD_CAP);
+	ck_assert_int_eq(flood(&s, FLOOD_CAP, FLOOD_KEYS - FLOOD_CAP), FLOOD_KEYS - FLOOD_CAP);
+	rss_end = proc_kb(s.pid, "VmRSS");
+	hwm = proc_kb(s.pid, "VmHWM");
+	ck_assert_int_eq(stats_field(&s, "live_keys", NULL), FLOOD_CAP);
+	ck_assert_int_eq(stats_field(&s, "evictions", NULL), FLOOD_KEYS - FLOOD_CAP);
+	/* the route's own count: "status" also counts the unlimited /stats and /healthz answers */
+	ck_assert_int_eq(stats_field(&s, "routes", "admitted"), FLOOD_KEYS);
+	ck_assert_int_eq(stats_field(&s, "routes", "rejected"), 0);
+	fprintf(stderr, "key flood: %d keys, cap %d: RSS %ld kB at the cap, %ld kB after, peak %ld kB\n",
+	        FLOOD_KEYS, FLOOD_CAP, rss_cap, rss_end, hwm);
+	/* Sanitizers keep freed memory in quarantine, so the growth bound holds for plain builds only. */
+	if (!HOSTILE_SANITIZED) {
+		ck_assert_msg(rss_end - rss_cap < 4096, "RSS grew %ld kB past the key cap", rss_end - rss_cap);
+		ck_assert_msg(hwm < 64 * 1024, "peak RSS %ld kB", hwm);
+	}
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/* Send a request that the server holds for delay (a query fault) and return its socket. */
+static int held_request(int port, const char *delay)
+{
+	char req[128];
+	int fd = raw_connect(port);
+	int n = snprintf(req, sizeof(req), "GET /?delay=%s HTTP/1.1\r\nHost: x\r\n\r\n", delay);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raw_send(fd, req, (size_t)n, 1000), 0);
+	return fd;
+}
+
+/* Poll GET / until it answers want (bounded); returns the status last seen. */
+static long poll_until(const struct test_server *s, long want, int timeout_ms)
+{
+	double deadline = mono_ms() + timeout_ms;
+	long st;
+
+	do {
+		st = get_status(s, "/");
+		if (st == want)
+			return st;
+		poll(NULL, 0, 2);
+	} while (mono_ms() < deadline);
+	return st;
+}
+
+/*
+ * Poll GET / until it is admitted with RateLimit r=1 under a concurrency
+ * limit of 2: nothing else holds a slot (bounded).  True when seen.
+ */
+static bool poll_all_free(const struct test_server *s, int timeout_ms)
+{
+	double deadline = mono_ms() + timeout_ms;
+	char url[128], rl[128], *hdrs;
+	long st;
+
+	snprintf(url, sizeof(url), "%s/", s->url);
+	do {
+		hdrs = NULL;
+		st = 0;
+		if (testutil_http("GET", url, NULL, &st, &hdrs, NULL) == 0 && st == 200 &&
+		    testutil_header(hdrs, "RateLimit", rl, sizeof(rl)) && strstr(rl, "r=1")) {
+			free(hdrs);
+			return true;
+		}
+		free(hdrs);
+		poll(NULL, 0, 2);
+	} while (mono_ms() < deadline);
+	return false;
+}
+
+/* Hang up on a held request: every other one with a reset (SO_LINGER 0), the rest with a FIN. */
+static void hang_up(int fd, int i)
+{
+	struct linger lg = { 1, 0 };
+
+	if (i % 2)
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+/* Hold both slots with two delayed requests and check that a third is refused. */
+static void hold_both(const struct test_server *s, const char *delay, int *a, int *b, int round)
+{
+	ck_assert_msg(poll_all_free(s, 3000), "round %d: a slot stayed taken (leaked)", round);
+	/* the probe's own slot goes back just after its answer: let that happen first */
+	poll(NULL, 0, 20);
+	*a = held_request(s->port, delay);
+	*b = held_request(s->port, delay);
+	/* let the server read both before probing, so the probe cannot take a slot first */
+	poll(NULL, 0, 20);
+	ck_assert_msg(poll_until(s, 429, 100) == 429, "round %d: a third request was admitted", round);
+}
+
+START_TEST(disconnects)
+{
+	static const char *const args[] = { "--limiter", "concurrency", "--limit", "2", "--key", "global",
+		                            "--query-faults", NULL };
+	struct test_server s;
+	int a, b;
+
+	start(&s, args);
+	/* 25 rounds: two requests take both slots (a third is refused), then both clients hang up. */
+	for (int i = 0; i < 25; i++) {
+		hold_both(&s, "150ms", &a, &b, i);
+		hang_up(a, 2 * i);
+		hang_up(b, 2 * i + 1);
+	}
+	/* After 50 abandoned requests: exactly 2 slots, both usable at once, and not 3. */
+	hold_both(&s, "300ms", &a, &b, 25);
+	ck_assert_int_eq(raw_status(a, 3000), 200);
+	ck_assert_int_eq(raw_status(b, 3000), 200);
+	close(a);
+	close(b);
+	ck_assert(poll_all_free(&s, 3000));
+	still_up_then_stop(&s);
+}
+END_TEST
+
+Suite *hostile_suite(void)
+{
+	const struct { const char *name; const TTest *test; } tests[] = {
+		{ "slowloris", slowloris }, { "oversized", oversized_requests }, { "garbage", garbage },
+		{ "key_flood", key_flood }, { "disconnects", disconnects },
+	};
+	Suite *s = suite_create("hostile");
+
+	/* one case per test, so CK_RUN_CASE=<name> runs one */
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, tests[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}

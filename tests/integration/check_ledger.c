@@ -1,0 +1,162 @@
+/*
+ * Nothing lost, nothing double-counted (issue 5): the hammer's own figures
+ * (--json -) against the server's /stats after the same run.  Every attempt
+ * the hammer sent is a request the server saw, every 200 the hammer counted
+ * is a 200 the server gave, and the hammer's totals add up.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/harness/testutil.h"
+
+static long long jint(json_t *o, const char *k1, const char *k2)
+{
+	o = json_object_get(o, k1);
+	if (json_is_array(o))
+		o = json_array_get(o, 0);
+	if (o && k2)
+		o = json_object_get(o, k2);
+	return json_is_integer(o) ? json_integer_value(o) : 0;
+}
+
+static long long sum_object(json_t *o)
+{
+	long long sum = 0;
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(o, k, v)
+		sum += json_integer_value(v);
+	return sum;
+}
+
+/* /stats, read once after the run (an unlimited request: not in its own counts). */
+static json_t *server_stats(const struct test_server *s)
+{
+	char url[128], *body = NULL;
+	long st = 0;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "%s/stats", s->url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &st, NULL, &body), 0);
+	ck_assert_int_eq(st, 200);
+	j = json_loads(body, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	free(body);
+	return j;
+}
+
+/* Run the hammer with args (after the URL) against s and return its --json figures. */
+static json_t *hammer_json(const struct test_server *s, const char *const *extra, int want_rc)
+{
+	const char *args[32];
+	char url[128];
+	size_t n = 0;
+	struct test_run r;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "%s/", s->url);
+	args[n++] = "hammer";
+	args[n++] = url;
+	for (size_t i = 0; extra[i] && n < 29; i++)
+		args[n++] = extra[i];
+	args[n++] = "--json";
+	args[n++] = "-";
+	args[n] = NULL;
+	ck_assert_int_eq(testutil_run(&r, args, NULL, 60000), 0);
+	ck_assert_msg(r.status == want_rc, "hammer exit %d (stderr: %.300s)", r.status, r.err);
+	j = json_loads(r.out, 0, NULL);
+	ck_assert_msg(j != NULL, "hammer --json - is not JSON: %.200s", r.out);
+	testutil_run_free(&r);
+	return j;
+}
+
+/* The hammer's totals add up by themselves. */
+static void hammer_self_consistent(json_t *h, long long requests)
+{
+	ck_assert_int_eq(jint(h, "requests", NULL), requests);
+	ck_assert_int_eq(sum_object(json_object_get(h, "statuses")) + sum_object(json_object_get(h, "errors")),
+	                 requests);
+	ck_assert_int_eq(jint(h, "ok", NULL) + jint(h, "failed", NULL), requests);
+	ck_assert_int_eq(jint(h, "calls", NULL), requests + jint(h, "retries", NULL));
+	ck_assert_int_eq(sum_object(json_object_get(h, "attempt_statuses")) +
+	                 sum_object(json_object_get(h, "transport_errors")), jint(h, "calls", NULL));
+	ck_assert_int_eq(jint(h, "unfinished", NULL), 0);
+	ck_assert_int_eq(jint(h, "dropped", NULL), 0);
+}
+
+START_TEST(retry_against_token_bucket)
+{
+	/* 100/s with a burst of 100: 300 requests need about 2 s and a few hundred 429s. */
+	static const char *const sargs[] = { "--limiter", "token-bucket", "--limit", "100", "--window", "1s", NULL };
+	static const char *const hargs[] = { "--requests", "300", "--concurrency", "16", "--retry", "--seed", "1",
+		                             NULL };
+	struct test_server s;
+	json_t *h, *st;
+
+	ck_assert_int_eq(testutil_server_start(&s, sargs, 10000), 0);
+	h = hammer_json(&s, hargs, 0);
+	st = server_stats(&s);
+	hammer_self_consistent(h, 300);
+	ck_assert_int_gt(jint(h, "retries", NULL), 0);
+	/* the hammer's 200s are the server's 200s, its 429s the server's 429s */
+	ck_assert_int_eq(jint(h, "statuses", "200"), jint(st, "status", "200"));
+	ck_assert_int_eq(jint(h, "attempt_statuses", "200"), jint(st, "status", "200"));
+	ck_assert_int_eq(jint(h, "attempt_statuses", "429"), jint(st, "status", "429"));
+	/* every call the hammer sent is a request the server saw, and no more */
+	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "requests", NULL));
+	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "routes", "admitted") + jint(st, "routes", "rejected"));
+	fprintf(stderr, "ledger: 300 requests, %lld calls, %lld retries, %lld x 200 on both sides\n",
+	        jint(h, "calls", NULL), jint(h, "retries", NULL), jint(st, "status", "200"));
+	json_decref(h);
+	json_decref(st);
+	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
+}
+END_TEST
+
+START_TEST(retry_with_injected_faults)
+{
+	/* 503s are retried by the lab preset and resets are not: the ledger must hold either way. */
+	static const char *const sargs[] = { "--limiter", "token-bucket", "--limit", "200", "--window", "1s",
+		                             "--faults", "503:10,reset:3", "--seed", "3", NULL };
+	static const char *const hargs[] = { "--requests", "300", "--concurrency", "16", "--retry", "--seed", "1",
+		                             NULL };
+	struct test_server s;
+	json_t *h, *st;
+
+	ck_assert_int_eq(testutil_server_start(&s, sargs, 10000), 0);
+	h = hammer_json(&s, hargs, 0);
+	st = server_stats(&s);
+	hammer_self_consistent(h, 300);
+	ck_assert_int_eq(jint(h, "statuses", "200"), jint(st, "status", "200"));
+	ck_assert_int_eq(jint(h, "attempt_statuses", "503"), jint(st, "status", "503"));
+	ck_assert_int_eq(jint(h, "attempt_statuses", "429"), jint(st, "status", "429"));
+	/* a reset the server made is a reset the hammer saw: none resent behind its back */
+	ck_assert_int_eq(jint(h, "transport_errors", "reset"), jint(st, "status", "reset"));
+	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "requests", NULL));
+	json_decref(h);
+	json_decref(st);
+	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
+}
+END_TEST
+
+Suite *ledger_suite(void)
+{
+	Suite *s = suite_create("ledger");
+	TCase *tc = tcase_create("ledger");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, retry_against_token_bucket);
+	tcase_add_test(tc, retry_with_injected_faults);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,382 @@
+/* Scripted scenarios: parsing, per-client steps, HTTP-date waits, the arrival log, serve --scenario. */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/httpdate.h"
+#include "server/handlers/scenario.h"
+#include "tests/harness/testutil.h"
+
+/* 2023-11-14 22:13:20.250 UTC */
+#define WALL0 (1700000000ULL * NS_PER_SEC + 250 * NS_PER_MS)
+
+static const char IP1[] = { 'i', 127, 0, 0, 1 };
+static const char IP2[] = { 'i', 10, 0, 0, 2 };
+
+static void ask(struct scenario *sc, const char *key, size_t keylen, const char *method, const char *path,
+                uint64_t now, struct scenario_answer *a)
+{
+	struct scenario_request r = { method, path, key, keylen, NULL, NULL, now, WALL0 + now };
+
+	ck_assert_int_eq(scenario_answer(sc, &r, a), 0);
+}
+
+START_TEST(builtins_load_with_defaults)
+{
+	static const char *const NAMES[] = { "retry-after-seconds", "retry-after-date", "no-retry-after",
+		                             "retry-after-too-long", "post-503", "post-429", "server-errors",
+		                             "persistent-429", "layered" };
+	char err[300];
+
+	for (size_t i = 0; i < sizeof(NAMES) / sizeof(NAMES[0]); i++) {
+		struct scenario *sc = scenario_new(NAMES[i], err, sizeof(err));
+
+		ck_assert_msg(sc != NULL, "%s: %s", NAMES[i], err);
+		ck_assert_str_eq(scenario_name(sc), NAMES[i]);
+		ck_assert_msg(strlen(scenario_default_expect(sc)) > 0, "%s has no defaults", NAMES[i]);
+		ck_assert_ptr_nonnull(strstr(scenario_builtin_names(), NAMES[i]));
+		scenario_free(sc);
+	}
+}
+END_TEST
+
+START_TEST(retry_after_seconds_steps_then_stays)
+{
+	char err[300];
+	struct scenario *sc = scenario_new("retry-after-seconds", err, sizeof(err));
+	struct scenario_answer a;
+
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_str_eq(scenario_default_expect(sc), "succeeds,honours-retry-after,max-attempts<=3");
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+	ck_assert_int_eq(a.status, 429);
+	ck_assert_str_eq(a.headers, "Retry-After: 2\n");
+	ck_assert(a.has_wait);
+	ck_assert_uint_eq(a.wait_ns, 2 * NS_PER_SEC);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", NS_PER_SEC, &a);
+	ck_assert_int_eq(a.status, 429);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 2 * NS_PER_SEC, &a);
+	ck_assert_int_eq(a.status, 200);
+	ck_assert_str_eq(a.headers, "");
+	ck_assert(!a.has_wait);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 3 * NS_PER_SEC, &a);
+	ck_assert_int_eq(a.status, 200);   /* the last step repeats */
+	ck_assert_str_eq(a.body, "scenario retry-after-seconds step 3: 200\n");
+	scenario_free(sc);
+}
+END_TEST
+
+START_TEST(clients_walk_separately)
+{
+	char err[300];
+	struct scenario *sc = scenario_new("server-errors", err, sizeof(err));
+	struct scenario_answer a;
+
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+	ck_assert_int_eq(a.status, 503);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 1, &a);
+	ck_assert_int_eq(a.status, 502);
+	ask(sc, IP2, sizeof(IP2), "GET", "/", 2, &a);
+	ck_assert_int_eq(a.status, 503);   /* another address starts at step 1 */
+	ask(sc, IP1, sizeof(IP1), "GET", "/client-2/", 3, &a);
+	ck_assert_int_eq(a.status, 503);   /* verify's per-copy path prefix is another client */
+	ask(sc, IP1, sizeof(IP1), "GET", "/x", 4, &a);
+	ck_assert_int_eq(a.status, 504);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 5, &a);
+	ck_assert_int_eq(a.status, 200);
+	scenario_reset(sc);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 6, &a);
+	ck_assert_int_eq(a.status, 503);
+	scenario_free(sc);
+}
+END_TEST
+
+START_TEST(date_asks_at_least_n_seconds)
+{
+	char err[300], want[HTTPDATE_LEN + 16];
+	struct scenario *sc = scenario_new("retry-after-date", err, sizeof(err));
+	struct scenario_answer a;
+
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+	ck_assert_int_eq(a.status, 429);
+	/* wall 22:13:20.250 + 2 s, rounded up to whole seconds: 22:13:23 */
+	snprintf(want, sizeof(want), "Retry-After: Tue, 14 Nov 2023 22:13:23 GMT\n");
+	ck_assert_str_eq(a.headers, want);
+	ck_assert(a.has_wait);
+	ck_assert_uint_eq(a.wait_ns, 2750 * NS_PER_MS);
+	scenario_free(sc);
+}
+END_TEST
+
+START_TEST(layered_sends_ratelimit_fields)
+{
+	char err[300];
+	struct scenario *sc = scenario_new("layered", err, sizeof(err));
+	struct scenario_answer a;
+
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+	ck_assert_int_eq(a.status, 429);
+	ck_assert_str_eq(a.headers, "Retry-After: 2\n"
+	                            "RateLimit-Policy: \"minute\";q=30;w=60, \"hour\";q=500;w=3600\n"
+	                            "RateLimit: \"minute\";r=0;t=2\n");
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 1, &a);
+	ck_assert_int_eq(a.status, 200);
+	ck_assert_ptr_nonnull(strstr(a.headers, "RateLimit: \"minute\";r=29;t=60\n"));
+	scenario_free(sc);
+}
+END_TEST
+
+START_TEST(script_keys_and_values)
+{
+	char err[300];
+	struct scenario *sc = scenario_parse("[{\"status\":503,\"retry_after\":7,\"delay\":\"250ms\","
+	                                     "\"headers\":{\"X-A\":\"1\"}},{\"status\":201,\"delay\":20}]",
+	                                     "mine", err, sizeof(err));
+	const struct scenario_step *st;
+	struct scenario_answer a;
+
+	ck_assert_msg(sc != NULL, "%s", err);
+	ck_assert_uint_eq(scenario_nsteps(sc), 2);
+	st = scenario_step_at(sc, 0);
+	ck_assert_str_eq(st->retry_after, "7");
+	ck_assert_uint_eq(st->delay_ns, 250 * NS_PER_MS);
+	ck_assert_uint_eq(scenario_step_at(sc, 1)->delay_ns, 20 * NS_PER_MS);
+	ck_assert_ptr_null(scenario_step_at(sc, 2));
+	ck_assert_str_eq(scenario_default_expect(sc), "succeeds,honours-retry-after");
+	ask(sc, NULL, 0, "GET", "/", 0, &a);
+	ck_assert_str_eq(a.headers, "Retry-After: 7\nX-A: 1\n");
+	ck_assert_uint_eq(a.delay_ns, 250 * NS_PER_MS);
+	scenario_free(sc);
+}
+END_TEST
+
+START_TEST(script_errors_name_the_step)
+{
+	static const char *const BAD[][2] = {
+		{ "{}", "JSON array" },
+		{ "[]", "JSON array" },
+		{ "[{\"status\":200},{\"status\":99}]", "step 2: \"status\"" },
+		{ "[{\"status\":429,\"retry_after\":true}]", "step 1: \"retry_after\"" },
+		{ "[{\"status\":429,\"retry_after\":\"date:x\"}]", "date:N" },
+		{ "[{\"status\":200,\"headers\":{\"Bad Name\":\"v\"}}]", "\"headers\"" },
+		{ "[{\"status\":200,\"delay\":\"11s\"}]", "10s cap" },
+		{ "[{\"status\":200,\"colour\":1}]", "unknown key \"colour\"" },
+		{ "[{\"status\":", "not JSON" },
+	};
+	char err[300];
+
+	for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
+		err[0] = '\0';
+		ck_assert_msg(scenario_parse(BAD[i][0], "t", err, sizeof(err)) == NULL, "accepted %s", BAD[i][0]);
+		ck_assert_msg(strstr(err, BAD[i][1]) != NULL, "%s: '%s' lacks '%s'", BAD[i][0], err, BAD[i][1]);
+	}
+	ck_assert_ptr_null(scenario_new("/nonexistent/scenario.json", err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "neither a built-in"));
+}
+END_TEST
+
+START_TEST(log_records_arrivals_and_bounds)
+{
+	char err[300];
+	struct scenario *sc = scenario_new("persistent-429", err, sizeof(err));
+	struct scenario_request r = { "POST", "/client-3/pay", IP1, sizeof(IP1), "k-1", "00-abc-01", 5, WALL0 };
+	struct scenario_arrival *log = calloc(SCENARIO_LOG_MAX, sizeof(*log));
+	struct scenario_answer a;
+	uint64_t dropped = 0;
+	char *json;
+
+	scenario_answer(sc, &r, &a);
+	ck_assert_uint_eq(scenario_arrivals(sc, log, 4, &dropped), 1);
+	ck_assert_uint_eq(dropped, 0);
+	ck_assert_uint_eq(log[0].t_ns, 5);
+	ck_assert_str_eq(log[0].method, "POST");
+	ck_assert_str_eq(log[0].path, "/client-3/pay");
+	ck_assert_str_eq(log[0].client, "127.0.0.1/client-3");
+	ck_assert_str_eq(log[0].idempotency_key, "k-1");
+	ck_assert_str_eq(log[0].traceparent, "00-abc-01");
+	ck_assert_int_eq(log[0].status, 429);
+	ck_assert_uint_eq(log[0].wait_ns, NS_PER_SEC);
+	json = scenario_arrivals_json(sc);
+	ck_assert_ptr_nonnull(strstr(json, "\"idempotency_key\": \"k-1\""));
+	ck_assert_ptr_nonnull(strstr(json, "\"wait_ms\": 1000"));
+	free(json);
+	for (size_t i = 0; i < SCENARIO_LOG_MAX + 10; i++)
+		scenario_answer(sc, &r, &a);
+	ck_assert_uint_eq(scenario_arrivals(sc, log, SCENARIO_LOG_MAX, &dropped), SCENARIO_LOG_MAX);
+	ck_assert_uint_eq(dropped, 11);
+	free(log);
+	scenario_free(sc);
+}
+END_TEST
+
+START_TEST(client_names)
+{
+	static const char V6[] = { 'i', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	char buf[SCENARIO_CLIENT_LEN];
+
+	scenario_client_name(IP2, sizeof(IP2), "/", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "10.0.0.2");
+	scenario_client_name(V6, sizeof(V6), "/client-12", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "::1/client-12");
+	scenario_client_name("hteam\x01", 6, "/client-x", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "team?");
+	scenario_client_name("*", 1, "/", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "*");
+}
+END_TEST
+
+/* The real server: `ratelab serve --scenario` answers limited paths from the script and logs them. */
+START_TEST(serve_answers_from_the_script)
+{
+	static const char *const ARGS[] = { "--scenario", "post-503", "--quiet", NULL };
+	struct test_server s;
+	char url[128], ra[64], *hdr = NULL, *body = NULL;
+	long status = 0;
+
+	ck_assert_msg(testutil_server_start(&s, ARGS, 5000) == 0, "serve --scenario did not start");
+	snprintf(url, sizeof(url), "%s/orders", s.url);
+	ck_assert_int_eq(testutil_http("POST", url, "{}", &status, &hdr, NULL), 0);
+	ck_assert_int_eq(status, 503);
+	ck_assert(!testutil_header(hdr, "Retry-After", ra, sizeof(ra)));
+	free(hdr);
+	ck_assert_int_eq(testutil_http("POST", url, "{}", &status, NULL, NULL), 0);
+	ck_assert_int_eq(status, 200);
+	snprintf(url, sizeof(url), "%s/scenario", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	ck_assert_int_eq(status, 200);
+	ck_assert_ptr_nonnull(strstr(body, "\"status\": 503"));
+	ck_assert_ptr_nonnull(strstr(body, "\"path\": \"/orders\""));
+	ck_assert_ptr_nonnull(strstr(body, "\"method\": \"POST\""));
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
+/* One delayed request fired from its own thread. */
+struct slow_call {
+	char url[128];
+	long status;
+	int rc;
+	uint64_t took_ns;
+	atomic_bool done;
+};
+
+static void *slow_call_run(void *arg)
+{
+	struct slow_call *sc = arg;
+	uint64_t t0 = clock_monotonic_ns();
+
+	sc->rc = testutil_http("GET", sc->url, NULL, &sc->status, NULL, NULL);
+	sc->took_ns = clock_monotonic_ns() - t0;
+	atomic_store(&sc->done, true);
+	return NULL;
+}
+
+/* True once GET /scenario lists an arrival; *took_ns is how long that GET took. */
+static bool arrival_logged(const char *base, uint64_t *took_ns)
+{
+	char url[128], *body = NULL;
+	long status = 0;
+	uint64_t t0 = clock_monotonic_ns();
+	bool seen;
+
+	snprintf(url, sizeof(url), "%s/scenario", base);
+	seen = testutil_http("GET", url, NULL, &status, NULL, &body) == 0 && status == 200 && body &&
+	       strstr(body, "\"path\": \"/slow\"") != NULL;
+	*took_ns = clock_monotonic_ns() - t0;
+	free(body);
+	return seen;
+}
+
+/*
+ * A scripted 1 s delay holds only its own answer: with one server thread,
+ * /scenario and /healthz answer at once while the delayed request waits, and
+ * the delayed one still takes its full second.
+ */
+START_TEST(serve_delay_does_not_block_the_thread)
+{
+	static const char SCRIPT[] = "[{\"status\":503,\"delay\":\"1s\"},{\"status\":200}]";
+	char path[] = "/tmp/ratelab-delay-XXXXXX";
+	int fd = mkstemp(path);
+	const char *const args[] = { "--scenario", path, "--threads", "1", "--quiet", NULL };
+	struct test_server s;
+	struct slow_call sc = { .status = 0 };
+	pthread_t t;
+	char url[128];
+	long status = 0;
+	uint64_t took = 0, t0;
+	bool seen = false;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, SCRIPT, sizeof(SCRIPT) - 1), (ssize_t)(sizeof(SCRIPT) - 1));
+	close(fd);
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "serve --scenario FILE did not start");
+	unlink(path);  /* read at start */
+	snprintf(sc.url, sizeof(sc.url), "%s/slow", s.url);
+	ck_assert_int_eq(pthread_create(&t, NULL, slow_call_run, &sc), 0);
+	/* Bounded: at most 200 polls of /scenario (about 2 s when each is fast). */
+	for (int i = 0; i < 200 && !seen && !atomic_load(&sc.done); i++) {
+		seen = arrival_logged(s.url, &took);
+		if (!seen)
+			usleep(10000);
+	}
+	ck_assert_msg(seen, "the delayed request never showed in /scenario while it was pending");
+	ck_assert_msg(took < 200 * NS_PER_MS, "GET /scenario took %.0f ms", (double)took / 1e6);
+	snprintf(url, sizeof(url), "%s/healthz", s.url);
+	t0 = clock_monotonic_ns();
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+	took = clock_monotonic_ns() - t0;
+	ck_assert_int_eq(status, 200);
+	ck_assert_msg(took < 200 * NS_PER_MS, "GET /healthz took %.0f ms behind a delayed answer",
+	              (double)took / 1e6);
+	ck_assert_msg(!atomic_load(&sc.done), "the delayed answer came back before /healthz");
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(sc.rc, 0);
+	ck_assert_int_eq(sc.status, 503);
+	ck_assert_msg(sc.took_ns >= 1000 * NS_PER_MS && sc.took_ns < 3000 * NS_PER_MS,
+	              "the delayed answer took %.0f ms, want 1 s", (double)sc.took_ns / 1e6);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
+START_TEST(serve_rejects_a_bad_scenario)
+{
+	static const char *const ARGS[] = { "serve", "--scenario", "no-such-thing", NULL };
+	struct test_run r;
+
+	ck_assert_int_eq(testutil_run(&r, ARGS, NULL, 5000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--scenario 'no-such-thing'"));
+	ck_assert_ptr_null(strchr(strchr(r.err, '\n') + 1, '\n'));  /* one line */
+	testutil_run_free(&r);
+}
+END_TEST
+
+Suite *scenario_suite(void)
+{
+	Suite *s = suite_create("scenario");
+	TCase *tc = tcase_create("unit");
+	TCase *live = tcase_create("serve");
+
+	tcase_add_test(tc, builtins_load_with_defaults);
+	tcase_add_test(tc, retry_after_seconds_steps_then_stays);
+	tcase_add_test(tc, clients_walk_separately);
+	tcase_add_test(tc, date_asks_at_least_n_seconds);
+	tcase_add_test(tc, layered_sends_ratelimit_fields);
+	tcase_add_test(tc, script_keys_and_values);
+	tcase_add_test(tc, script_errors_name_the_step);
+	tcase_add_test(tc, log_records_arrivals_and_bounds);
+	tcase_add_test(tc, client_names);
+	suite_add_tcase(s, tc);
+	tcase_add_test(live, serve_answers_from_the_script);
+	tcase_add_test(live, serve_rejects_a_bad_scenario);
+	tcase_add_test(live, serve_delay_does_not_block_the_thread);
+	tcase_set_timeout(live, 20);
+	suite_add_tcase(s, live);
+	return s;
+}

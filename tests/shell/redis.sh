@@ -1,0 +1,194 @@
+#!/bin/sh
+# `ratelab serve --store redis://...` from the shell.
+#
+#   sh tests/shell/redis.sh                         self-test (run by `make check`): the --store
+#                                             flags, fail open/closed with Redis absent, and
+#                                             concurrency slots released on a real Redis
+#   sh tests/shell/redis.sh replicas memory|redis [SECONDS] [RATE]
+#                                             the experiment of lab-guide chapter 12: three
+#                                             replicas of `serve --limiter token-bucket
+#                                             --limit 10 --key global`, each hammered at RATE
+#                                             req/s (default 20) for SECONDS (default 5), on
+#                                             their own memory stores or on one Redis
+#
+# It starts its own redis-server (no persistence) on a free loopback port and
+# stops everything it started on exit.
+set -u
+
+BIN=${RATELAB_BIN:-./ratelab}
+ROOT=${RATELAB_ROOT:-.}
+TMP=$(mktemp -d)
+PIDS=""
+
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+die() {
+	echo "redis.sh: $*" >&2
+	exit 1
+}
+
+# Start redis-server on a free port (tried from a pseudo-random start); sets REDIS_URL.
+start_redis() {
+	command -v redis-server >/dev/null 2>&1 || sh "$ROOT/scripts/install-deps" redis-server >&2 ||
+		die "redis-server is missing and scripts/install-deps failed"
+	port=$((20000 + ($$ * 7) % 30000))
+	tries=0
+	while [ $tries -lt 20 ]; do
+		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --logfile "" \
+			>/dev/null 2>&1 &
+		rpid=$!
+		n=0
+		while [ $n -lt 50 ]; do   # at most 5 s
+			if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+				PIDS="$PIDS $rpid"
+				REDIS_URL="redis://127.0.0.1:$port"
+				return 0
+			fi
+			kill -0 "$rpid" 2>/dev/null || break   # port taken: try the next one
+			sleep 0.1
+			n=$((n + 1))
+		done
+		kill "$rpid" 2>/dev/null
+		port=$((port + 1))
+		tries=$((tries + 1))
+	done
+	die "redis-server did not start"
+}
+
+# start_server NAME ARGS...: `ratelab serve --port 0 ARGS`; sets URL_<NAME>.
+start_server() {
+	name=$1
+	shift
+	"$BIN" serve --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+	PIDS="$PIDS $!"
+	n=0
+	surl=""
+	while [ $n -lt 100 ] && [ -z "$surl" ]; do   # at most 10 s
+		surl=$(sed -n "s/^listening on //p" "$TMP/$name.out")
+		[ -n "$surl" ] || sleep 0.1
+		n=$((n + 1))
+	done
+	[ -n "$surl" ] || { cat "$TMP/$name.err" >&2; die "serve $* did not start"; }
+	eval "URL_$name=\$surl"
+}
+
+# The count of status $2 in a hammer summary file $1 (0 when absent).
+count_of() {
+	awk -v s="$2" '$1 == s { v = $2; sub(/^x/, "", v); print v; f = 1 } END { if (!f) print 0 }' "$1"
+}
+
+replicas() {
+	store=$1
+	secs=${2:-5}
+	rate=${3:-20}
+	case $store in
+	memory) url=memory ;;
+	redis) start_redis; url=$REDIS_URL ;;
+	*) die "replicas: want memory or redis, not '$store'" ;;
+	esac
+	for i in 1 2 3; do
+		start_server "r$i" --limiter token-bucket --limit 10 --key global --store "$url"
+	done
+	hpids=""
+	for i in 1 2 3; do
+		eval "u=\$URL_r$i"
+		"$BIN" hammer "$u/" --rate "$rate" --duration "${secs}s" --no-retry --threads 1 \
+			>"$TMP/h$i.txt" 2>&1 &
+		hpids="$hpids $!"
+	done
+	for p in $hpids; do wait "$p" || die "hammer failed: $(cat "$TMP"/h*.txt)"; done
+	ok=0
+	no=0
+	for i in 1 2 3; do
+		eval "u=\$URL_r$i"
+		a=$(count_of "$TMP/h$i.txt" 200)
+		r=$(count_of "$TMP/h$i.txt" 429)
+		printf 'replica %d  %s  200 x%s  429 x%s\n' "$i" "$u" "$a" "$r"
+		ok=$((ok + a))
+		no=$((no + r))
+	done
+	printf '200  x%d\n429  x%d\n' "$ok" "$no"
+	awk -v a="$ok" -v s="$secs" 'BEGIN { printf "admitted %.1f per second over %ss (store: %s)\n", a / s, s, "'"$store"'" }'
+}
+
+failures=0
+passes=0
+check() {   # check DESCRIPTION COMMAND...: the command must succeed
+	d=$1
+	shift
+	if "$@"; then
+		echo "ok   $d"
+		passes=$((passes + 1))
+	else
+		echo "FAIL $d"
+		failures=$((failures + 1))
+	fi
+}
+
+usage_error() {   # usage_error NEEDLE ARGS...: exit 2 and one stderr line holding NEEDLE
+	needle=$1
+	shift
+	"$BIN" serve "$@" >"$TMP/u.out" 2>"$TMP/u.err"
+	st=$?
+	[ "$st" -eq 2 ] && [ "$(wc -l <"$TMP/u.err")" -eq 1 ] && grep -qF -- "$needle" "$TMP/u.err"
+}
+
+hammer_says() {   # hammer_says URL STATUS: three requests all answered STATUS
+	"$BIN" hammer "$1/" --requests 3 --concurrency 1 --no-retry >"$TMP/h.txt" 2>&1
+	[ "$(count_of "$TMP/h.txt" "$2")" = 3 ]
+}
+
+# The keys under prefix $1 in the Redis at $REDIS_URL, one a line.
+redis_keys() {
+	redis-cli -p "${REDIS_URL##*:}" --scan --pattern "$1*"
+}
+
+# --limiter concurrency --limit 1 on Redis, 30 requests one after the other on
+# one kept-alive connection: each release is queued before the next acquire, so
+# all 30 are admitted, and once the last release is through no slot is held.
+concurrency_releases() {
+	start_redis
+	start_server conc --limiter concurrency --limit 1 --key global --store "$REDIS_URL" \
+		--store-failure closed --store-prefix "rs$$:"
+	"$BIN" hammer "$URL_conc/" --requests 30 --concurrency 1 --no-retry >"$TMP/c.txt" 2>&1
+	[ "$(count_of "$TMP/c.txt" 200)" = 30 ] || { cat "$TMP/c.txt" >&2; return 1; }
+	n=0
+	while [ $n -lt 40 ] && [ -n "$(redis_keys "rs$$:")" ]; do   # at most 2 s
+		sleep 0.05
+		n=$((n + 1))
+	done
+	[ -z "$(redis_keys "rs$$:")" ]
+}
+
+selftest() {
+	check "--help lists --store" sh -c "'$BIN' serve --help | grep -q -- '--store-failure'"
+	check "bad --store URL" usage_error "'http://x'" --store http://x
+	check "bad --store port" usage_error "'redis://h:0'" --store redis://h:0
+	check "bad --store-failure" usage_error "'maybe'" --store-failure maybe
+	check "--store without a value" usage_error "--store" --store
+	# Nothing listens on port 1: open admits, closed answers 503, and the server stays up.
+	start_server open --store redis://127.0.0.1:1 --store-failure open
+	start_server closed --store redis://127.0.0.1:1 --store-failure closed
+	check "Redis down, fail open: 200" hammer_says "$URL_open" 200
+	check "Redis down, fail closed: 503" hammer_says "$URL_closed" 503
+	check "one log line per outage" sh -c "[ \$(grep -c 'unreachable' '$TMP/closed.err') -eq 1 ]"
+	if command -v curl >/dev/null 2>&1; then
+		check "/metrics counts store errors" sh -c \
+			"curl -s '$URL_closed/metrics' | grep -q 'ratelab_store_errors_total{route=\"/\"} 3'"
+	fi
+	check "concurrency on Redis: 30 of 30 admitted at --limit 1, no slot left" concurrency_releases
+	echo "redis.sh: $passes passed, $failures failed"
+	[ "$failures" -eq 0 ]
+}
+
+case ${1:-selftest} in
+selftest) selftest ;;
+replicas) shift; replicas "$@" ;;
+*) die "usage: sh tests/shell/redis.sh [selftest | replicas memory|redis [SECONDS] [RATE]]" ;;
+esac

@@ -1,0 +1,105 @@
+/* cases_run_file: the retry-cases table replayed through the engine (the CLI: integration/check_cases_cli.c). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/cases.h"
+#include "tests/harness/testutil.h"
+
+/* Everything written to f, as a malloc'd string. */
+static char *slurp(FILE *f)
+{
+	long n;
+	char *s;
+
+	fflush(f);
+	n = ftell(f);
+	ck_assert_int_ge(n, 0);
+	s = calloc(1, (size_t)n + 1);
+	rewind(f);
+	ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+	return s;
+}
+
+START_TEST(replays_the_project_table)
+{
+	char path[512], err[512] = "", last[64];
+	unsigned passed = 0, failed = 0;
+	FILE *out = tmpfile();
+	char *text;
+
+	testutil_path("tests/retry-cases.json", path, sizeof(path));
+	ck_assert_msg(cases_run_file(path, out, &passed, &failed, err, sizeof(err)) == 0, "%s", err);
+	text = slurp(out);
+	ck_assert_msg(failed == 0, "%u failing rows, the first: %.300s", failed,
+	              strstr(text, "FAIL") ? strstr(text, "FAIL") : "?");
+	ck_assert_uint_ge(passed, 40);
+	snprintf(last, sizeof(last), "\n%u passed, 0 failed\n", passed);
+	ck_assert_ptr_nonnull(strstr(text, last));
+	ck_assert_ptr_nonnull(strstr(text, "ok   2 signaldb: 429 on POST is retried"));
+	ck_assert_ptr_nonnull(strstr(text, "(000 §What is retried)"));
+	/* Every seed and preset is covered. */
+	ck_assert_ptr_nonnull(strstr(text, "(001 §Retry budget)"));
+	ck_assert_ptr_nonnull(strstr(text, "(002 §Retry politely)"));
+	ck_assert_ptr_nonnull(strstr(text, "(004 §Decision Outcome)"));
+	ck_assert_ptr_nonnull(strstr(text, " aws-standard: "));
+	ck_assert_ptr_nonnull(strstr(text, " grpc: "));
+	free(text);
+	fclose(out);
+}
+END_TEST
+
+START_TEST(wrong_row_is_one_failure)
+{
+	char path[512], err[512] = "";
+	unsigned passed = 9, failed = 9;
+	FILE *out = tmpfile();
+	char *text;
+
+	testutil_path("tests/fixtures/cases-wrong.json", path, sizeof(path));
+	ck_assert_int_eq(cases_run_file(path, out, &passed, &failed, err, sizeof(err)), 0);
+	ck_assert_uint_eq(passed, 1);
+	ck_assert_uint_eq(failed, 1);
+	text = slurp(out);
+	ck_assert_ptr_nonnull(strstr(text, "ok   1 signaldb: POST 429 retried (000 §What is retried)\n"));
+	ck_assert_ptr_nonnull(strstr(text, "FAIL 2 signaldb: POST 503 (wrong row) (000 §What is retried): "
+	                                   "expected retry got give up (not-retryable)\n"));
+	ck_assert_ptr_nonnull(strstr(text, "1 passed, 1 failed\n"));
+	free(text);
+	fclose(out);
+}
+END_TEST
+
+START_TEST(malformed_table_names_file_and_line)
+{
+	char path[512], err[512] = "", want[640];
+	unsigned passed = 0, failed = 0;
+	FILE *out = tmpfile();
+	char *text;
+
+	testutil_path("tests/fixtures/cases-malformed.json", path, sizeof(path));
+	ck_assert_int_eq(cases_run_file(path, out, &passed, &failed, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:4: row 2: unknown policy 'nosuch'", path);
+	ck_assert_str_eq(err, want);
+	text = slurp(out);
+	ck_assert_str_eq(text, "");  /* nothing replayed from a malformed table */
+	free(text);
+	fclose(out);
+	ck_assert_int_eq(cases_run_file("/nonexistent/t.json", NULL, &passed, &failed, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "/nonexistent/t.json: cannot open");
+}
+END_TEST
+
+Suite *cases_suite(void)
+{
+	Suite *s = suite_create("cases");
+	TCase *tc = tcase_create("replay");
+
+	tcase_add_test(tc, replays_the_project_table);
+	tcase_add_test(tc, wrong_row_is_one_failure);
+	tcase_add_test(tc, malformed_table_names_file_and_line);
+	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+	return s;
+}

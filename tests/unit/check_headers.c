@@ -1,0 +1,174 @@
+/* Exact text of what a limited response says: Retry-After, RateLimit fields, problem body. */
+#include <check.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "server/http/headers.h"
+
+static struct limiter_params single(uint64_t limit, uint64_t window_ns)
+{
+	struct limiter_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.limit = limit;
+	p.window_ns = window_ns;
+	p.burst = limit;
+	return p;
+}
+
+START_TEST(retry_after_rounds_up_never_zero)
+{
+	ck_assert_uint_eq(headers_retry_after_secs(0), 1);
+	ck_assert_uint_eq(headers_retry_after_secs(1), 1);
+	ck_assert_uint_eq(headers_retry_after_secs(187500000), 1);
+	ck_assert_uint_eq(headers_retry_after_secs(NS_PER_SEC), 1);
+	ck_assert_uint_eq(headers_retry_after_secs(NS_PER_SEC + 1), 2);
+	ck_assert_uint_eq(headers_retry_after_secs(59 * NS_PER_SEC + 999999999), 60);
+	ck_assert_uint_eq(headers_ceil_secs(0), 0);
+	ck_assert_uint_eq(headers_ceil_secs(2 * NS_PER_SEC), 2);
+}
+END_TEST
+
+START_TEST(policy_single_and_layered)
+{
+	struct limiter_params p = single(5, NS_PER_SEC);
+	char buf[HEADERS_POLICY_LEN];
+
+	ck_assert_int_eq(headers_policy(&p, false, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "\"default\";q=5;w=1");
+	p = single(10, 250 * NS_PER_MS);
+	ck_assert_int_eq(headers_policy(&p, false, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "\"default\";q=10;w=1");
+	p.nlayers = 3;
+	p.layers[0] = (struct limiter_layer){ 30, 60 * NS_PER_SEC };
+	p.layers[1] = (struct limiter_layer){ 500, 3600 * NS_PER_SEC };
+	p.layers[2] = (struct limiter_layer){ 2000, 86400 * NS_PER_SEC };
+	ck_assert_int_eq(headers_policy(&p, true, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "\"l0\";q=30;w=60, \"l1\";q=500;w=3600, \"l2\";q=2000;w=86400");
+	ck_assert_int_eq(headers_policy(&p, true, buf, 20), -1);
+}
+END_TEST
+
+START_TEST(ratelimit_field)
+{
+	struct limiter_params p = single(5, NS_PER_SEC);
+	struct limiter_decision rej = { false, 200 * NS_PER_MS, 0, 5, NS_PER_SEC, NS_PER_SEC, 0 };
+	struct limiter_decision adm = { true, 0, 3, 5, NS_PER_SEC, 600 * NS_PER_MS, 0 };
+	struct limiter_decision full = { true, 0, 4, 5, NS_PER_SEC, 0, 0 };
+	struct limiter_decision lay = { false, 61 * NS_PER_SEC, 0, 500, 3600 * NS_PER_SEC, 3600 * NS_PER_SEC, 1 };
+	char buf[HEADERS_FIELD_LEN];
+
+	ck_assert_int_eq(headers_ratelimit(&p, false, &rej, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "\"default\";r=0;t=1");
+	ck_assert_int_eq(headers_ratelimit(&p, false, &adm, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "\"default\";r=3;t=1");
+	ck_assert_int_eq(headers_ratelimit(&p, false, &full, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "\"default\";r=4;t=0");
+	ck_assert_int_eq(headers_ratelimit(&p, true, &lay, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "\"l1\";r=0;t=61");
+	ck_assert_uint_eq(headers_reset_secs(&lay), 61);
+}
+END_TEST
+
+START_TEST(retry_after_forms)
+{
+	char buf[64];
+
+	ck_assert(headers_retry_after(HEADERS_RA_SECONDS, 1500 * NS_PER_MS, 784111777, buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "2");
+	ck_assert(headers_retry_after(HEADERS_RA_SECONDS, 1, 784111777, buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "1");
+	ck_assert(headers_retry_after(HEADERS_RA_HTTPDATE, 1500 * NS_PER_MS, 784111777, buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "Sun, 06 Nov 1994 08:49:39 GMT");
+	ck_assert(!headers_retry_after(HEADERS_RA_NONE, NS_PER_SEC, 784111777, buf, sizeof(buf)));
+}
+END_TEST
+
+START_TEST(wait_ms_is_exact)
+{
+	char buf[32];
+
+	headers_wait_ms(187500000, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "187.5");
+	headers_wait_ms(NS_PER_SEC, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "1000");
+	headers_wait_ms(1, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "0.000001");
+	headers_wait_ms(123456789, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "123.456789");
+	headers_wait_ms(0, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "0");
+}
+END_TEST
+
+START_TEST(problem_body_fields)
+{
+	struct limiter_params p = single(5, NS_PER_SEC);
+	struct limiter_decision rej = { false, 187500000, 0, 5, NS_PER_SEC, NS_PER_SEC, 0 };
+	char buf[HEADERS_BODY_LEN];
+	json_error_t je;
+	json_t *j, *pol;
+	int n = headers_problem_body(429, "token-bucket", &p, false, &rej, buf, sizeof(buf));
+
+	ck_assert_int_gt(n, 0);
+	ck_assert_uint_eq(strlen(buf), (size_t)n);
+	j = json_loads(buf, 0, &je);
+	ck_assert_msg(j != NULL, "not JSON: %s (%s)", buf, je.text);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 429);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "title")), "Too Many Requests");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "limiter")), "token-bucket");
+	ck_assert_double_eq(json_number_value(json_object_get(j, "wait_ms")), 187.5);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "retry_after_s")), 1);
+	pol = json_object_get(j, "policy");
+	ck_assert_str_eq(json_string_value(json_object_get(pol, "name")), "default");
+	ck_assert_int_eq(json_integer_value(json_object_get(pol, "quota")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(pol, "window_s")), 1);
+	json_decref(j);
+	ck_assert_int_eq(headers_problem_body(503, "gcra", &p, false, &rej, buf, 40), -1);
+}
+END_TEST
+
+/* The exact body text, and head + tail: a new wait rewrites only the tail, to the same text a full render gives. */
+START_TEST(problem_body_text_and_tail)
+{
+	struct limiter_params p = single(5, NS_PER_SEC);
+	struct limiter_decision rej = { false, 24735597, 0, 5, NS_PER_SEC, NS_PER_SEC, 0 };
+	char full[HEADERS_BODY_LEN], split[HEADERS_BODY_LEN];
+	int head, tail, n;
+
+	n = headers_problem_body(429, "token-bucket", &p, false, &rej, full, sizeof(full));
+	ck_assert_str_eq(full, "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
+	                       "\"limiter\":\"token-bucket\",\"policy\":{\"name\":\"default\",\"quota\":5,"
+	                       "\"window_s\":1},\"remaining\":0,\"layer\":0,\"retry_after_s\":1,"
+	                       "\"wait_ms\":24.735597,\"detail\":\"rate limit exceeded: retry in 24.735597 ms "
+	                       "(Retry-After rounds up to 1 s)\"}\n");
+	ck_assert_uint_eq(strlen(full), (size_t)n);
+	head = headers_problem_head(429, "token-bucket", &p, false, &rej, split, sizeof(split));
+	ck_assert_int_gt(head, 0);
+	ck_assert_int_eq(memcmp(full, split, (size_t)head), 0);
+	rej.wait_ns = 2 * NS_PER_SEC + 1;
+	tail = headers_problem_tail(&rej, split + head, sizeof(split) - (size_t)head);
+	n = headers_problem_body(429, "token-bucket", &p, false, &rej, full, sizeof(full));
+	ck_assert_int_eq(head + tail, n);
+	ck_assert_str_eq(split, full);
+	ck_assert_ptr_nonnull(strstr(full, "\"retry_after_s\":3,\"wait_ms\":2000.000001,"));
+	ck_assert_int_eq(headers_problem_tail(&rej, split, 20), -1);
+}
+END_TEST
+
+Suite *headers_suite(void)
+{
+	Suite *s = suite_create("headers");
+	TCase *tc = tcase_create("text");
+
+	tcase_add_test(tc, retry_after_rounds_up_never_zero);
+	tcase_add_test(tc, policy_single_and_layered);
+	tcase_add_test(tc, ratelimit_field);
+	tcase_add_test(tc, retry_after_forms);
+	tcase_add_test(tc, problem_body_text_and_tail);
+	tcase_add_test(tc, wait_ms_is_exact);
+	tcase_add_test(tc, problem_body_fields);
+	suite_add_tcase(s, tc);
+	return s;
+}
