@@ -1,5 +1,5 @@
 /*
- * Nothing lost, nothing double-counted (issue 5): the hammer's own figures
+ * Nothing lost, nothing double-counted: the hammer's own figures
  * (--json -) against the server's /stats after the same run.  Every attempt
  * the hammer sent is a request the server saw, every 200 the hammer counted
  * is a 200 the server gave, and the hammer's totals add up.
@@ -115,7 +115,7 @@ START_TEST(retry_against_token_bucket)
 	/* every call the hammer sent is a request the server saw, and no more */
 	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "requests", NULL));
 	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "routes", "admitted") + jint(st, "routes", "rejected"));
-	fprintf(stderr, "ledger: 300 requests, %lld calls, %lld retries, %lld x 200 on both sides\n",
+	fprintf(stderr, "accounting: 300 requests, %lld calls, %lld retries, %lld x 200 on both sides\n",
 	        jint(h, "calls", NULL), jint(h, "retries", NULL), jint(st, "status", "200"));
 	json_decref(h);
 	json_decref(st);
@@ -125,7 +125,7 @@ END_TEST
 
 START_TEST(retry_with_injected_faults)
 {
-	/* 503s are retried by the lab preset and resets are not: the ledger must hold either way. */
+	/* 503s are retried by the lab preset and resets are not: the accounts must balance either way. */
 	static const char *const sargs[] = { "--limiter", "token-bucket", "--limit", "200", "--window", "1s",
 		                             "--faults", "503:10,reset:3", "--seed", "3", NULL };
 	static const char *const hargs[] = { "--requests", "300", "--concurrency", "16", "--retry", "--seed", "1",
@@ -149,10 +149,10 @@ START_TEST(retry_with_injected_faults)
 }
 END_TEST
 
-Suite *ledger_suite(void)
+Suite *accounting_suite(void)
 {
-	Suite *s = suite_create("ledger");
-	TCase *tc = tcase_create("ledger");
+	Suite *s = suite_create("accounting");
+	TCase *tc = tcase_create("accounting");
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, retry_against_token_bucket);
