@@ -104,7 +104,7 @@ enum retry_reason {
 	RETRY_REASON_COUNT
 };
 
-/* "ok", "retry", "attempts", "deadline", "budget", "retry-after-too-long", "not-retryable". */
+/* "ok", "retry", "attempts", "deadline", "budget", "retry-after-too-long", "not-retryable"; "?" out of range. */
 const char *retry_reason_name(enum retry_reason r);
 
 struct retry_budget;
@@ -149,12 +149,24 @@ void retry_decide(const struct retry_policy *p, const struct retry_input *in, st
 /* The backoff wait before retry number n (n = 1 for the first retry), capped.  Pure but for rng. */
 uint64_t retry_backoff(const struct retry_policy *p, unsigned n, uint64_t prev_wait_ns, struct prng *rng);
 
-/* Fill *out with preset `name`; returns 0, or -1 when unknown.
- * Names: none, lab, signaldb, wasm, saia, aws-standard, grpc. */
+/*
+ * Fill *out with preset `name`; returns 0, or -1 when unknown.  Names: none,
+ * lab, signaldb, wasm, saia, aws-standard, grpc.  Every
+ * preset caps a server-given wait (max_retry_after_ns: fail fast past it, or
+ * clamp_retry_after) and the whole request (deadline_ns or total_wait_cap_ns);
+ * retry_policy_describe says which.
+ */
 int retry_policy_preset(const char *name, struct retry_policy *out);
 
 /* "none, lab, signaldb, wasm, saia, aws-standard, grpc". */
 const char *retry_preset_names(void);
+
+/*
+ * One line (no newline) on p's attempts and caps, for `--help` and reports, e.g.
+ * "5 attempts; server wait up to 10s, longer fails fast (+100ms jitter); deadline 30s".
+ * Truncated to fit buf (len bytes, NUL included).  Pure.
+ */
+void retry_policy_describe(const struct retry_policy *p, char *buf, size_t len);
 
 /*
  * Override one knob by its hammer flag name without the dashes ("backoff",

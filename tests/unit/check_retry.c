@@ -190,6 +190,155 @@ START_TEST(fail_fast_3600)
 }
 END_TEST
 
+/* The preset, with Retry-After honoured and 429 retried on GET whatever it says otherwise. */
+static struct retry_policy honouring(const char *name)
+{
+	struct retry_policy p = policy(name);
+	char err[160];
+
+	ck_assert_int_eq(retry_policy_set(&p, "retry-after", "honour", err, sizeof(err)), 0);
+	p.retry_on[429] = true;
+	if (p.max_attempts < 2)
+		p.max_attempts = 2;
+	return p;
+}
+
+/* Issue 15's Retry-After: 999999999 (31 years) under each preset as it ships. */
+START_TEST(preset_caps_31_years)
+{
+	static const struct {
+		const char *name;
+		enum retry_reason reason;
+		uint64_t wait_ns;
+	} ROWS[] = {
+		{ "none", RETRY_REASON_NOT_RETRYABLE, 0 },
+		{ "lab", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
+		{ "signaldb", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
+		{ "wasm", RETRY_REASON_RETRY, SEC(10) },            /* clamped to maxDelayMs */
+		{ "saia", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
+		{ "aws-standard", RETRY_REASON_RETRY, 0 },          /* ignored: full jitter of 1 s */
+		{ "grpc", RETRY_REASON_RETRY, 0 },                  /* ignored: full jitter of 100 ms */
+	};
+	uint64_t aws = (uint64_t)(first_draw(7) * 1e9), grpc = (uint64_t)(first_draw(7) * 100e6);
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		struct retry_policy p = policy(ROWS[i].name);
+		struct retry_input in = input("GET", 429);
+		struct retry_decision d;
+		uint64_t want = i == 5 ? aws : i == 6 ? grpc : ROWS[i].wait_ns;
+
+		in.retry_after = "999999999";
+		d = decide(&p, &in);
+		ck_assert_msg(d.reason == ROWS[i].reason, "%s: %s", ROWS[i].name, retry_reason_name(d.reason));
+		ck_assert_msg(d.wait_ns == want, "%s: wait %llu ns", ROWS[i].name, (unsigned long long)d.wait_ns);
+	}
+}
+END_TEST
+
+/* The per-wait cap of each preset (Retry-After honoured): the cap itself is waited, one second more is not. */
+START_TEST(preset_caps_per_wait)
+{
+	static const struct {
+		const char *name;
+		const char *at, *past;
+		uint64_t cap_ns;
+		bool clamps;
+	} ROWS[] = {
+		{ "none", "10", "11", SEC(10), false }, { "lab", "10", "11", SEC(10), false },
+		{ "signaldb", "10", "11", SEC(10), false }, { "wasm", "10", "11", SEC(10), true },
+		{ "saia", "60", "61", SEC(60), false }, { "aws-standard", "20", "21", SEC(20), false },
+		{ "grpc", "10", "11", SEC(10), false },
+	};
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		struct retry_policy p = honouring(ROWS[i].name);
+		struct retry_input in = input("GET", 429);
+		uint64_t jitter = strcmp(ROWS[i].name, "lab") == 0 ? (uint64_t)(first_draw(7) * 100e6) : 0;
+		struct retry_decision d;
+
+		in.retry_after = ROWS[i].at;
+		d = decide(&p, &in);
+		ck_assert_msg(d.retry && d.wait_ns == ROWS[i].cap_ns + jitter, "%s at the cap", ROWS[i].name);
+		in.retry_after = ROWS[i].past;
+		d = decide(&p, &in);
+		if (ROWS[i].clamps)
+			ck_assert_msg(d.retry && d.wait_ns == ROWS[i].cap_ns, "%s does not clamp", ROWS[i].name);
+		else
+			ck_assert_msg(d.reason == RETRY_REASON_RETRY_AFTER_TOO_LONG && d.wait_ns == ROWS[i].cap_ns + SEC(1),
+			              "%s past the cap: %s", ROWS[i].name, retry_reason_name(d.reason));
+	}
+}
+END_TEST
+
+/* The total cap of each preset: a 1 s wait that ends exactly on it is taken, 1 ns later it is not. */
+START_TEST(preset_caps_total)
+{
+	static const struct {
+		const char *name;
+		uint64_t total_ns;
+		bool deadline;     /* elapsed time from the first start; else the sum of the waits */
+	} ROWS[] = {
+		{ "none", SEC(30), true }, { "lab", SEC(30), true }, { "signaldb", SEC(30), false },
+		{ "wasm", SEC(30), false }, { "saia", SEC(120), false }, { "aws-standard", SEC(40), false },
+		{ "grpc", SEC(30), true },
+	};
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		struct retry_policy p = honouring(ROWS[i].name);
+		struct retry_input in = input("GET", 429);
+		uint64_t jitter = strcmp(ROWS[i].name, "lab") == 0 ? (uint64_t)(first_draw(7) * 100e6) : 0;
+		uint64_t *used = ROWS[i].deadline ? &in.elapsed_ns : &in.waited_ns;
+		struct retry_decision d;
+
+		ck_assert_uint_eq(ROWS[i].deadline ? p.deadline_ns : p.total_wait_cap_ns, ROWS[i].total_ns);
+		in.retry_after = "1";
+		*used = ROWS[i].total_ns - SEC(1) - jitter;
+		d = decide(&p, &in);
+		ck_assert_msg(d.retry && d.wait_ns == SEC(1) + jitter, "%s: a wait ending on the cap", ROWS[i].name);
+		*used += 1;
+		d = decide(&p, &in);
+		ck_assert_msg(d.reason == RETRY_REASON_DEADLINE, "%s past the cap: %s", ROWS[i].name,
+		              retry_reason_name(d.reason));
+	}
+}
+END_TEST
+
+/* The one-line caps of each preset, as `hammer --help` prints them. */
+START_TEST(preset_caps_described)
+{
+	static const char *const ROWS[][2] = {
+		{ "none", "1 attempt (no retries); deadline 30s" },
+		{ "lab", "5 attempts; backoff full 100ms-2s; Retry-After up to 10s, longer fails fast "
+		         "(+100ms jitter); deadline 30s" },
+		{ "signaldb", "4 attempts; backoff full 250ms-10s; Retry-After up to 10s, longer fails fast; "
+		              "waits 30s in all" },
+		{ "wasm", "4 attempts; backoff randomized 100ms-10s; Retry-After clamped to 10s; waits 30s in all" },
+		{ "saia", "3 attempts; no wait given: 31s x2; Retry-After up to 1m, longer fails fast, 0 fails fast; "
+		          "waits 2m in all" },
+		{ "aws-standard", "3 attempts; backoff full 1s-20s; Retry-After ignored; waits 40s in all; "
+		                  "AWS retry quota 500" },
+		{ "grpc", "4 attempts; backoff full 100ms-1s; Retry-After ignored; deadline 30s; "
+		          "gRPC retry throttling 10 tokens, ratio 0.1" },
+	};
+	char buf[256], small[12];
+	struct retry_policy p;
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		p = policy(ROWS[i][0]);
+		retry_policy_describe(&p, buf, sizeof(buf));
+		ck_assert_str_eq(buf, ROWS[i][1]);
+	}
+	retry_policy_describe(&p, small, sizeof(small));
+	ck_assert_str_eq(small, "4 attempts;");  /* cut to fit */
+	p = policy("lab");
+	ck_assert_int_eq(retry_policy_set(&p, "max-retry-after", "1500ms", buf, sizeof(buf)), 0);
+	ck_assert_int_eq(retry_policy_set(&p, "deadline", "0s", buf, sizeof(buf)), 0);
+	retry_policy_describe(&p, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "5 attempts; backoff full 100ms-2s; Retry-After up to 1500ms, longer fails fast "
+	                      "(+100ms jitter); no total cap");
+}
+END_TEST
+
 START_TEST(caps_deadline_total)
 {
 	struct retry_policy p = policy("signaldb");
@@ -544,6 +693,10 @@ Suite *retry_suite(void)
 	tcase_add_test(tc, reproducible_with_seed);
 	tcase_add_test(tc, signaldb_matrix);
 	tcase_add_test(tc, fail_fast_3600);
+	tcase_add_test(tc, preset_caps_31_years);
+	tcase_add_test(tc, preset_caps_per_wait);
+	tcase_add_test(tc, preset_caps_total);
+	tcase_add_test(tc, preset_caps_described);
 	tcase_add_test(tc, caps_deadline_total);
 	tcase_add_test(tc, lab_and_wasm_retry_after);
 	tcase_add_test(tc, saia_rules);
