@@ -172,6 +172,45 @@ static void preset_grpc(struct retry_policy *p)
 	p->deadline_ns = HOUSE_DEADLINE;
 }
 
+/* The storm's naive retrier (seed 002's "try again right away"): 5 attempts with no
+ * wait at all, on overload, gateway and connection failures and timeouts, whatever
+ * the method, Retry-After ignored.  House caps. */
+static void preset_naive(struct retry_policy *p)
+{
+	static const int on[] = { 429, 502, 503, 504 };
+
+	p->max_attempts = 5;
+	p->backoff = BACKOFF_NONE;
+	set_statuses(p->retry_on, on, 4);
+	p->retry_conn = true;
+	p->retry_timeout = true;
+	p->retry_non_idempotent = true;
+	p->max_retry_after_ns = HOUSE_MAX_RETRY_AFTER;
+	p->deadline_ns = HOUSE_DEADLINE;
+}
+
+/* Exponential backoff with full jitter (lab's 100 ms .. 2 s, 5 attempts) on overload,
+ * gateway and connection failures and timeouts, Retry-After honoured, plus the SRE
+ * book's adaptive throttling of every attempt (K = 2 over 2 minutes).  House caps. */
+static void preset_sre_adaptive(struct retry_policy *p)
+{
+	static const int on[] = { 429, 502, 503, 504 };
+
+	p->max_attempts = 5;
+	p->backoff = BACKOFF_FULL;
+	p->base_ns = MS(100);
+	p->cap_ns = SEC(2);
+	set_statuses(p->retry_on, on, 4);
+	p->retry_conn = true;
+	p->retry_timeout = true;
+	p->honour_retry_after = true;
+	p->max_retry_after_ns = HOUSE_MAX_RETRY_AFTER;
+	p->deadline_ns = HOUSE_DEADLINE;
+	p->throttle.kind = RETRY_THROTTLE_SRE;
+	p->throttle.k = RETRY_THROTTLE_K_DEFAULT;
+	p->throttle.window_ns = RETRY_THROTTLE_WINDOW_DEFAULT_NS;
+}
+
 static const struct {
 	const char *name;
 	void (*fill)(struct retry_policy *p);
@@ -183,6 +222,8 @@ static const struct {
 	{ "saia", preset_saia },
 	{ "aws-standard", preset_aws },
 	{ "grpc", preset_grpc },
+	{ "naive", preset_naive },
+	{ "sre-adaptive", preset_sre_adaptive },
 };
 
 int retry_policy_preset(const char *name, struct retry_policy *out)
@@ -199,7 +240,7 @@ int retry_policy_preset(const char *name, struct retry_policy *out)
 
 const char *retry_preset_names(void)
 {
-	return "none, lab, signaldb, wasm, saia, aws-standard, grpc";
+	return "none, lab, signaldb, wasm, saia, aws-standard, grpc, naive, sre-adaptive";
 }
 
 /* Write "--knob: why" into err.  Always returns -1. */
@@ -287,7 +328,8 @@ static int budget_item(struct retry_budget_params *bp, const char *item, size_t 
 	int rc = -1;
 
 	if (n == 0 || n >= sizeof(buf) || memchr(item, '=', n) == NULL) {
-		snprintf(why, wl, "bad item '%.*s' (want ratio=R,min=N,window=DUR)", (int)(n > 40 ? 40 : n), item);
+		snprintf(why, wl, "bad item '%.*s' (want ratio=R,min=N,window=DUR or sre,k=K,window=DUR)",
+		         (int)(n > 40 ? 40 : n), item);
 		return -1;
 	}
 	memcpy(buf, item, n);
@@ -302,7 +344,7 @@ static int budget_item(struct retry_budget_params *bp, const char *item, size_t 
 	else if (strcmp(buf, "window") == 0)
 		rc = parse_duration(val, &bp->window_ns, perr, sizeof(perr));
 	else
-		snprintf(perr, sizeof(perr), "unknown key '%.30s' (ratio, min, window)", buf);
+		snprintf(perr, sizeof(perr), "unknown key '%.30s' (ratio, min, window; or sre,k=K,window=DUR)", buf);
 	if (rc == 0 && bp->window_ns < MS(10)) {
 		snprintf(perr, sizeof(perr), "window '%.30s' is under 10ms", val);
 		rc = -1;
@@ -312,7 +354,59 @@ static int budget_item(struct retry_budget_params *bp, const char *item, size_t 
 	return rc;
 }
 
-/* "none"/"off", "on" (0.2, 10, 10 s) or "ratio=0.2,min=10,window=10s" (missing keys default). */
+/* One "key=value" of --budget sre,... into *tp; -1 with why filled. */
+static int throttle_item(struct retry_throttle_params *tp, const char *item, size_t n, char *why, size_t wl)
+{
+	char buf[64], perr[96];
+	char *val;
+	int rc = -1;
+
+	if (n == 0 || n >= sizeof(buf) || memchr(item, '=', n) == NULL) {
+		snprintf(why, wl, "bad item '%.*s' (want sre,k=K,window=DUR)", (int)(n > 40 ? 40 : n), item);
+		return -1;
+	}
+	memcpy(buf, item, n);
+	buf[n] = '\0';
+	val = strchr(buf, '=');
+	*val++ = '\0';
+	perr[0] = '\0';
+	if (strcmp(buf, "k") == 0)
+		rc = parse_double(val, 1, 100, &tp->k, perr, sizeof(perr));
+	else if (strcmp(buf, "window") == 0)
+		rc = parse_duration(val, &tp->window_ns, perr, sizeof(perr));
+	else
+		snprintf(perr, sizeof(perr), "unknown key '%.30s' (k, window)", buf);
+	if (rc == 0 && tp->window_ns < MS(10)) {
+		snprintf(perr, sizeof(perr), "window '%.30s' is under 10ms", val);
+		rc = -1;
+	}
+	if (rc != 0)
+		snprintf(why, wl, "%s", perr);
+	return rc;
+}
+
+/* "sre" or "sre,k=2,window=2m" (missing keys default): adaptive throttling instead of a budget. */
+static int set_throttle(struct retry_policy *p, const char *v, char *err, size_t errlen)
+{
+	struct retry_throttle_params tp = { .kind = RETRY_THROTTLE_SRE, .k = RETRY_THROTTLE_K_DEFAULT,
+	                                    .window_ns = RETRY_THROTTLE_WINDOW_DEFAULT_NS };
+	char why[160];
+	const char *s = v + 3;
+
+	while (*s == ',') {
+		size_t n = strcspn(++s, ",");
+
+		if (throttle_item(&tp, s, n, why, sizeof(why)) != 0)
+			return knob_error(err, errlen, "budget", why);
+		s += n;
+	}
+	memset(&p->budget, 0, sizeof(p->budget));
+	p->throttle = tp;
+	return 0;
+}
+
+/* "none"/"off", "on" (0.2, 10, 10 s), "ratio=0.2,min=10,window=10s" (missing keys default),
+ * or "sre[,k=K,window=DUR]" (set_throttle).  A ratio budget replaces a throttle. */
 static int set_budget(struct retry_policy *p, const char *v, char *err, size_t errlen)
 {
 	struct retry_budget_params bp = { .kind = BUDGET_RATIO, .ratio = 0.2, .min_per_sec = 10,
@@ -320,8 +414,11 @@ static int set_budget(struct retry_policy *p, const char *v, char *err, size_t e
 	char why[160];
 	const char *s = v;
 
+	if (strncmp(v, "sre", 3) == 0 && (v[3] == '\0' || v[3] == ','))
+		return set_throttle(p, v, err, errlen);
 	if (strcmp(v, "none") == 0 || strcmp(v, "off") == 0) {
 		memset(&p->budget, 0, sizeof(p->budget));
+		memset(&p->throttle, 0, sizeof(p->throttle));
 		return 0;
 	}
 	while (strcmp(v, "on") != 0) {
@@ -334,6 +431,7 @@ static int set_budget(struct retry_policy *p, const char *v, char *err, size_t e
 		s += n + 1;
 	}
 	p->budget = bp;
+	memset(&p->throttle, 0, sizeof(p->throttle));
 	return 0;
 }
 
@@ -513,13 +611,16 @@ static void describe_totals(const struct retry_policy *p, char *buf, size_t len,
 		append(buf, len, off, "; waits %s in all", a);
 	if (p->deadline_ns == 0 && p->total_wait_cap_ns == 0)
 		append(buf, len, off, "; no total cap");
-	short_duration(p->budget.window_ns, a, sizeof(a));
+	short_duration(p->budget.kind == BUDGET_RATIO ? p->budget.window_ns : p->throttle.window_ns,
+	               a, sizeof(a));
 	if (p->budget.kind == BUDGET_RATIO)
 		append(buf, len, off, "; budget ratio %g + %g/s over %s", p->budget.ratio, p->budget.min_per_sec, a);
 	else if (p->budget.kind == BUDGET_AWS_QUOTA)
 		append(buf, len, off, "; AWS retry quota %g", p->budget.max_tokens);
 	else if (p->budget.kind == BUDGET_GRPC)
 		append(buf, len, off, "; gRPC retry throttling %g tokens, ratio %g", p->budget.max_tokens, p->budget.token_ratio);
+	if (p->throttle.kind == RETRY_THROTTLE_SRE)
+		append(buf, len, off, "; adaptive throttling K=%g over %s", p->throttle.k, a);
 }
 
 void retry_policy_describe(const struct retry_policy *p, char *buf, size_t len)

@@ -218,6 +218,8 @@ START_TEST(preset_caps_31_years)
 		{ "saia", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
 		{ "aws-standard", RETRY_REASON_RETRY, 0 },          /* ignored: full jitter of 1 s */
 		{ "grpc", RETRY_REASON_RETRY, 0 },                  /* ignored: full jitter of 100 ms */
+		{ "naive", RETRY_REASON_RETRY, 0 },                 /* ignored: again at once */
+		{ "sre-adaptive", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
 	};
 	uint64_t aws = (uint64_t)(first_draw(7) * 1e9), grpc = (uint64_t)(first_draw(7) * 100e6);
 
@@ -247,7 +249,8 @@ START_TEST(preset_caps_per_wait)
 		{ "none", "10", "11", SEC(10), false }, { "lab", "10", "11", SEC(10), false },
 		{ "signaldb", "10", "11", SEC(10), false }, { "wasm", "10", "11", SEC(10), true },
 		{ "saia", "60", "61", SEC(60), false }, { "aws-standard", "20", "21", SEC(20), false },
-		{ "grpc", "10", "11", SEC(10), false },
+		{ "grpc", "10", "11", SEC(10), false }, { "naive", "10", "11", SEC(10), false },
+		{ "sre-adaptive", "10", "11", SEC(10), false },
 	};
 
 	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
@@ -280,7 +283,7 @@ START_TEST(preset_caps_total)
 	} ROWS[] = {
 		{ "none", SEC(30), true }, { "lab", SEC(30), true }, { "signaldb", SEC(30), false },
 		{ "wasm", SEC(30), false }, { "saia", SEC(120), false }, { "aws-standard", SEC(40), false },
-		{ "grpc", SEC(30), true },
+		{ "grpc", SEC(30), true }, { "naive", SEC(30), true }, { "sre-adaptive", SEC(30), true },
 	};
 
 	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
@@ -319,6 +322,9 @@ START_TEST(preset_caps_described)
 		                  "AWS retry quota 500" },
 		{ "grpc", "4 attempts; backoff full 100ms-1s; Retry-After ignored; deadline 30s; "
 		          "gRPC retry throttling 10 tokens, ratio 0.1" },
+		{ "naive", "5 attempts; retries at once; Retry-After ignored; deadline 30s" },
+		{ "sre-adaptive", "5 attempts; backoff full 100ms-2s; Retry-After up to 10s, longer fails fast; "
+		                  "deadline 30s; adaptive throttling K=2 over 2m" },
 	};
 	char buf[256], small[12];
 	struct retry_policy p;
@@ -329,7 +335,7 @@ START_TEST(preset_caps_described)
 		ck_assert_str_eq(buf, ROWS[i][1]);
 	}
 	retry_policy_describe(&p, small, sizeof(small));
-	ck_assert_str_eq(small, "4 attempts;");  /* cut to fit */
+	ck_assert_str_eq(small, "5 attempts;");  /* cut to fit */
 	p = policy("lab");
 	ck_assert_int_eq(retry_policy_set(&p, "max-retry-after", "1500ms", buf, sizeof(buf)), 0);
 	ck_assert_int_eq(retry_policy_set(&p, "deadline", "0s", buf, sizeof(buf)), 0);
@@ -412,6 +418,57 @@ START_TEST(saia_rules)
 	ck_assert_uint_eq(decide(&p, &in).wait_ns, SEC(60));
 	in.idempotent = 0;
 	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_NOT_RETRYABLE);
+}
+END_TEST
+
+/* The storm's naive retrier: again at once, any method, overload and transport failures, 5 attempts. */
+START_TEST(naive_rules)
+{
+	struct retry_policy p = policy("naive");
+	struct retry_input in = input("POST", 503);
+	struct retry_decision d;
+
+	d = decide(&p, &in);
+	ck_assert(d.retry && !d.server_wait);
+	ck_assert_uint_eq(d.wait_ns, 0);
+	in.status = 0;
+	in.error = RETRY_ERR_TIMEOUT;
+	ck_assert(decide(&p, &in).retry);
+	in.error = RETRY_ERR_REFUSED;
+	ck_assert(decide(&p, &in).retry);
+	in = input("GET", 429);
+	in.retry_after = "5";
+	d = decide(&p, &in);
+	ck_assert(d.retry && !d.server_wait);
+	ck_assert_uint_eq(d.wait_ns, 0);
+	in.attempt = 5;
+	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_ATTEMPTS);
+	in = input("GET", 500);
+	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_NOT_RETRYABLE);
+	ck_assert_int_eq(p.budget.kind, BUDGET_NONE);
+	ck_assert_int_eq(p.throttle.kind, RETRY_THROTTLE_NONE);
+}
+END_TEST
+
+/* sre-adaptive's retry rules are exponential backoff with full jitter; the throttle acts before sending. */
+START_TEST(sre_adaptive_rules)
+{
+	struct retry_policy p = policy("sre-adaptive");
+	struct retry_input in = input("GET", 503);
+	struct retry_decision d;
+
+	in.attempt = 3;
+	d = decide(&p, &in);
+	ck_assert(d.retry);
+	ck_assert_uint_eq(d.wait_ns, (uint64_t)(first_draw(7) * 400e6));
+	in.status = 0;
+	in.error = RETRY_ERR_TIMEOUT;
+	ck_assert(decide(&p, &in).retry);
+	in = input("POST", 503);
+	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_NOT_RETRYABLE);
+	in = input("GET", 429);
+	in.retry_after = "2";
+	ck_assert_uint_eq(decide(&p, &in).wait_ns, SEC(2));
 }
 END_TEST
 
@@ -592,10 +649,11 @@ END_TEST
 
 START_TEST(presets_and_names)
 {
-	static const char *const NAMES[] = { "none", "lab", "signaldb", "wasm", "saia", "aws-standard", "grpc" };
+	static const char *const NAMES[] = { "none", "lab", "signaldb", "wasm", "saia", "aws-standard", "grpc",
+	                                     "naive", "sre-adaptive" };
 	struct retry_policy p;
 
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < sizeof(NAMES) / sizeof(NAMES[0]); i++) {
 		ck_assert_int_eq(retry_policy_preset(NAMES[i], &p), 0);
 		ck_assert_str_eq(p.name, NAMES[i]);
 		ck_assert_ptr_nonnull(strstr(retry_preset_names(), NAMES[i]));
@@ -610,6 +668,8 @@ START_TEST(presets_and_names)
 	ck_assert_uint_eq(p.max_attempts, 1);
 	ck_assert_str_eq(retry_reason_name(RETRY_REASON_OK), "ok");
 	ck_assert_str_eq(retry_reason_name(RETRY_REASON_NOT_RETRYABLE), "not-retryable");
+	ck_assert_str_eq(retry_reason_name(RETRY_REASON_THROTTLED), "throttled");
+	ck_assert_str_eq(retry_reason_name(RETRY_REASON_COUNT), "?");
 	ck_assert(retry_method_idempotent("get") && retry_method_idempotent("DELETE"));
 	ck_assert(!retry_method_idempotent("POST") && !retry_method_idempotent("PATCH"));
 }
@@ -700,6 +760,8 @@ Suite *retry_suite(void)
 	tcase_add_test(tc, caps_deadline_total);
 	tcase_add_test(tc, lab_and_wasm_retry_after);
 	tcase_add_test(tc, saia_rules);
+	tcase_add_test(tc, naive_rules);
+	tcase_add_test(tc, sre_adaptive_rules);
 	tcase_add_test(tc, ratelimit_header_fallback);
 	tcase_add_test(tc, budget_ratio_refusal_and_refill);
 	tcase_add_test(tc, budget_ratio_slides_in_tenths);
