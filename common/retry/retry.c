@@ -6,7 +6,7 @@
 #include <strings.h>
 
 static const char *const REASON_NAMES[RETRY_REASON_COUNT] = {
-	"ok", "retry", "attempts", "deadline", "budget", "retry-after-too-long", "not-retryable",
+	"ok", "retry", "attempts", "deadline", "budget", "retry-after-too-long", "not-retryable", "throttled",
 };
 
 const char *retry_reason_name(enum retry_reason r)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "common/prng.h"
+#include "common/retry/retry_throttle.h"
 
 /*
  * The retry-policy engine.  Deciding whether and how long to retry is one
@@ -83,6 +84,10 @@ struct retry_policy {
 	unsigned blind_max;           /* ... at most this many times, then give up; 0 = no limit */
 
 	struct retry_budget_params budget;
+	/* Client-side adaptive throttling of every attempt (sre-adaptive): see
+	 * retry_throttle.h for the calls the engine makes.  A policy has a budget
+	 * or a throttle, not both: the "budget" knob sets one and clears the other. */
+	struct retry_throttle_params throttle;
 
 	/* Added: the per-attempt timeout the preset asks for (signaldb: 30 s);
 	 * 0 = leave it to the hammer's --timeout. */
@@ -101,10 +106,13 @@ enum retry_reason {
 	RETRY_REASON_BUDGET,               /* give up: retry budget refused */
 	RETRY_REASON_RETRY_AFTER_TOO_LONG, /* give up: server asked for more than the cap */
 	RETRY_REASON_NOT_RETRYABLE,        /* give up: this outcome/method is not retried */
+	RETRY_REASON_THROTTLED,            /* give up: the client's adaptive throttle rejected an attempt
+	                                    * locally (never from retry_decide: see retry_throttle.h) */
 	RETRY_REASON_COUNT
 };
 
-/* "ok", "retry", "attempts", "deadline", "budget", "retry-after-too-long", "not-retryable". */
+/* "ok", "retry", "attempts", "deadline", "budget", "retry-after-too-long", "not-retryable",
+ * "throttled"; "?" out of range. */
 const char *retry_reason_name(enum retry_reason r);
 
 struct retry_budget;
@@ -149,19 +157,33 @@ void retry_decide(const struct retry_policy *p, const struct retry_input *in, st
 /* The backoff wait before retry number n (n = 1 for the first retry), capped.  Pure but for rng. */
 uint64_t retry_backoff(const struct retry_policy *p, unsigned n, uint64_t prev_wait_ns, struct prng *rng);
 
-/* Fill *out with preset `name`; returns 0, or -1 when unknown.
- * Names: none, lab, signaldb, wasm, saia, aws-standard, grpc. */
+/*
+ * Fill *out with preset `name`; returns 0, or -1 when unknown.  Names: none,
+ * lab, signaldb, wasm, saia, aws-standard, grpc, naive, sre-adaptive.  Every
+ * preset caps a server-given wait (max_retry_after_ns: fail fast past it, or
+ * clamp_retry_after) and the whole request (deadline_ns or total_wait_cap_ns);
+ * retry_policy_describe says which.
+ */
 int retry_policy_preset(const char *name, struct retry_policy *out);
 
-/* "none, lab, signaldb, wasm, saia, aws-standard, grpc". */
+/* "none, lab, signaldb, wasm, saia, aws-standard, grpc, naive, sre-adaptive". */
 const char *retry_preset_names(void);
+
+/*
+ * One line (no newline) on p's attempts and caps, for `--help` and reports, e.g.
+ * "5 attempts; server wait up to 10s, longer fails fast (+100ms jitter); deadline 30s".
+ * Truncated to fit buf (len bytes, NUL included).  Pure.
+ */
+void retry_policy_describe(const struct retry_policy *p, char *buf, size_t len);
 
 /*
  * Override one knob by its hammer flag name without the dashes ("backoff",
  * "base", "cap", "multiplier", "max-attempts", "deadline", "retry-on",
  * "retry-non-idempotent", "retry-after", "max-retry-after", "budget"; added:
  * "total-wait-cap").  "budget" takes "ratio=R,min=N,window=DUR" (missing keys
- * default to 0.2, 10, 10s), "on" (those defaults) or "none"/"off".  An explicit
+ * default to 0.2, 10, 10s), "on" (those defaults), "sre" or "sre,k=K,window=DUR"
+ * (adaptive throttling; K 1-100, default 2; window default 2m) or "none"/"off"
+ * (neither).  A ratio budget clears the throttle and "sre" clears the budget.  An explicit
  * "backoff" turns off saia's blind fallback.  "retry-on" replaces the list; a
  * status the preset retried on any method (signaldb's 429) keeps that.
  * Returns 0, or -1 with a one-line reason naming the flag and value ("--knob: ..."),

@@ -87,6 +87,38 @@ START_TEST(backoff_formulas_exact)
 }
 END_TEST
 
+/*
+ * Full and equal jitter under the herd's OCC settings (base 5 ms, cap 2 s): on the
+ * same draw u, full waits u * e and equal e/2 + u * e/2, at every retry number,
+ * the capped ones included.  (A herd run where both made 1584 calls was chance:
+ * the calls depend on the server's timing, not only on the seed.)
+ */
+START_TEST(backoff_full_and_equal_apart)
+{
+	struct retry_policy p = policy("none");
+	struct prng a, b, mirror;
+
+	p.base_ns = MS(5);
+	p.cap_ns = SEC(2);
+	prng_seed(&a, 11);
+	prng_seed(&b, 11);
+	prng_seed(&mirror, 11);
+	for (unsigned n = 1; n <= 14; n++) {
+		double e = n < 10 ? 5e6 * (double)(1u << (n - 1)) : 2e9;  /* 5 ms * 2^(n-1); 2.56 s is capped */
+		double u = prng_double(&mirror);
+		uint64_t full, equal;
+
+		p.backoff = BACKOFF_FULL;
+		full = retry_backoff(&p, n, 0, &a);
+		p.backoff = BACKOFF_EQUAL;
+		equal = retry_backoff(&p, n, 0, &b);
+		ck_assert_uint_eq(full, (uint64_t)(u * e));
+		ck_assert_uint_eq(equal, (uint64_t)(e / 2 + u * (e / 2)));
+		ck_assert_uint_gt(equal, full);  /* (1 + u) / 2 > u for every u < 1 */
+	}
+}
+END_TEST
+
 START_TEST(backoff_bounds)
 {
 	static const enum backoff_kind K[] = { BACKOFF_FULL, BACKOFF_EQUAL, BACKOFF_RANDOMIZED,
@@ -190,6 +222,161 @@ START_TEST(fail_fast_3600)
 }
 END_TEST
 
+/* The preset, with Retry-After honoured and 429 retried on GET whatever it says otherwise. */
+static struct retry_policy honouring(const char *name)
+{
+	struct retry_policy p = policy(name);
+	char err[160];
+
+	ck_assert_int_eq(retry_policy_set(&p, "retry-after", "honour", err, sizeof(err)), 0);
+	p.retry_on[429] = true;
+	if (p.max_attempts < 2)
+		p.max_attempts = 2;
+	return p;
+}
+
+/* Issue 15's Retry-After: 999999999 (31 years) under each preset as it ships. */
+START_TEST(preset_caps_31_years)
+{
+	static const struct {
+		const char *name;
+		enum retry_reason reason;
+		uint64_t wait_ns;
+	} ROWS[] = {
+		{ "none", RETRY_REASON_NOT_RETRYABLE, 0 },
+		{ "lab", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
+		{ "signaldb", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
+		{ "wasm", RETRY_REASON_RETRY, SEC(10) },            /* clamped to maxDelayMs */
+		{ "saia", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
+		{ "aws-standard", RETRY_REASON_RETRY, 0 },          /* ignored: full jitter of 1 s */
+		{ "grpc", RETRY_REASON_RETRY, 0 },                  /* ignored: full jitter of 100 ms */
+		{ "naive", RETRY_REASON_RETRY, 0 },                 /* ignored: again at once */
+		{ "sre-adaptive", RETRY_REASON_RETRY_AFTER_TOO_LONG, SEC(999999999) },
+	};
+	uint64_t aws = (uint64_t)(first_draw(7) * 1e9), grpc = (uint64_t)(first_draw(7) * 100e6);
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		struct retry_policy p = policy(ROWS[i].name);
+		struct retry_input in = input("GET", 429);
+		struct retry_decision d;
+		uint64_t want = i == 5 ? aws : i == 6 ? grpc : ROWS[i].wait_ns;
+
+		in.retry_after = "999999999";
+		d = decide(&p, &in);
+		ck_assert_msg(d.reason == ROWS[i].reason, "%s: %s", ROWS[i].name, retry_reason_name(d.reason));
+		ck_assert_msg(d.wait_ns == want, "%s: wait %llu ns", ROWS[i].name, (unsigned long long)d.wait_ns);
+	}
+}
+END_TEST
+
+/* The per-wait cap of each preset (Retry-After honoured): the cap itself is waited, one second more is not. */
+START_TEST(preset_caps_per_wait)
+{
+	static const struct {
+		const char *name;
+		const char *at, *past;
+		uint64_t cap_ns;
+		bool clamps;
+	} ROWS[] = {
+		{ "none", "10", "11", SEC(10), false }, { "lab", "10", "11", SEC(10), false },
+		{ "signaldb", "10", "11", SEC(10), false }, { "wasm", "10", "11", SEC(10), true },
+		{ "saia", "60", "61", SEC(60), false }, { "aws-standard", "20", "21", SEC(20), false },
+		{ "grpc", "10", "11", SEC(10), false }, { "naive", "10", "11", SEC(10), false },
+		{ "sre-adaptive", "10", "11", SEC(10), false },
+	};
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		struct retry_policy p = honouring(ROWS[i].name);
+		struct retry_input in = input("GET", 429);
+		uint64_t jitter = strcmp(ROWS[i].name, "lab") == 0 ? (uint64_t)(first_draw(7) * 100e6) : 0;
+		struct retry_decision d;
+
+		in.retry_after = ROWS[i].at;
+		d = decide(&p, &in);
+		ck_assert_msg(d.retry && d.wait_ns == ROWS[i].cap_ns + jitter, "%s at the cap", ROWS[i].name);
+		in.retry_after = ROWS[i].past;
+		d = decide(&p, &in);
+		if (ROWS[i].clamps)
+			ck_assert_msg(d.retry && d.wait_ns == ROWS[i].cap_ns, "%s does not clamp", ROWS[i].name);
+		else
+			ck_assert_msg(d.reason == RETRY_REASON_RETRY_AFTER_TOO_LONG && d.wait_ns == ROWS[i].cap_ns + SEC(1),
+			              "%s past the cap: %s", ROWS[i].name, retry_reason_name(d.reason));
+	}
+}
+END_TEST
+
+/* The total cap of each preset: a 1 s wait that ends exactly on it is taken, 1 ns later it is not. */
+START_TEST(preset_caps_total)
+{
+	static const struct {
+		const char *name;
+		uint64_t total_ns;
+		bool deadline;     /* elapsed time from the first start; else the sum of the waits */
+	} ROWS[] = {
+		{ "none", SEC(30), true }, { "lab", SEC(30), true }, { "signaldb", SEC(30), false },
+		{ "wasm", SEC(30), false }, { "saia", SEC(120), false }, { "aws-standard", SEC(40), false },
+		{ "grpc", SEC(30), true }, { "naive", SEC(30), true }, { "sre-adaptive", SEC(30), true },
+	};
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		struct retry_policy p = honouring(ROWS[i].name);
+		struct retry_input in = input("GET", 429);
+		uint64_t jitter = strcmp(ROWS[i].name, "lab") == 0 ? (uint64_t)(first_draw(7) * 100e6) : 0;
+		uint64_t *used = ROWS[i].deadline ? &in.elapsed_ns : &in.waited_ns;
+		struct retry_decision d;
+
+		ck_assert_uint_eq(ROWS[i].deadline ? p.deadline_ns : p.total_wait_cap_ns, ROWS[i].total_ns);
+		in.retry_after = "1";
+		*used = ROWS[i].total_ns - SEC(1) - jitter;
+		d = decide(&p, &in);
+		ck_assert_msg(d.retry && d.wait_ns == SEC(1) + jitter, "%s: a wait ending on the cap", ROWS[i].name);
+		*used += 1;
+		d = decide(&p, &in);
+		ck_assert_msg(d.reason == RETRY_REASON_DEADLINE, "%s past the cap: %s", ROWS[i].name,
+		              retry_reason_name(d.reason));
+	}
+}
+END_TEST
+
+/* The one-line caps of each preset, as `hammer --help` prints them. */
+START_TEST(preset_caps_described)
+{
+	static const char *const ROWS[][2] = {
+		{ "none", "1 attempt (no retries); deadline 30s" },
+		{ "lab", "5 attempts; backoff full 100ms-2s; Retry-After up to 10s, longer fails fast "
+		         "(+100ms jitter); deadline 30s" },
+		{ "signaldb", "4 attempts; backoff full 250ms-10s; Retry-After up to 10s, longer fails fast; "
+		              "waits 30s in all" },
+		{ "wasm", "4 attempts; backoff randomized 100ms-10s; Retry-After clamped to 10s; waits 30s in all" },
+		{ "saia", "3 attempts; no wait given: 31s x2; Retry-After up to 1m, longer fails fast, 0 fails fast; "
+		          "waits 2m in all" },
+		{ "aws-standard", "3 attempts; backoff full 1s-20s; Retry-After ignored; waits 40s in all; "
+		                  "AWS retry quota 500" },
+		{ "grpc", "4 attempts; backoff full 100ms-1s; Retry-After ignored; deadline 30s; "
+		          "gRPC retry throttling 10 tokens, ratio 0.1" },
+		{ "naive", "5 attempts; retries at once; Retry-After ignored; deadline 30s" },
+		{ "sre-adaptive", "5 attempts; backoff full 100ms-2s; Retry-After up to 10s, longer fails fast; "
+		                  "deadline 30s; adaptive throttling K=2 over 2m" },
+	};
+	char buf[256], small[12];
+	struct retry_policy p;
+
+	for (size_t i = 0; i < sizeof(ROWS) / sizeof(ROWS[0]); i++) {
+		p = policy(ROWS[i][0]);
+		retry_policy_describe(&p, buf, sizeof(buf));
+		ck_assert_str_eq(buf, ROWS[i][1]);
+	}
+	retry_policy_describe(&p, small, sizeof(small));
+	ck_assert_str_eq(small, "5 attempts;");  /* cut to fit */
+	p = policy("lab");
+	ck_assert_int_eq(retry_policy_set(&p, "max-retry-after", "1500ms", buf, sizeof(buf)), 0);
+	ck_assert_int_eq(retry_policy_set(&p, "deadline", "0s", buf, sizeof(buf)), 0);
+	retry_policy_describe(&p, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "5 attempts; backoff full 100ms-2s; Retry-After up to 1500ms, longer fails fast "
+	                      "(+100ms jitter); no total cap");
+}
+END_TEST
+
 START_TEST(caps_deadline_total)
 {
 	struct retry_policy p = policy("signaldb");
@@ -263,6 +450,57 @@ START_TEST(saia_rules)
 	ck_assert_uint_eq(decide(&p, &in).wait_ns, SEC(60));
 	in.idempotent = 0;
 	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_NOT_RETRYABLE);
+}
+END_TEST
+
+/* The storm's naive retrier: again at once, any method, overload and transport failures, 5 attempts. */
+START_TEST(naive_rules)
+{
+	struct retry_policy p = policy("naive");
+	struct retry_input in = input("POST", 503);
+	struct retry_decision d;
+
+	d = decide(&p, &in);
+	ck_assert(d.retry && !d.server_wait);
+	ck_assert_uint_eq(d.wait_ns, 0);
+	in.status = 0;
+	in.error = RETRY_ERR_TIMEOUT;
+	ck_assert(decide(&p, &in).retry);
+	in.error = RETRY_ERR_REFUSED;
+	ck_assert(decide(&p, &in).retry);
+	in = input("GET", 429);
+	in.retry_after = "5";
+	d = decide(&p, &in);
+	ck_assert(d.retry && !d.server_wait);
+	ck_assert_uint_eq(d.wait_ns, 0);
+	in.attempt = 5;
+	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_ATTEMPTS);
+	in = input("GET", 500);
+	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_NOT_RETRYABLE);
+	ck_assert_int_eq(p.budget.kind, BUDGET_NONE);
+	ck_assert_int_eq(p.throttle.kind, RETRY_THROTTLE_NONE);
+}
+END_TEST
+
+/* sre-adaptive's retry rules are exponential backoff with full jitter; the throttle acts before sending. */
+START_TEST(sre_adaptive_rules)
+{
+	struct retry_policy p = policy("sre-adaptive");
+	struct retry_input in = input("GET", 503);
+	struct retry_decision d;
+
+	in.attempt = 3;
+	d = decide(&p, &in);
+	ck_assert(d.retry);
+	ck_assert_uint_eq(d.wait_ns, (uint64_t)(first_draw(7) * 400e6));
+	in.status = 0;
+	in.error = RETRY_ERR_TIMEOUT;
+	ck_assert(decide(&p, &in).retry);
+	in = input("POST", 503);
+	ck_assert_int_eq(decide(&p, &in).reason, RETRY_REASON_NOT_RETRYABLE);
+	in = input("GET", 429);
+	in.retry_after = "2";
+	ck_assert_uint_eq(decide(&p, &in).wait_ns, SEC(2));
 }
 END_TEST
 
@@ -443,10 +681,11 @@ END_TEST
 
 START_TEST(presets_and_names)
 {
-	static const char *const NAMES[] = { "none", "lab", "signaldb", "wasm", "saia", "aws-standard", "grpc" };
+	static const char *const NAMES[] = { "none", "lab", "signaldb", "wasm", "saia", "aws-standard", "grpc",
+	                                     "naive", "sre-adaptive" };
 	struct retry_policy p;
 
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < sizeof(NAMES) / sizeof(NAMES[0]); i++) {
 		ck_assert_int_eq(retry_policy_preset(NAMES[i], &p), 0);
 		ck_assert_str_eq(p.name, NAMES[i]);
 		ck_assert_ptr_nonnull(strstr(retry_preset_names(), NAMES[i]));
@@ -461,6 +700,8 @@ START_TEST(presets_and_names)
 	ck_assert_uint_eq(p.max_attempts, 1);
 	ck_assert_str_eq(retry_reason_name(RETRY_REASON_OK), "ok");
 	ck_assert_str_eq(retry_reason_name(RETRY_REASON_NOT_RETRYABLE), "not-retryable");
+	ck_assert_str_eq(retry_reason_name(RETRY_REASON_THROTTLED), "throttled");
+	ck_assert_str_eq(retry_reason_name(RETRY_REASON_COUNT), "?");
 	ck_assert(retry_method_idempotent("get") && retry_method_idempotent("DELETE"));
 	ck_assert(!retry_method_idempotent("POST") && !retry_method_idempotent("PATCH"));
 }
@@ -539,14 +780,21 @@ Suite *retry_suite(void)
 	TCase *tc = tcase_create("engine");
 
 	tcase_add_test(tc, backoff_formulas_exact);
+	tcase_add_test(tc, backoff_full_and_equal_apart);
 	tcase_add_test(tc, backoff_bounds);
 	tcase_add_test(tc, backoff_huge_saturates);
 	tcase_add_test(tc, reproducible_with_seed);
 	tcase_add_test(tc, signaldb_matrix);
 	tcase_add_test(tc, fail_fast_3600);
+	tcase_add_test(tc, preset_caps_31_years);
+	tcase_add_test(tc, preset_caps_per_wait);
+	tcase_add_test(tc, preset_caps_total);
+	tcase_add_test(tc, preset_caps_described);
 	tcase_add_test(tc, caps_deadline_total);
 	tcase_add_test(tc, lab_and_wasm_retry_after);
 	tcase_add_test(tc, saia_rules);
+	tcase_add_test(tc, naive_rules);
+	tcase_add_test(tc, sre_adaptive_rules);
 	tcase_add_test(tc, ratelimit_header_fallback);
 	tcase_add_test(tc, budget_ratio_refusal_and_refill);
 	tcase_add_test(tc, budget_ratio_slides_in_tenths);
