@@ -47,6 +47,26 @@ struct run {
 	struct retry_budget *budget;   /* the policy's, or NULL */
 };
 
+static enum retry_error hammer_curl_error(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_OK:
+		return RETRY_ERR_NONE;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return RETRY_ERR_REFUSED;
+	case CURLE_OPERATION_TIMEDOUT:
+		return RETRY_ERR_TIMEOUT;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		return RETRY_ERR_RESET;
+	default:
+		return RETRY_ERR_OTHER;
+	}
+}
+
 static size_t discard(char *p, size_t sz, size_t n, void *ud)
 {
 	(void)p;
