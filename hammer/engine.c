@@ -176,7 +176,7 @@ int hammer_raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t er
 /*
  * Grow the fd table to its final size now, while one thread runs: growing it
  * later, with workers running, waits for an RCU grace period at each
- * doubling and stalls a 10,000-client start by tens of milliseconds.
+ * doubling and stalls a big herd's start.
  */
 static void presize_fd_table(uint64_t fds)
 {

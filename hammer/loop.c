@@ -378,7 +378,6 @@ static void schedule_first(struct loop *l)
 	while (l->nfree > 0 && l->started < l->part.requests) {
 		uint32_t id = l->free_ids[--l->nfree];
 
-		l->clients[id].phase = VCLIENT_WAITING;
 		l->active++;
 		l->started++;
 		heap_push(l->host.heap, l->sh->start_ns, id, NULL);

@@ -18,10 +18,10 @@
 
 /*
  * Clients per multi handle: libcurl 7.88 scans a host's whole connection
- * bundle for every transfer it starts, so one multi of 5,000 clients spends
- * seconds in one socket_action call; shards keep that scan short.  A
- * socket_action call also runs every expired transfer of its multi, so the
- * shard size bounds the work done between two timer checks.
+ * bundle for every transfer it starts, so one multi of thousands of clients
+ * spends a long time in one socket_action call; shards keep that scan
+ * short.  A socket_action call also runs every expired transfer of its
+ * multi, so the shard size bounds the work done between two timer checks.
  */
 #define SHARD_CLIENTS 16
 #define NO_URL UINT32_MAX

@@ -18,7 +18,6 @@ void vclient_init(struct vclient *c, uint32_t id, uint32_t index, uint64_t seed,
 	c->wstate = ws;
 	c->id = id;
 	c->index = index;
-	c->phase = VCLIENT_IDLE;
 }
 
 /* Send one call of c's attempt; a call that fails as it begins is queued (see transport_ops.begin). */
@@ -51,7 +50,6 @@ static void start_attempt(struct vclient_host *h, struct vclient *c, uint64_t no
 	struct workload_call call = { 0 };
 
 	c->attempt++;
-	c->phase = VCLIENT_ACTIVE;
 	if (c->attempt == 1)
 		c->first_ns = now;
 	h->wl->begin(c->wstate, &call);
@@ -102,7 +100,6 @@ static void finish_request(struct vclient_host *h, struct vclient *c, uint64_t n
 		if (why != RETRY_REASON_OK && why != RETRY_REASON_RETRY)
 			r->gave_up[why]++;
 	}
-	c->phase = VCLIENT_IDLE;
 	h->request_done(h, c, now);
 }
 
@@ -143,7 +140,6 @@ static void schedule_retry(struct vclient_host *h, struct vclient *c, uint64_t n
 	c->prev_wait_ns = d->wait_ns;
 	if (d->blind)
 		c->blind_waits++;
-	c->phase = VCLIENT_WAITING;
 	if (h->cfg->notes != NULL) {
 		parse_format_duration(d->wait_ns, wait, sizeof(wait));
 		fprintf(h->cfg->notes, "client %u: %s; retrying in %s (attempt %u)\n", c->index,

@@ -15,14 +15,11 @@
  * One virtual client's life (internal to the engine): a request starts, its
  * attempts go out as the workload's calls over the loop's transport, each
  * attempt's end goes through retry_decide, and a retry waits in the loop's
- * timer heap.  Everything here runs on the thread of the client's loop.
+ * timer heap.  Where a client is needs no field of its own: waiting is an
+ * entry in the heap, a call under way is the transport's, and idle is a
+ * slot in the loop's free list.  Everything here runs on the thread of the
+ * client's loop.
  */
-
-enum vclient_phase {
-	VCLIENT_IDLE,      /* no request */
-	VCLIENT_WAITING,   /* in the timer heap: to start, or to retry */
-	VCLIENT_ACTIVE,    /* a call is under way (or queued as failed at once) */
-};
 
 struct vclient {
 	struct prng rng;          /* its own stream, from the seed and its run-wide index */
@@ -40,7 +37,6 @@ struct vclient {
 	unsigned blind_waits;
 	int last_status;          /* outcome of the last call (0: a transport error) */
 	enum retry_error last_err;
-	enum vclient_phase phase;
 };
 
 /* What the clients of one loop share: the loop's side of their lives. */

@@ -61,7 +61,8 @@ struct workload_ops {
 	size_t state_size;
 	/* An attempt begins: fill *call with its first call. */
 	void (*begin)(void *state, struct workload_call *call);
-	/* A call ended with a: WORKLOAD_NEXT with *call filled, or WORKLOAD_END. */
+	/* A call got an HTTP answer a: WORKLOAD_NEXT with *call filled, or WORKLOAD_END.  A call
+	 * that got none (a transport error) ends its attempt without asking. */
 	enum workload_step (*answered)(void *state, const struct workload_answer *a, struct workload_call *call);
 };
 

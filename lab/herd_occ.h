@@ -10,8 +10,9 @@
  * and writes it back (PUT /occ with If-Match: that ETag).  The PUT's answer
  * ends the attempt: 200 is done, a 409 (someone wrote first) goes to the
  * retry policy, and the next attempt reads again.  An attempt is therefore
- * two calls; a read that fails (429, a transport error) or carries no ETag
- * ends it at once.  Per-client state only: thread-safe as the engine uses it.
+ * two calls, unless the read ends it: one that fails (429, a transport
+ * error) goes to the retry policy, and a 2xx without an ETag is taken as
+ * done, there being no version to write against.  Per-client state only.
  */
 extern const struct workload_ops HERD_OCC;
 
