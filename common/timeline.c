@@ -5,6 +5,7 @@
 
 struct timeline_row {
 	uint64_t attempts;
+	uint64_t retries;
 	uint64_t errors;
 	uint64_t other;
 	uint64_t by_code[TIMELINE_MAX_CODES];
@@ -84,6 +85,14 @@ void timeline_sent(struct timeline *t, uint64_t offset_ns)
 		row->attempts++;
 }
 
+void timeline_retry(struct timeline *t, uint64_t offset_ns)
+{
+	struct timeline_row *row = row_at(t, offset_ns);
+
+	if (row != NULL)
+		row->retries++;
+}
+
 static void add_outcome(struct timeline *t, struct timeline_row *row, int status, uint64_t n)
 {
 	int col;
@@ -118,6 +127,7 @@ int timeline_merge(struct timeline *dst, const struct timeline *src)
 		if (d == NULL)
 			return -1;
 		d->attempts += s->attempts;
+		d->retries += s->retries;
 		d->errors += s->errors;
 		d->other += s->other;
 		for (unsigned c = 0; c < src->ncodes; c++)
@@ -135,6 +145,11 @@ int timeline_code(const struct timeline *t, unsigned i) { return i < t->ncodes ?
 uint64_t timeline_attempts(const struct timeline *t, uint32_t row)
 {
 	return row < t->nrows ? t->rows[row].attempts : 0;
+}
+
+uint64_t timeline_retries(const struct timeline *t, uint32_t row)
+{
+	return row < t->nrows ? t->rows[row].retries : 0;
 }
 
 uint64_t timeline_errors(const struct timeline *t, uint32_t row)

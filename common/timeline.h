@@ -5,8 +5,9 @@
 #include <stdio.h>
 
 /*
- * Per-interval counts of a run: attempts sent, answers by status code and
- * transport errors, in rows of interval_ns from the run's start.  Memory
+ * Per-interval counts of a run: attempts sent, retries among them, answers
+ * by status code and transport errors, in rows of interval_ns from the
+ * run's start.  Memory
  * grows with the run's length, never with its number of requests (at most
  * TIMELINE_MAX_ROWS rows; later events land in the last row).  Status codes
  * get a column each, in order of first sight, up to TIMELINE_MAX_CODES;
@@ -24,6 +25,9 @@ void timeline_free(struct timeline *t);
 /* An attempt was sent at offset_ns from the start. */
 void timeline_sent(struct timeline *t, uint64_t offset_ns);
 
+/* A retry was sent at offset_ns (counted besides timeline_sent's attempt; not in the CSV). */
+void timeline_retry(struct timeline *t, uint64_t offset_ns);
+
 /* An attempt ended at offset_ns: status > 0 is an HTTP answer, 0 a transport error. */
 void timeline_outcome(struct timeline *t, uint64_t offset_ns, int status);
 
@@ -39,6 +43,7 @@ int timeline_code(const struct timeline *t, unsigned i);
 
 /* Counts of one row (0 past the end). */
 uint64_t timeline_attempts(const struct timeline *t, uint32_t row);
+uint64_t timeline_retries(const struct timeline *t, uint32_t row);
 uint64_t timeline_errors(const struct timeline *t, uint32_t row);
 uint64_t timeline_count(const struct timeline *t, uint32_t row, unsigned col);
 uint64_t timeline_other(const struct timeline *t, uint32_t row);

@@ -1,22 +1,29 @@
+/* hammer_run: results, descriptors, the transport's pick, the worker threads. */
 #include "hammer/engine.h"
 
-#include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-#include <fcntl.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "hammer/loop.h"
+#include "hammer/transport.h"
 
 #define HERD_MARGIN_NS (20 * NS_PER_MS)
 #define FDS_SPARE 64
+
+const char *const *hammer_config_urls(const struct hammer_config *cfg, uint32_t *n)
+{
+	*n = cfg->nurls > 0 ? cfg->nurls : 1;
+	return cfg->nurls > 0 ? cfg->urls : &cfg->url;
+}
 
 int hammer_result_init(struct hammer_result *r, uint64_t interval_ns)
 {
@@ -38,9 +45,10 @@ void hammer_result_destroy(struct hammer_result *r)
 	histogram_free(r->latency);
 	histogram_free(r->lateness);
 	timeline_free(r->timeline);
+	timeline_free(r->by_start);
 	free(r->servers);
 	r->latency = r->lateness = NULL;
-	r->timeline = NULL;
+	r->timeline = r->by_start = NULL;
 	r->servers = NULL;
 }
 
@@ -89,9 +97,18 @@ int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *s
 	dst->budget_refused += src->budget_refused;
 	if (src->wall_ns > dst->wall_ns)
 		dst->wall_ns = src->wall_ns;
+	if (src->last_ok_ns > dst->last_ok_ns)
+		dst->last_ok_ns = src->last_ok_ns;
 	dst->interrupted = dst->interrupted || src->interrupted;
+	if (dst->transport == NULL)
+		dst->transport = src->transport;
 	histogram_merge(dst->latency, src->latency);
 	histogram_merge(dst->lateness, src->lateness);
+	if (src->by_start != NULL && dst->by_start == NULL &&
+	    (dst->by_start = timeline_new(timeline_interval_ns(src->by_start))) == NULL)
+		return -1;
+	if (src->by_start != NULL && timeline_merge(dst->by_start, src->by_start) != 0)
+		return -1;
 	return timeline_merge(dst->timeline, src->timeline);
 }
 
@@ -102,17 +119,22 @@ const char *hammer_error_name(enum retry_error e)
 	return (unsigned)e < HAMMER_ERR_KINDS ? names[e] : "other";
 }
 
-/* Make room for one socket per client; -1 with err when the hard limit forbids it. */
+/* Descriptors a run of tops over `threads` loops needs: the transport's, and each loop's epoll and timerfd. */
+static uint64_t fds_needed(const struct transport_ops *tops, uint32_t clients, uint32_t threads)
+{
+	return tops->fds_needed(clients, threads) + 2 * (uint64_t)threads;
+}
+
 /*
  * Raise the open-file limit to what the clients need, plus up to `extra`
  * more if the hard limit allows (idle connections parked per server);
  * *room gets how many of those extra descriptors there are.
  */
-static int raise_nofile(uint32_t clients, uint32_t threads, uint64_t extra, uint64_t *room,
+static int raise_nofile(uint64_t need_fds, uint32_t clients, uint64_t extra, uint64_t *room,
                         char *err, size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)loop_fds_needed(clients, threads ? threads : 1) + FDS_SPARE;
+	rlim_t need = (rlim_t)need_fds + FDS_SPARE;
 	rlim_t want = need + (rlim_t)extra, old;
 
 	*room = 0;
@@ -143,50 +165,32 @@ static int raise_nofile(uint32_t clients, uint32_t threads, uint64_t extra, uint
 
 int hammer_raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t errlen)
 {
-	uint64_t room;
+	uint64_t wire, curl, room;
 
-	return raise_nofile(clients, threads, 0, &room, err, errlen);
-}
-
-enum retry_error hammer_curl_error(CURLcode rc)
-{
-	switch (rc) {
-	case CURLE_OK:
-		return RETRY_ERR_NONE;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return RETRY_ERR_REFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return RETRY_ERR_TIMEOUT;
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-		return RETRY_ERR_RESET;
-	default:
-		return RETRY_ERR_OTHER;
-	}
+	threads = threads ? threads : 1;
+	wire = fds_needed(&TRANSPORT_WIRE, clients, threads);
+	curl = fds_needed(&TRANSPORT_CURL, clients, threads);
+	return raise_nofile(wire > curl ? wire : curl, clients, 0, &room, err, errlen);
 }
 
 /*
  * Grow the fd table to its final size now, while one thread runs: growing it
  * later, with workers running, waits for an RCU grace period at each
- * doubling and stalls a 10,000-client start by tens of milliseconds.
+ * doubling and stalls a big herd's start.
  */
-static void presize_fd_table(uint32_t clients)
+static void presize_fd_table(uint64_t fds)
 {
-	int fd = fcntl(0, F_DUPFD_CLOEXEC, (int)loop_fds_needed(clients, 1) + FDS_SPARE / 2);
+	int fd = fcntl(0, F_DUPFD_CLOEXEC, (int)fds + FDS_SPARE / 2);
 
 	if (fd >= 0)
 		close(fd);
 }
 
 /*
- * Grow and keep the heap in big steps.  With glibc's defaults, a 10,000-client
- * run made 26,746 mprotect calls growing the worker threads' arenas a page at
- * a time; each takes the address-space lock for writing and stalls the other
- * worker's page faults.  With these two settings it made 42.  Untouched pad
- * is address space, not resident memory.
+ * Grow and keep the heap in big steps: with glibc's defaults the worker
+ * threads' arenas grow a page at a time, and each mprotect call takes the
+ * address-space lock for writing and stalls the other worker's page faults.
+ * Untouched pad is address space, not resident memory.
  */
 static void tune_malloc(void)
 {
@@ -194,25 +198,29 @@ static void tune_malloc(void)
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 
-static void curl_init_once(void)
+static void process_init_once(void)
 {
 	struct sigaction sa = { 0 };
 
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	tune_malloc();
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* Idle connections the own HTTP/1.1 path would keep to the other servers: one per client and server. */
-static uint64_t park_wanted(const struct hammer_config *cfg)
+/* The own HTTP/1.1 client when the config allows it and it can send to every URL; otherwise libcurl. */
+static const struct transport_ops *pick_transport(const struct hammer_config *cfg)
 {
-	if (cfg->transport == HAMMER_TRANSPORT_CURL || cfg->nurls < 2)
-		return 0;
-	return (uint64_t)cfg->concurrency * (cfg->nurls - 1);
+	uint32_t n;
+	const char *const *urls = hammer_config_urls(cfg, &n);
+
+	if (cfg->transport == HAMMER_TRANSPORT_CURL)
+		return &TRANSPORT_CURL;
+	for (uint32_t i = 0; cfg->transport == HAMMER_TRANSPORT_AUTO && i < n; i++)
+		if (!TRANSPORT_WIRE.supports(urls[i]))
+			return &TRANSPORT_CURL;
+	return &TRANSPORT_WIRE;
 }
 
 static int check_config(const struct hammer_config *cfg, char *err, size_t errlen)
@@ -234,7 +242,7 @@ static int check_config(const struct hammer_config *cfg, char *err, size_t errle
 
 struct run {
 	struct loop_shared sh;
-	struct wire_target *targets;
+	struct transport_run *trun;
 	uint64_t park_room;          /* descriptors for parked connections, all loops */
 	struct loop **loops;
 	pthread_t *tids;
@@ -249,70 +257,15 @@ static uint64_t share(uint64_t total, uint32_t parts, uint32_t i)
 	return total / parts + (i < total % parts ? 1 : 0);
 }
 
-static void targets_free(struct run *run)
-{
-	for (uint32_t i = 0; run->targets != NULL && i < run->sh.nurls; i++)
-		wire_target_destroy(&run->targets[i]);
-	free(run->targets);
-	run->targets = NULL;
-	run->sh.targets = NULL;
-}
-
-/*
- * The own HTTP/1.1 path when the transport allows it and every URL is plain
- * http:// that resolves; otherwise libcurl (auto), or an error (wire).
- */
-static int targets_setup(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
-{
-	struct wire_spec spec = { cfg->method, cfg->headers, cfg->nheaders, cfg->data };
-	char why[256] = "";
-
-	if (cfg->transport == HAMMER_TRANSPORT_CURL)
-		return 0;
-	run->targets = calloc(run->sh.nurls, sizeof(*run->targets));
-	if (run->targets == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (uint32_t i = 0; i < run->sh.nurls; i++) {
-		bool supported = wire_url_supported(run->sh.urls[i]);
-
-		if (wire_target_init(&run->targets[i], run->sh.urls[i], &spec, why, sizeof(why)) == 0)
-			continue;
-		targets_free(run);
-		/* auto leaves what the own path cannot send to libcurl; an unknown host is an error either way */
-		if (cfg->transport == HAMMER_TRANSPORT_AUTO && !supported)
-			return 0;
-		snprintf(err, errlen, "%s%s", supported ? "" : "--transport wire: ", why);
-		return -1;
-	}
-	run->sh.targets = run->targets;
-	return 0;
-}
-
 static int shared_setup(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
 {
-	struct curl_slist *h;
-
 	run->sh.cfg = cfg;
-	run->sh.urls = cfg->nurls > 0 ? cfg->urls : &cfg->url;
-	run->sh.nurls = cfg->nurls > 0 ? cfg->nurls : 1;
-	/* no "Expect: 100-continue" round trip for bodies */
-	run->sh.headers = curl_slist_append(NULL, "Expect:");
-	for (size_t i = 0; run->sh.headers != NULL && i < cfg->nheaders; i++) {
-		h = curl_slist_append(run->sh.headers, cfg->headers[i]);
-		if (h == NULL) {
-			curl_slist_free_all(run->sh.headers);
-			run->sh.headers = NULL;
-		}
-		run->sh.headers = h;
-	}
-	if (run->sh.headers == NULL) {
-		snprintf(err, errlen, "out of memory");
+	run->sh.wl = cfg->workload ? cfg->workload : &WORKLOAD_PLAIN;
+	run->sh.urls = hammer_config_urls(cfg, &run->sh.nurls);
+	run->trun = run->sh.tops->run_new(cfg, run->sh.wl, err, errlen);
+	if (run->trun == NULL)
 		return -1;
-	}
-	if (targets_setup(run, cfg, err, errlen) != 0)
-		return -1;
+	run->sh.trun = run->trun;
 	if (cfg->policy->budget.kind != BUDGET_NONE) {
 		run->sh.budget = retry_budget_new(&cfg->policy->budget, clock_monotonic_ns());
 		if (run->sh.budget == NULL) {
@@ -325,7 +278,7 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 
 static int loops_new(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
 {
-	uint32_t n = cfg->threads ? cfg->threads : 1;
+	uint32_t n = cfg->threads ? cfg->threads : 1, first = 0;
 
 	if (n > cfg->concurrency)
 		n = cfg->concurrency;
@@ -338,12 +291,13 @@ static int loops_new(struct run *run, const struct hammer_config *cfg, char *err
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		struct loop_part p = { .index = i };
+		struct loop_part p = { .index = i, .first_client = first };
 
 		p.clients = (uint32_t)share(cfg->concurrency, n, i);
 		p.requests = share(cfg->requests ? cfg->requests : UINT64_MAX, n, i);
 		p.rate = cfg->rate / n;
 		p.phase_ns = cfg->rate > 0 ? (uint64_t)(1e9 / cfg->rate * i) : 0;
+		first += p.clients;
 		run->loops[i] = loop_new(&run->sh, &p, err, errlen);
 		if (run->loops[i] == NULL)
 			return -1;
@@ -426,9 +380,24 @@ static void run_free(struct run *run)
 		loop_free(run->loops[i]);
 	free(run->loops);
 	free(run->tids);
-	curl_slist_free_all(run->sh.headers);
-	targets_free(run);
+	if (run->trun != NULL)
+		run->sh.tops->run_free(run->trun);
 	retry_budget_free(run->sh.budget);
+}
+
+/* Descriptors and process-wide set-up, before any thread starts. */
+static int run_prepare(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
+{
+	uint32_t threads = cfg->threads ? cfg->threads : 1;
+	uint64_t need;
+
+	run->sh.tops = pick_transport(cfg);
+	need = fds_needed(run->sh.tops, cfg->concurrency, threads);
+	if (raise_nofile(need, cfg->concurrency, run->sh.tops->fds_wanted(cfg), &run->park_room, err, errlen) != 0)
+		return -1;
+	presize_fd_table(fds_needed(run->sh.tops, cfg->concurrency, 1));
+	pthread_once(&process_once, process_init_once);
+	return run->sh.tops->process_init(err, errlen);
 }
 
 int hammer_run(const struct hammer_config *cfg, struct hammer_result *res, char *err, size_t errlen)
@@ -436,15 +405,8 @@ int hammer_run(const struct hammer_config *cfg, struct hammer_result *res, char 
 	struct run run = { 0 };
 	int rc = -1;
 
-	if (check_config(cfg, err, errlen) != 0 ||
-	    raise_nofile(cfg->concurrency, cfg->threads, park_wanted(cfg), &run.park_room, err, errlen) != 0)
+	if (check_config(cfg, err, errlen) != 0 || run_prepare(&run, cfg, err, errlen) != 0)
 		return -1;
-	presize_fd_table(cfg->concurrency);
-	pthread_once(&curl_once, curl_init_once);
-	if (curl_init_rc != CURLE_OK) {
-		snprintf(err, errlen, "curl_global_init: %s", curl_easy_strerror(curl_init_rc));
-		return -1;
-	}
 	if (shared_setup(&run, cfg, err, errlen) != 0 || loops_new(&run, cfg, err, errlen) != 0)
 		goto free_run;
 	if (start_workers(&run, cfg, err, errlen) != 0) {
@@ -459,7 +421,7 @@ int hammer_run(const struct hammer_config *cfg, struct hammer_result *res, char 
 		rc = hammer_result_merge(res, loop_result(run.loops[i]));
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory merging results");
-	res->wire = run.sh.targets != NULL;
+	res->transport = run.sh.tops->name;
 free_run:
 	run_free(&run);
 	return rc;

@@ -1,7 +1,6 @@
 #ifndef RATELAB_ENGINE_H
 #define RATELAB_ENGINE_H
 
-#include <curl/curl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,13 +10,20 @@
 #include "common/histogram.h"
 #include "common/retry/retry.h"
 #include "common/timeline.h"
+#include "hammer/workload.h"
 
 /*
  * The hammer's run API.  hammer_run() fires the load a config describes over
- * `threads` worker threads, each one event loop (curl multi handle driven by
- * curl_multi_socket_action + epoll, and a timer heap of virtual clients
- * waiting to start or retry), and fills a result.  It is reusable in-process:
- * `ratelab herd` may call it once per policy with a fresh result each time.
+ * `threads` worker threads, each one event loop (epoll, a timerfd and a timer
+ * heap of virtual clients waiting to start or retry, with one transport
+ * behind an op table: hammer/transport.h), and fills a result.  It is
+ * reusable in-process: `ratelab herd` calls it once per policy.
+ *
+ * The words: a request is what the retry policy retries; each try at it is
+ * an attempt (what --max-attempts counts); an attempt is one or more calls,
+ * HTTP requests, as the workload says (hammer/workload.h): one for the plain
+ * request.  Calls are counted as they are sent; a retry is a call made by an
+ * attempt after the first.
  */
 
 /* Transport-error kinds as reported: index = enum retry_error. */
@@ -36,6 +42,7 @@ struct hammer_config {
 	const char *const *headers;    /* "Name: value" lines */
 	size_t nheaders;
 	const char *data;              /* request body, or NULL */
+	const struct workload_ops *workload;  /* what each client sends; NULL: the plain request */
 	uint64_t requests;             /* requests to make; 0 = no limit (duration_ns then required) */
 	uint32_t concurrency;          /* virtual clients */
 	uint64_t duration_ns;          /* stop after this; 0 = none */
@@ -45,11 +52,12 @@ struct hammer_config {
 	uint64_t timeout_ns;           /* per attempt */
 	uint64_t connect_timeout_ns;   /* 0 = curl's default */
 	bool herd;                     /* every client fires at one instant, once all are ready */
-	uint64_t seed;
+	uint64_t seed;                 /* client k draws from its own stream of seed and k */
 	enum hammer_transport transport;
 	const struct retry_policy *policy;
 	uint64_t interval_ns;          /* timeline interval */
-	FILE *notes;                   /* one line per retry (--verbose), or NULL */
+	uint64_t by_start_ns;          /* also count each call in rows of this width by its start; 0 = no */
+	FILE *notes;                   /* one line per retry, naming the client (--verbose), or NULL */
 	FILE *progress;                /* a progress line while running (a terminal), or NULL */
 	atomic_int *cancel;            /* set non-zero (e.g. from SIGINT) to stop; may be NULL */
 };
@@ -62,27 +70,33 @@ struct hammer_server {
 	uint64_t requests, ok, failed, calls, retries;
 };
 
+/* Several URLs, or the one: cfg's servers in order; *n gets their number (>= 1). */
+const char *const *hammer_config_urls(const struct hammer_config *cfg, uint32_t *n);
+
 struct hammer_result {
 	uint64_t status[RETRY_STATUS_MAX];           /* final outcome of each request, by status */
 	uint64_t final_errors[HAMMER_ERR_KINDS];     /* final outcomes that were transport errors */
-	uint64_t attempt_errors[HAMMER_ERR_KINDS];   /* every attempt's transport errors */
-	uint64_t attempt_status[RETRY_STATUS_MAX];   /* every attempt's status */
+	uint64_t attempt_errors[HAMMER_ERR_KINDS];   /* every call's transport errors */
+	uint64_t attempt_status[RETRY_STATUS_MAX];   /* every call's status */
 	uint64_t gave_up[RETRY_REASON_COUNT];        /* non-2xx finals by the engine's reason */
 	uint64_t requests;       /* requests finished (final outcome known) */
 	uint64_t ok;             /* finished with 2xx */
 	uint64_t failed;         /* finished otherwise */
-	uint64_t calls;          /* attempts sent */
-	uint64_t retries;        /* attempts that were retries */
-	uint64_t answered;       /* attempts that got any HTTP answer */
+	uint64_t calls;          /* calls sent */
+	uint64_t retries;        /* calls sent by attempts after the first */
+	uint64_t answered;       /* calls that got any HTTP answer */
 	uint64_t unfinished;     /* requests cut off by the duration or a cancel */
 	uint64_t dropped;        /* open-loop arrivals that found no room in the backlog */
 	uint64_t budget_refused;  /* retries the budget allowed at decision time but refused at send time */
 	uint64_t wall_ns;        /* from the start instant to the end */
+	uint64_t last_ok_ns;     /* the last 2xx request's end, from the start instant; 0: none */
 	bool interrupted;        /* stopped by *cancel */
-	bool wire;               /* sent over the own HTTP/1.1 path (else libcurl) */
+	const char *transport;   /* the transport's name: "wire" or "curl" */
 	struct histogram *latency;   /* per request, from its intended start to its final outcome */
 	struct histogram *lateness;  /* timer fire time minus due time */
-	struct timeline *timeline;
+	struct timeline *timeline;   /* calls by the time they were sent, outcomes by the time they came */
+	struct timeline *by_start;   /* with cfg->by_start_ns: each ended call, outcome and retry
+	                              * included, in the row of its start; else NULL */
 	struct hammer_server *servers;   /* HAMMER_MAX_URLS entries, allocated by init */
 	uint32_t nservers;               /* entries in use: the config's URLs (1 for one URL) */
 };
@@ -91,14 +105,11 @@ struct hammer_result {
 int hammer_result_init(struct hammer_result *r, uint64_t interval_ns);
 /* Free what init allocated; r may be partly initialised. */
 void hammer_result_destroy(struct hammer_result *r);
-/* Add src's counts, histograms and timeline into dst.  Returns 0 or -1. */
+/* Add src's counts, histograms and timelines into dst.  Returns 0 or -1. */
 int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *src);
 
 /* "none", "refused", "reset", "timeout", "other". */
 const char *hammer_error_name(enum retry_error e);
-
-/* What a libcurl result means to the retry engine (CURLE_OK: none).  Shared by hammer and herd. */
-enum retry_error hammer_curl_error(CURLcode rc);
 
 /*
  * Raise the soft open-file limit so `clients` connections over `threads`
@@ -111,7 +122,7 @@ int hammer_raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t er
  * Run the load described by cfg, filling res (initialised by the caller with
  * cfg->interval_ns).  Returns 0 when the run happened (whatever the answers),
  * or -1 with a one-line reason in err when it could not start (bad config,
- * too few file descriptors, curl or thread setup failure).  Calls
+ * too few file descriptors, transport or thread setup failure).  Calls
  * curl_global_init once per process; ignores SIGPIPE.  Not reentrant:
  * one run at a time per process.
  */

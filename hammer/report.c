@@ -146,7 +146,7 @@ static json_t *json_config(const struct report_info *info, const struct hammer_r
 	                 "policy", info->policy, "concurrency", (json_int_t)info->concurrency,
 	                 "threads", (json_int_t)info->threads, "seed", (json_int_t)info->seed,
 	                 "rate", info->rate, "start", info->herd ? "herd" : "now",
-	                 "transport", r->wire ? "wire" : "curl");
+	                 "transport", r->transport ? r->transport : "none");
 }
 
 /* One object per server, in URL order: url, requests, ok, failed, calls, retries, statuses, errors. */

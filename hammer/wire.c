@@ -198,6 +198,10 @@ char *wire_request_new(const char *url, const struct wire_spec *s, size_t *len)
 
 	if (!url_parse(url, &u))
 		return NULL;
+	if (s->path != NULL) {
+		u.path = s->path;
+		u.pathlen = strlen(s->path);
+	}
 	puts_(&b, m);
 	puts_(&b, " ");
 	if (u.pathlen == 0 || u.path[0] != '/')
@@ -272,6 +276,8 @@ int wire_target_init(struct wire_target *t, const char *url, const struct wire_s
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* the first blank line ends the headers: the user's lines cannot hold one */
+	t->head_len = (size_t)(strstr(t->request, "\r\n\r\n") - t->request) + 2;
 	t->head = spec->method != NULL && strcmp(spec->method, "HEAD") == 0;
 	return 0;
 }
@@ -301,6 +307,7 @@ void wire_resp_init(struct wire_resp *r, bool head)
 	r->linelen = 0;
 	r->retry_after[0] = '\0';
 	r->ratelimit[0] = '\0';
+	r->etag[0] = '\0';
 }
 
 /* Append up to the end of a line; true once the line is whole (in r->line, no CR/LF). */
@@ -399,13 +406,31 @@ static bool status_line(struct wire_resp *r)
 	return true;
 }
 
-/* Keep the value of the headers the retry engine reads (Retry-After, RateLimit). */
+/* Keep the value of the headers the retry engine and the workloads read. */
 static void capture(struct wire_resp *r, const char *name, const char *v)
 {
 	if (strcasecmp(name, "retry-after") == 0)
 		copy_value(r->retry_after, sizeof(r->retry_after), v);
 	else if (strcasecmp(name, "ratelimit") == 0)
 		copy_value(r->ratelimit, sizeof(r->ratelimit), v);
+	else if (strcasecmp(name, "etag") == 0)
+		copy_value(r->etag, sizeof(r->etag), v);
+}
+
+/* A Content-Length or Connection line (a name starting with c); false when its value is malformed. */
+static bool c_header(struct wire_resp *r, const char *name, const char *v)
+{
+	if (strcasecmp(name, "content-length") == 0) {
+		if (!parse_u64(v, 10, &r->remain))
+			return false;
+		r->has_len = true;
+	} else if (strcasecmp(name, "connection") == 0) {
+		if (has_token(v, "close"))
+			r->close = true;
+		else if (has_token(v, "keep-alive"))
+			r->close = false;
+	}
+	return true;
 }
 
 static bool header_line(struct wire_resp *r)
@@ -419,36 +444,28 @@ static bool header_line(struct wire_resp *r)
 	v = colon + 1;
 	while (*v == ' ' || *v == '\t')
 		v++;
-	/* most lines are none of these: one look at the first letter skips them */
+	/* the first letter picks the few names worth comparing */
 	switch (l[0] | 0x20) {
-	case 'c': case 't': case 'r':
-		break;
+	case 'c':
+		return c_header(r, l, v);
+	case 't':
+		if (strcasecmp(l, "transfer-encoding") == 0)
+			r->chunked = has_token(v, "chunked");
+		return true;
+	case 'r': case 'e':
+		capture(r, l, v);
+		return true;
 	default:
 		return true;
 	}
-	if (strcasecmp(l, "content-length") == 0) {
-		if (!parse_u64(v, 10, &r->remain))
-			return false;
-		r->has_len = true;
-	} else if (strcasecmp(l, "transfer-encoding") == 0) {
-		r->chunked = has_token(v, "chunked");
-	} else if (strcasecmp(l, "connection") == 0) {
-		if (has_token(v, "close"))
-			r->close = true;
-		else if (has_token(v, "keep-alive"))
-			r->close = false;
-	} else {
-		capture(r, l, v);
-	}
-	return true;
 }
 
 void wire_resp_capture(struct wire_resp *r, const char *line, size_t len)
 {
 	char *colon;
 
-	/* both names start with an r: most lines stop here */
-	if (len == 0 || (line[0] | 0x20) != 'r')
+	/* the names kept start with an r or an e: most lines stop here */
+	if (len == 0 || ((line[0] | 0x20) != 'r' && (line[0] | 0x20) != 'e'))
 		return;
 	if (len > WIRE_LINE_MAX - 1)
 		len = WIRE_LINE_MAX - 1;

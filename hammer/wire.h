@@ -7,11 +7,12 @@
 #include <sys/socket.h>
 
 /*
- * The hammer's own HTTP/1.1 path for plain http:// URLs, in the manner of
- * wrk: the request is built once as bytes, and each answer is read by a
- * small incremental parser that keeps only what the retry engine needs
- * (status, Retry-After, RateLimit) and how the body ends.  libcurl stays the
- * path for everything else (https://, user:pass@ URLs, odd bytes).
+ * The hammer's own HTTP/1.1 client for plain http:// URLs, in the manner of
+ * wrk: a request is laid out once as bytes, and each answer is read by a
+ * small incremental parser that keeps only what the retry engine and the
+ * workloads need (status, Retry-After, RateLimit, ETag) and how the body
+ * ends.  libcurl stays the path for everything else (https://, user:pass@
+ * URLs, odd bytes).
  */
 
 /* One server to send to: where, and the exact request bytes. */
@@ -20,6 +21,7 @@ struct wire_target {
 	socklen_t addrlen;
 	char *request;      /* owned; reqlen bytes, not NUL-terminated on the wire */
 	size_t reqlen;
+	size_t head_len;    /* bytes before the blank line that ends the headers */
 	bool head;          /* HEAD: answers carry no body */
 };
 
@@ -29,6 +31,7 @@ struct wire_spec {
 	const char *const *headers;    /* "Name: value" lines, as for libcurl */
 	size_t nheaders;
 	const char *data;              /* body, or NULL */
+	const char *path;              /* replaces the URL's path and query ("/occ"), or NULL */
 };
 
 /* True when url is plain http:// that this path sends exactly as libcurl would. */
@@ -68,6 +71,7 @@ struct wire_resp {
 	char line[WIRE_LINE_MAX];       /* the line being read, truncated */
 	char retry_after[64];           /* value, or "" */
 	char ratelimit[96];             /* value, or "" */
+	char etag[64];                  /* value, or "" */
 };
 
 /* Ready for a new answer; head: the request was HEAD. */
@@ -81,8 +85,9 @@ void wire_resp_init(struct wire_resp *r, bool head);
 enum wire_parse wire_resp_feed(struct wire_resp *r, const char *buf, size_t len, size_t *used);
 
 /*
- * Keep Retry-After or RateLimit from one raw header line ("Name: value\r\n",
- * as libcurl's header callback hands them over); other lines are ignored.
+ * Keep Retry-After, RateLimit or ETag from one raw header line ("Name:
+ * value\r\n", as libcurl's header callback hands them over); other lines
+ * are ignored.
  */
 void wire_resp_capture(struct wire_resp *r, const char *line, size_t len);
 

@@ -14,6 +14,8 @@ void wireconn_init(struct wireconn *c)
 	c->phase = WIRECONN_IDLE;
 	c->reused = false;
 	c->sent = 0;
+	c->reqlen = 0;
+	c->req = NULL;
 	wire_resp_init(&c->resp, false);
 }
 
@@ -92,8 +94,8 @@ static enum wireconn_result dead(struct wireconn *c, const struct wire_target *t
 static enum wireconn_result send_request(struct wireconn *c, const struct wire_target *t, int epfd,
                                          uint64_t tag, enum retry_error *err)
 {
-	while (c->sent < t->reqlen) {
-		ssize_t n = send(c->fd, t->request + c->sent, t->reqlen - c->sent, MSG_NOSIGNAL);
+	while (c->sent < c->reqlen) {
+		ssize_t n = send(c->fd, c->req + c->sent, c->reqlen - c->sent, MSG_NOSIGNAL);
 
 		if (n > 0) {
 			c->sent += (uint32_t)n;
@@ -133,9 +135,11 @@ static enum wireconn_result open_conn(struct wireconn *c, const struct wire_targ
 	return set_mask(c, epfd, tag, EPOLLOUT) == 0 ? WIRECONN_PENDING : fail(c, epfd, err, RETRY_ERR_OTHER);
 }
 
-enum wireconn_result wireconn_begin(struct wireconn *c, const struct wire_target *t, int epfd,
-                                    uint64_t tag, enum retry_error *err)
+enum wireconn_result wireconn_begin(struct wireconn *c, const struct wire_target *t, const char *req,
+                                    size_t len, int epfd, uint64_t tag, enum retry_error *err)
 {
+	c->req = req;
+	c->reqlen = (uint32_t)len;
 	wire_resp_init(&c->resp, t->head);
 	if (c->fd < 0)
 		return open_conn(c, t, epfd, tag, err);

@@ -28,8 +28,10 @@ struct wireconn {
 	int fd;              /* -1: none */
 	uint32_t mask;       /* epoll events registered; 0: not registered */
 	uint8_t phase;
-	bool reused;         /* the attempt began on a kept-alive connection */
+	bool reused;         /* the call began on a kept-alive connection */
 	uint32_t sent;       /* request bytes written */
+	uint32_t reqlen;
+	const char *req;     /* the call's request bytes, borrowed from wireconn_begin's caller */
 	struct wire_resp resp;
 };
 
@@ -37,12 +39,13 @@ struct wireconn {
 void wireconn_init(struct wireconn *c);
 
 /*
- * Begin an attempt: send on the kept-alive connection, or open one.
- * PENDING while the socket must be waited on; FAILED with *err when the
- * attempt ended at once (no descriptor, connection refused).
+ * Begin a call: send req (len bytes, which must stay valid until the call
+ * ends) on the kept-alive connection, or open one to t.  PENDING while the
+ * socket must be waited on; FAILED with *err when the call ended at once
+ * (no descriptor, connection refused).
  */
-enum wireconn_result wireconn_begin(struct wireconn *c, const struct wire_target *t, int epfd,
-                                    uint64_t tag, enum retry_error *err);
+enum wireconn_result wireconn_begin(struct wireconn *c, const struct wire_target *t, const char *req,
+                                    size_t len, int epfd, uint64_t tag, enum retry_error *err);
 
 /*
  * The socket is ready (events from epoll).  buf is scratch for reading.
@@ -65,7 +68,7 @@ int wireconn_park(struct wireconn *c);
 /* Take back a socket wireconn_park gave (or -1: none). */
 void wireconn_adopt(struct wireconn *c, int fd);
 
-/* Close the socket (an abandoned attempt, or an idle connection the peer closed). */
+/* Close the socket (an abandoned call, or an idle connection the peer closed). */
 void wireconn_close(struct wireconn *c, int epfd);
 
 #endif

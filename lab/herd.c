@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
 #include "hammer/engine.h"
+#include "lab/herd_occ.h"
 #include "lab/herd_report.h"
 #include "server/handlers/occ.h"
 #include "server/server.h"
@@ -359,18 +361,45 @@ static int build_policies(const struct herd_opts *o, struct retry_policy *pol)
 	return 0;
 }
 
-static int run_all(const struct herd_opts *o, const char *url, const struct retry_policy *pol,
+/*
+ * One policy's herd on the hammer's engine: every client fires at the same
+ * instant and makes one request (the workload's attempts, retried under pol)
+ * until it succeeds, gives up, or --max-time ends the run.
+ */
+static int run_policy(const struct herd_opts *o, const char *url, const struct retry_policy *pol,
+                      struct herd_result *out, char *err, size_t errlen)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	struct hammer_config c = {
+		.url = url, .method = "GET", .requests = o->clients, .concurrency = o->clients,
+		.workload = o->workload == HERD_WORKLOAD_OCC ? &HERD_OCC : NULL,
+		.duration_ns = o->max_ns, .threads = cores > 0 ? (uint32_t)cores : 1, .herd = true,
+		.timeout_ns = 10 * NS_PER_SEC, .connect_timeout_ns = 5 * NS_PER_SEC, .seed = o->seed,
+		.policy = pol, .interval_ns = HERD_PEAK_NS, .by_start_ns = HERD_BIN_NS,
+	};
+	struct hammer_result r;
+	int rc;
+
+	if (hammer_result_init(&r, c.interval_ns) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = hammer_run(&c, &r, err, errlen);
+	if (rc == 0 && (rc = herd_result_from_run(out, pol->name, o->clients, &r)) != 0)
+		snprintf(err, errlen, "out of memory");
+	hammer_result_destroy(&r);
+	return rc;
+}
+
+static int run_all(const struct herd_opts *o, const char *base, const struct retry_policy *pol,
                    struct herd_result *res)
 {
-	char err[256];
-	struct herd_run_config rc = {
-		.url = url, .path = o->path, .workload = o->workload, .clients = o->clients,
-		.seed = o->seed, .max_ns = o->max_ns,
-	};
+	char err[256], url[640];
 
+	/* the occ workload names its own path */
+	snprintf(url, sizeof(url), "%s%s", base, o->workload == HERD_WORKLOAD_OCC ? "/" : o->path);
 	for (size_t i = 0; i < o->npolicies; i++) {
-		rc.policy = &pol[i];
-		if (post_reset(url, err, sizeof(err)) != 0 || herd_run(&rc, &res[i], err, sizeof(err)) != 0) {
+		if (post_reset(base, err, sizeof(err)) != 0 || run_policy(o, url, &pol[i], &res[i], err, sizeof(err)) != 0) {
 			fprintf(stderr, "ratelab herd: %s\n", err);
 			return 1;
 		}

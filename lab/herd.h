@@ -5,7 +5,11 @@
 #include <stdint.h>
 
 #include "common/retry/retry.h"
-#include "lab/herd_run.h"
+
+enum herd_workload {
+	HERD_WORKLOAD_REQUEST, /* GET path until 2xx */
+	HERD_WORKLOAD_OCC,     /* GET /occ, then PUT /occ with If-Match, until the PUT is 200 (lab/herd_occ.h) */
+};
 
 /* Entry point of 'ratelab herd'.  argv[0] is "herd".  Returns the exit code:
  * 0 when every policy ran, 1 when a run could not be set up, 2 on a usage error. */

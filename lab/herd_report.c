@@ -2,17 +2,95 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/timeline.h"
 #include "hammer/report.h"
 
 #define LANE_W 900
 #define LANE_H 110
 #define LANE_LEFT 110
 #define FINE_PER_ROW ((uint32_t)(HERD_PEAK_NS / HERD_BIN_NS))
+
+/* The count of status `code` in row `row` of t (0 when it has no column). */
+static uint64_t code_count(const struct timeline *t, uint32_t row, int code)
+{
+	for (unsigned i = 0; i < timeline_ncodes(t); i++)
+		if (timeline_code(t, i) == code)
+			return timeline_count(t, row, i);
+	return 0;
+}
+
+static void bin_of_row(const struct timeline *t, uint32_t row, struct herd_bin *b)
+{
+	uint64_t calls = timeline_attempts(t, row);
+
+	b->ok = (uint32_t)timeline_class(t, row, 2);
+	b->rejected = (uint32_t)(code_count(t, row, 429) + code_count(t, row, 503));
+	b->conflict = (uint32_t)code_count(t, row, 409);
+	b->other = (uint32_t)(calls - b->ok - b->rejected - b->conflict);
+	b->retries = (uint32_t)timeline_retries(t, row);
+}
+
+int herd_result_from_run(struct herd_result *out, const char *policy, uint32_t clients,
+                         const struct hammer_result *r)
+{
+	uint32_t rows = r->by_start ? timeline_rows(r->by_start) : 0;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->policy, sizeof(out->policy), "%s", policy);
+	out->clients = clients;
+	out->successes = r->ok;
+	out->failures = clients > r->ok ? clients - r->ok : 0;
+	out->calls = r->calls;
+	out->retries = r->retries;
+	out->completion_ns = r->last_ok_ns;
+	out->wall_ns = r->wall_ns;
+	out->bins = calloc(rows ? rows : 1, sizeof(*out->bins));
+	if (out->bins == NULL)
+		return -1;
+	out->nbins = rows;
+	for (uint32_t i = 0; i < rows; i++)
+		bin_of_row(r->by_start, i, &out->bins[i]);
+	herd_result_peaks(out);
+	return 0;
+}
+
+void herd_result_destroy(struct herd_result *r)
+{
+	free(r->bins);
+	r->bins = NULL;
+	r->nbins = 0;
+}
+
+uint32_t herd_bin_attempts(const struct herd_bin *b)
+{
+	return b->ok + b->rejected + b->conflict + b->other;
+}
+
+void herd_result_peaks(struct herd_result *r)
+{
+	const uint32_t w = (uint32_t)(HERD_PEAK_NS / HERD_BIN_NS);
+	uint64_t att = 0, ret = 0;
+
+	r->peak_attempts = r->peak_retries = 0;
+	for (uint32_t i = 0; i < r->nbins; i++) {
+		att += herd_bin_attempts(&r->bins[i]);
+		ret += r->bins[i].retries;
+		if (i >= w) {
+			att -= herd_bin_attempts(&r->bins[i - w]);
+			ret -= r->bins[i - w].retries;
+		}
+		if (att > r->peak_attempts)
+			r->peak_attempts = att;
+		if (ret > r->peak_retries)
+			r->peak_retries = ret;
+	}
+}
 
 static double per_client(const struct herd_result *r)
 {

@@ -3,8 +3,9 @@
  * reads whatever a server sends.  Checks: the parser never reads past what
  * it is given, a complete answer has a 3-digit status, and feeding the same
  * bytes in two pieces (split where the first byte says) gives the same
- * verdict, status and header values as feeding them at once.  The input is
- * also tried as a URL: a supported one yields a request with a blank line.
+ * verdict, status and header values (Retry-After, RateLimit, ETag) as
+ * feeding them at once.  The input is also tried as a URL: a supported one
+ * yields a request with a blank line.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (pa != pb || (pa == WIRE_DONE && (ua != ub || a.status != b.status)))
 		abort();
 	if (pa == WIRE_DONE && (a.status < 100 || a.status > 999 || strcmp(a.retry_after, b.retry_after) != 0 ||
-	                        strcmp(a.ratelimit, b.ratelimit) != 0))
+	                        strcmp(a.ratelimit, b.ratelimit) != 0 || strcmp(a.etag, b.etag) != 0))
 		abort();
 	if (pa == WIRE_MORE && (wire_resp_eof(&a) != wire_resp_eof(&b)))
 		abort();

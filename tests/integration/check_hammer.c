@@ -436,6 +436,69 @@ START_TEST(two_servers_one_thread_odd_count)
 }
 END_TEST
 
+#define SEED_CLIENTS 24
+#define SEED_RETRIES 3
+
+/*
+ * The --verbose notes of a run, by client: notes[k][i] is the wait client k
+ * announced before its retry i + 2, "" when it made none.
+ */
+static void notes_by_client(const char *err, char notes[SEED_CLIENTS][SEED_RETRIES][32])
+{
+	const char *p = err;
+
+	memset(notes, 0, sizeof(char) * SEED_CLIENTS * SEED_RETRIES * 32);
+	while ((p = strstr(p, "client ")) != NULL) {
+		unsigned k, attempt;
+		char wait[32];
+
+		ck_assert_msg(sscanf(p, "client %u: service unavailable; retrying in %31s (attempt %u)", &k, wait,
+		                     &attempt) == 3, "bad note: %.80s", p);
+		ck_assert_uint_lt(k, SEED_CLIENTS);
+		ck_assert_msg(attempt >= 2 && attempt < 2 + SEED_RETRIES, "attempt %u", attempt);
+		ck_assert_str_eq(notes[k][attempt - 2], "");
+		snprintf(notes[k][attempt - 2], 32, "%s", wait);
+		p += 7;
+	}
+}
+
+/*
+ * Each client draws from its own stream of --seed and its index: the same
+ * seed gives every client the same waits over one thread or two, whatever
+ * order the clients finish in, and different clients different waits.
+ */
+START_TEST(seed_fixes_each_clients_waits)
+{
+	static const char *const sargs[] = { "--limiter", "none", "--faults", "503:100", NULL };
+	static char notes[2][SEED_CLIENTS][SEED_RETRIES][32];
+	struct fixture f;
+	struct test_run r;
+	int differ = 0;
+
+	serve(&f, sargs);
+	for (int t = 0; t < 2; t++) {
+		const char *args[] = { "hammer", f.url, "--requests", "24", "--concurrency", "24", "--threads",
+		                       t == 0 ? "1" : "2", "--retry", "--backoff", "full", "--base", "100ms",
+		                       "--cap", "1s", "--max-attempts", "4", "--retry-after", "ignore",
+		                       "--retry-on", "503", "--seed", "11", "--verbose", "--quiet", NULL };
+
+		ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		notes_by_client(r.err, notes[t]);
+		testutil_run_free(&r);
+	}
+	unserve(&f);
+	for (int k = 0; k < SEED_CLIENTS; k++)
+		for (int i = 0; i < SEED_RETRIES; i++) {
+			ck_assert_msg(notes[0][k][i][0] != '\0', "client %d made no retry %d", k, i + 2);
+			ck_assert_msg(strcmp(notes[0][k][i], notes[1][k][i]) == 0, "client %d, retry %d: %s with one "
+			              "thread, %s with two", k, i + 2, notes[0][k][i], notes[1][k][i]);
+			differ += k > 0 && strcmp(notes[0][k][i], notes[0][0][i]) != 0;
+		}
+	ck_assert_msg(differ > SEED_CLIENTS, "only %d waits differ from client 0's", differ);
+}
+END_TEST
+
 START_TEST(too_many_urls_exit_2)
 {
 	struct test_run r;
@@ -469,6 +532,7 @@ Suite *hammer_suite(void)
 	tcase_add_test(tc, herd_start_and_duration);
 	tcase_add_test(tc, two_servers_round_robin);
 	tcase_add_test(tc, two_servers_one_thread_odd_count);
+	tcase_add_test(tc, seed_fixes_each_clients_waits);
 	tcase_add_test(tc, too_many_urls_exit_2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/timeline.h"
+#include "hammer/engine.h"
 #include "lab/herd.h"
+#include "lab/herd_occ.h"
 #include "lab/herd_report.h"
-#include "lab/herd_run.h"
 #include "server/handlers/occ.h"
 #include "tests/harness/testutil.h"
 
@@ -297,6 +299,115 @@ START_TEST(herd_occ_blog)
 }
 END_TEST
 
+/* One occ herd of n clients over transport t, in this process, against s. */
+static void occ_herd(const struct test_server *s, enum hammer_transport t, uint32_t n, struct hammer_result *r)
+{
+	struct herd_knobs k = { .base_ns = 2 * NS_PER_MS, .cap_ns = 50 * NS_PER_MS, .max_attempts = 1000 };
+	struct retry_policy pol;
+	char url[96], err[256];
+	struct hammer_config c = {
+		.url = url, .method = "GET", .workload = &HERD_OCC, .requests = n, .concurrency = n,
+		.threads = 2, .herd = true, .seed = 3, .transport = t, .policy = &pol,
+		.timeout_ns = 5 * NS_PER_SEC, .duration_ns = 30 * NS_PER_SEC, .interval_ns = HERD_PEAK_NS,
+		.by_start_ns = HERD_BIN_NS,
+	};
+
+	snprintf(url, sizeof(url), "%s/", s->url);
+	ck_assert_int_eq(herd_policy("full", &k, HERD_WORKLOAD_OCC, &pol, err, sizeof(err)), 0);
+	ck_assert_int_eq(hammer_result_init(r, c.interval_ns), 0);
+	ck_assert_msg(hammer_run(&c, r, err, sizeof(err)) == 0, "hammer_run: %s", err);
+}
+
+/*
+ * The occ workload over each transport: every client writes exactly once;
+ * each attempt is a GET (200, with the ETag) and a PUT with If-Match that
+ * wins (200) or conflicts (409); the record's own count of writes and
+ * conflicts agrees; every call lands in the herd's start-time bins.
+ */
+START_TEST(occ_workload_on_both_transports)
+{
+	static const enum hammer_transport T[] = { HAMMER_TRANSPORT_WIRE, HAMMER_TRANSPORT_CURL };
+	static const char *const names[] = { "wire", "curl" };
+	static const char *const sargs[] = { "--limiter", "none", NULL };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct test_server s;
+		struct hammer_result r;
+		char url[96], want[96], *body = NULL;
+		long status = 0;
+		uint64_t binned = 0, conflicts;
+
+		ck_assert_int_eq(testutil_server_start(&s, sargs, 5000), 0);
+		occ_herd(&s, T[i], 12, &r);
+		ck_assert_str_eq(r.transport, names[i]);
+		ck_assert_uint_eq(r.requests, 12);
+		ck_assert_uint_eq(r.ok, 12);
+		ck_assert_uint_eq(r.status[200], 12);
+		ck_assert_uint_eq(r.answered, r.calls);
+		ck_assert_uint_eq(r.calls % 2, 0);
+		conflicts = r.calls / 2 - 12;
+		ck_assert_uint_eq(r.attempt_status[409], conflicts);
+		ck_assert_uint_eq(r.attempt_status[200], r.calls / 2 + 12);
+		ck_assert_uint_eq(r.attempt_status[200] + r.attempt_status[409], r.calls);
+		for (uint32_t row = 0; row < timeline_rows(r.by_start); row++)
+			binned += timeline_attempts(r.by_start, row);
+		ck_assert_uint_eq(binned, r.calls);
+		snprintf(url, sizeof(url), "%s/occ", s.url);
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+		snprintf(want, sizeof(want), "{\"version\":12,\"writes\":12,\"conflicts\":%llu}\n",
+		         (unsigned long long)conflicts);
+		ck_assert_str_eq(body, want);
+		free(body);
+		hammer_result_destroy(&r);
+		ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+	}
+}
+END_TEST
+
+/* The herd's bins read the engine's start-time timeline: outcome classes, retries, peaks. */
+START_TEST(bins_from_the_engine)
+{
+	struct hammer_result r;
+	struct herd_result h;
+
+	ck_assert_int_eq(hammer_result_init(&r, HERD_PEAK_NS), 0);
+	r.by_start = timeline_new(HERD_BIN_NS);
+	ck_assert_ptr_nonnull(r.by_start);
+	for (int i = 0; i < 5; i++) {
+		timeline_sent(r.by_start, 0);
+		timeline_outcome(r.by_start, 0, i < 3 ? 429 : 200);
+	}
+	timeline_sent(r.by_start, 25 * NS_PER_MS);
+	timeline_outcome(r.by_start, 25 * NS_PER_MS, 503);
+	timeline_retry(r.by_start, 25 * NS_PER_MS);
+	timeline_sent(r.by_start, 25 * NS_PER_MS);
+	timeline_outcome(r.by_start, 25 * NS_PER_MS, 409);
+	timeline_retry(r.by_start, 25 * NS_PER_MS);
+	timeline_sent(r.by_start, 150 * NS_PER_MS);
+	timeline_outcome(r.by_start, 150 * NS_PER_MS, 0);
+	r.ok = 2;
+	r.calls = 8;
+	r.retries = 2;
+	r.last_ok_ns = 12 * NS_PER_MS;
+	ck_assert_int_eq(herd_result_from_run(&h, "full", 4, &r), 0);
+	ck_assert_str_eq(h.policy, "full");
+	ck_assert_uint_eq(h.successes, 2);
+	ck_assert_uint_eq(h.failures, 2);
+	ck_assert_uint_eq(h.completion_ns, 12 * NS_PER_MS);
+	ck_assert_uint_eq(h.nbins, 16);
+	ck_assert_uint_eq(h.bins[0].rejected, 3);
+	ck_assert_uint_eq(h.bins[0].ok, 2);
+	ck_assert_uint_eq(h.bins[2].rejected, 1);
+	ck_assert_uint_eq(h.bins[2].conflict, 1);
+	ck_assert_uint_eq(h.bins[2].retries, 2);
+	ck_assert_uint_eq(h.bins[15].other, 1);
+	ck_assert_uint_eq(h.peak_attempts, 7);
+	ck_assert_uint_eq(h.peak_retries, 2);
+	herd_result_destroy(&h);
+	hammer_result_destroy(&r);
+}
+END_TEST
+
 /* A PUT /occ fired from its own thread: the conditional write, answered after --delay. */
 struct occ_put {
 	char url[128];
@@ -417,10 +528,12 @@ Suite *herd_suite(void)
 	tcase_add_test(unit, delay_parse_and_sample);
 	tcase_add_test(unit, peaks_slide);
 	tcase_add_test(unit, policies);
+	tcase_add_test(unit, bins_from_the_engine);
 	tcase_add_test(live, cli_errors);
 	tcase_add_test(live, herd_waves_vs_jitter);
 	tcase_add_test(live, herd_budget_throttles);
 	tcase_add_test(live, herd_occ_blog);
+	tcase_add_test(live, occ_workload_on_both_transports);
 	tcase_add_test(live, occ_delay_does_not_block_the_thread);
 	tcase_set_timeout(live, 150);
 	suite_add_tcase(s, unit);

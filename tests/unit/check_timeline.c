@@ -66,6 +66,28 @@ START_TEST(merge_maps_codes)
 }
 END_TEST
 
+/* Retries are counted per row, merged, and kept out of the CSV's columns. */
+START_TEST(retries_per_row)
+{
+	struct timeline *a = timeline_new(10 * NS_PER_MS), *b = timeline_new(10 * NS_PER_MS);
+
+	timeline_sent(a, 0);
+	timeline_sent(a, 15 * NS_PER_MS);
+	timeline_retry(a, 15 * NS_PER_MS);
+	timeline_retry(b, 19 * NS_PER_MS);
+	timeline_retry(b, 30 * NS_PER_MS);
+	ck_assert_uint_eq(timeline_retries(a, 0), 0);
+	ck_assert_uint_eq(timeline_retries(a, 1), 1);
+	ck_assert_int_eq(timeline_merge(a, b), 0);
+	ck_assert_uint_eq(timeline_retries(a, 1), 2);
+	ck_assert_uint_eq(timeline_retries(a, 3), 1);
+	ck_assert_uint_eq(timeline_attempts(a, 1), 1);
+	ck_assert_uint_eq(timeline_retries(a, 99), 0);
+	timeline_free(a);
+	timeline_free(b);
+}
+END_TEST
+
 START_TEST(csv)
 {
 	struct timeline *t = timeline_new(100 * NS_PER_MS);
@@ -95,6 +117,7 @@ Suite *timeline_suite(void)
 	tcase_add_test(tc, rows_and_columns);
 	tcase_add_test(tc, too_many_codes_go_to_other);
 	tcase_add_test(tc, merge_maps_codes);
+	tcase_add_test(tc, retries_per_row);
 	tcase_add_test(tc, csv);
 	suite_add_tcase(s, tc);
 	return s;

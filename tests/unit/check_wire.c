@@ -9,7 +9,7 @@
 static char *request(const char *url, const char *method, const char *const *headers, size_t n,
                      const char *data)
 {
-	struct wire_spec spec = { method, headers, n, data };
+	struct wire_spec spec = { .method = method, .headers = headers, .nheaders = n, .data = data };
 	size_t len = 0;
 	char *r = wire_request_new(url, &spec, &len);
 
@@ -78,6 +78,35 @@ START_TEST(user_headers)
 }
 END_TEST
 
+/* A shape's path replaces the URL's path and query; the Host stays the URL's. */
+START_TEST(path_replaces_the_urls)
+{
+	struct wire_spec spec = { .method = "PUT", .data = "{}", .path = "/occ" };
+	size_t len = 0;
+	char *r = wire_request_new("http://h:81/x?q=1", &spec, &len);
+
+	ck_assert_str_eq(r, "PUT /occ HTTP/1.1\r\nHost: h:81\r\nAccept: */*\r\nContent-Length: 2\r\n"
+	                    "Content-Type: application/x-www-form-urlencoded\r\n\r\n{}");
+	ck_assert_uint_eq(len, strlen(r));
+	free(r);
+}
+END_TEST
+
+/* head_len marks where the headers end, so a call's own lines can go in before the blank line. */
+START_TEST(target_marks_the_headers_end)
+{
+	struct wire_spec spec = { .method = "POST", .data = "a=1" };
+	struct wire_target t;
+	char err[256];
+
+	ck_assert_int_eq(wire_target_init(&t, "http://127.0.0.1:8080/", &spec, err, sizeof(err)), 0);
+	ck_assert_uint_eq(t.reqlen - t.head_len, strlen("\r\na=1"));
+	ck_assert(memcmp(t.request + t.head_len, "\r\na=1", 5) == 0);
+	ck_assert(memcmp(t.request + t.head_len - 2, "\r\n", 2) == 0);
+	wire_target_destroy(&t);
+}
+END_TEST
+
 START_TEST(target_resolves)
 {
 	struct wire_spec spec = { 0 };
@@ -124,6 +153,23 @@ START_TEST(whole_answer)
 	ck_assert_str_eq(r.retry_after, "3");
 	ck_assert_str_eq(r.ratelimit, "\"default\";r=0;t=3");
 	ck_assert(!r.close);
+	ck_assert_str_eq(r.etag, "");
+}
+END_TEST
+
+/* The ETag of an answer is kept for the workloads; Expires and Etc, on the same first letter, are not. */
+START_TEST(etag_kept)
+{
+	static const char a[] = "HTTP/1.1 200 OK\r\nExpires: 0\r\nEtc: x\r\nETag:  \"12\" \r\n"
+	                        "Content-Length: 0\r\n\r\n";
+	struct wire_resp r;
+	size_t used = 0;
+
+	wire_resp_init(&r, false);
+	ck_assert_int_eq(wire_resp_feed(&r, a, strlen(a), &used), WIRE_DONE);
+	ck_assert_str_eq(r.etag, "\"12\"");
+	wire_resp_init(&r, false);
+	ck_assert_str_eq(r.etag, "");
 }
 END_TEST
 
@@ -182,7 +228,7 @@ START_TEST(chunked_answer)
 }
 END_TEST
 
-/* libcurl's header lines, one at a time: only the retry engine's two headers are kept. */
+/* libcurl's header lines, one at a time: only Retry-After, RateLimit and ETag are kept. */
 START_TEST(capture_from_lines)
 {
 	struct wire_resp r;
@@ -193,9 +239,11 @@ START_TEST(capture_from_lines)
 	ck_assert_str_eq(r.retry_after, "");
 	wire_resp_capture(&r, "retry-after:  3 \r\n", 18);
 	wire_resp_capture(&r, "RateLimit: \"default\";r=0;t=3\r\n", 30);
+	wire_resp_capture(&r, "ETag: \"7\"\r\n", 11);
 	wire_resp_capture(&r, "\r\n", 2);
 	ck_assert_str_eq(r.retry_after, "3");
 	ck_assert_str_eq(r.ratelimit, "\"default\";r=0;t=3");
+	ck_assert_str_eq(r.etag, "\"7\"");
 }
 END_TEST
 
@@ -304,10 +352,13 @@ Suite *wire_suite(void)
 	tcase_add_test(t, get_request_bytes);
 	tcase_add_test(t, post_request_bytes);
 	tcase_add_test(t, user_headers);
+	tcase_add_test(t, path_replaces_the_urls);
+	tcase_add_test(t, target_marks_the_headers_end);
 	tcase_add_test(t, target_resolves);
 	suite_add_tcase(s, t);
 	t = tcase_create("answer");
 	tcase_add_test(t, whole_answer);
+	tcase_add_test(t, etag_kept);
 	tcase_add_test(t, split_anywhere);
 	tcase_add_test(t, chunked_answer);
 	tcase_add_test(t, used_stops_at_the_end);
