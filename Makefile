@@ -120,7 +120,7 @@ check-shell: $(BIN)
 demo: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo
 
-bench: $(BIN) $(BUILD)/bench-hello $(BUILD)/bench-floor $(BUILD)/limiter_bench
+bench: $(BIN) $(BUILD)/bench-hello $(BUILD)/bench-floor $(BUILD)/limiter_bench $(BUILD)/bench-collide
 	RATELAB_BIN=$(abspath $(BIN)) BUILD=$(BUILD) sh bench/run
 
 # The bare libmicrohttpd baseline that `make bench` compares ratelab serve and hammer against.
@@ -165,3 +165,8 @@ $(BUILD)/limiter_bench: $(BUILD)/bench/limiter_bench.o $(BUILD)/libserver.a $(BU
 limiter-bench: $(BUILD)/limiter_bench
 	$(BUILD)/limiter_bench --limiter all
 -include $(BUILD)/bench/limiter_bench.d
+
+# X-Key values that collide in the old, unkeyed key table: bench/run's hashflood section.
+$(BUILD)/bench-collide: $(BUILD)/bench/collide.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+-include $(BUILD)/bench/collide.d

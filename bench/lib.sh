@@ -195,11 +195,13 @@ cpu_ticks() {
 }
 
 # wrk_run NAME URL [SERVER]: one wrk -t2 -c64 run; records req/s, non-2xx, total and, when
-# SERVER names a started process, its CPU microseconds per request.
+# SERVER names a started process, its CPU microseconds per request.  WRK_SCRIPT, when set,
+# is passed as -s, with WRK_SCRIPT_ARG after the URL.
 wrk_run() {
 	case $2 in *127.0.0.1:/*) return 0 ;; esac
 	t0=$(cpu_ticks "${3:-}")
-	timed timeout $((SECS + 30)) wrk -t2 -c64 -d"${SECS}s" --timeout 5s "$2" >"$TMP/wrk.last" 2>&1
+	timed timeout $((SECS + 30)) wrk -t2 -c64 -d"${SECS}s" --timeout 5s ${WRK_SCRIPT:+-s "$WRK_SCRIPT"} \
+		"$2" ${WRK_SCRIPT_ARG:+"$WRK_SCRIPT_ARG"} >"$TMP/wrk.last" 2>&1
 	t1=$(cpu_ticks "${3:-}")
 	rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$TMP/wrk.last")
 	tot=$(sed -n 's/^ *\([0-9][0-9]*\) requests in.*/\1/p' "$TMP/wrk.last")
@@ -259,6 +261,12 @@ hammer_rps() {
 		"$TMP/hammer.last")
 	record "$_n" "$(awk -v n="$tot" -v s="$secs" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')" \
 		"$((tot - ok))" "$tot" "$(client_us "$tot")"
+}
+
+# best_cpu NAME: the lowest server CPU microseconds per request recorded for NAME (empty when none).
+best_cpu() {
+	[ -f "$TMP/res.$1" ] || return 0
+	awk '$4 != "-" && (m == "" || $4 + 0 < m + 0) { m = $4 } END { print m }' "$TMP/res.$1"
 }
 
 # best NAME: highest req/s recorded for NAME (empty when none).

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -179,7 +180,7 @@ static long bench_rss_kb(void)
 }
 
 /* RSS growth for 1,000,000 distinct keys with a 100,000-key cap (token-bucket). */
-static void bench_memory(void)
+static void bench_memory_keys(void)
 {
 	struct limiter_params p = { .limit = 5, .window_ns = NS_PER_SEC };
 	const struct limiter_ops *ops = limiter_find("token-bucket");
@@ -203,6 +204,62 @@ static void bench_memory(void)
 	       (double)(bench_rss_kb() - before) / 1024.0, (unsigned long long)st.live_keys,
 	       (unsigned long long)st.evictions);
 	s->ops->free(s);
+}
+
+/*
+ * The worst case of a large-state limiter: sliding-log --limit 1000 with the cap serve
+ * picks by default (64 MiB / its key bytes), every key's log full (1000 requests each).
+ */
+static void bench_memory_full_logs(void)
+{
+	struct limiter_params p = { .limit = 1000, .window_ns = 3600 * NS_PER_SEC };
+	const struct limiter_ops *ops = limiter_find("sliding-log");
+	struct limiter_decision d;
+	struct store_stats st;
+	struct store *s;
+	long before = bench_rss_kb();
+	uint64_t admitted = 0;
+	size_t cap;
+	char key[48];
+
+	limiter_params_check(ops, &p, key, sizeof(key));
+	cap = (64u << 20) / store_memory_key_bytes(ops, &p);
+	s = store_memory_new(ops, &p, cap, 0);
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < cap; i++) {
+		int len = snprintf(key, sizeof(key), "10.9.%zu.%zu", i / 256, i % 256);
+
+		for (int j = 0; j < 1000; j++) {
+			s->ops->decide(s, key, (size_t)len, (uint64_t)j, 1, &d);
+			admitted += d.admitted;
+		}
+	}
+	s->ops->stats(s, &st);
+	printf("memory: sliding-log --limit 1000, %zu keys (the default cap), every log full: RSS +%.1f MB "
+	       "(live %llu, admitted %llu)\n", cap, (double)(bench_rss_kb() - before) / 1024.0,
+	       (unsigned long long)st.live_keys, (unsigned long long)admitted);
+	s->ops->free(s);
+}
+
+/* Each figure in a child of its own, so memory one case freed cannot hide the next one's growth. */
+static void bench_memory(void)
+{
+	void (*const cases[])(void) = { bench_memory_keys, bench_memory_full_logs };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			cases[i]();
+			fflush(stdout);
+			_exit(0);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
 }
 
 static void bench_one(const struct limiter_ops *ops, uint64_t n)
@@ -266,7 +323,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "limiter_bench: --limiter '%s': unknown (known: all, %s)\n", name, limiter_names());
 		return 2;
 	}
-	/* Memory first, while the heap is fresh, so freed arenas do not hide the growth. */
 	if (memory)
 		bench_memory();
 	printf("%-15s %-7s %11s %13s %13s %10s\n", "limiter", "case", "1 thread", "2 threads",

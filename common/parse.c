@@ -120,6 +120,67 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *er
 	return 0;
 }
 
+/* The multiplier of a size unit ("", "K", "KB", "KiB", ... in either case); 0 when not one. */
+static uint64_t unit_bytes(const char *u)
+{
+	static const char letters[] = "KMGT";
+	const char *l = *u ? strchr(letters, u[0] & ~0x20) : NULL;
+	uint64_t mult = 1;
+
+	if (*u == '\0')
+		return 1;
+	if (l == NULL || *l == '\0')
+		return 0;
+	for (const char *p = letters; p <= l; p++)
+		mult <<= 10;
+	u++;
+	if (*u == '\0' || strcmp(u, "B") == 0 || strcmp(u, "b") == 0 || strcmp(u, "iB") == 0 || strcmp(u, "ib") == 0)
+		return mult;
+	return 0;
+}
+
+int parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen)
+{
+	size_t n = s ? strspn(s, "0123456789") : 0;
+	uint64_t mult = n ? unit_bytes(s + n) : 0;
+	unsigned long long v;
+
+	if (n == 0 || n > 20 || mult == 0)
+		return fail(err, errlen, "bad size (want bytes, or e.g. 64M, 1G)", s);
+	errno = 0;
+	v = strtoull(s, NULL, 10);
+	if (errno || v > UINT64_MAX / mult || v * mult < min || v * mult > max) {
+		char lo[32], hi[32];
+
+		parse_format_bytes(min, lo, sizeof(lo));
+		parse_format_bytes(max, hi, sizeof(hi));
+		if (err && errlen)
+			snprintf(err, errlen, "'%s' out of range (%s to %s)", s, lo, hi);
+		return -1;
+	}
+	*out = v * mult;
+	return 0;
+}
+
+void parse_format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return;
+	}
+	for (v /= 1024; v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0]); u++)
+		v /= 1024;
+	/* Whole values print without a decimal: "64 MiB", not "64.0 MiB". */
+	if (v == (double)(uint64_t)v)
+		snprintf(buf, len, "%.0f %s", v, units[u]);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
 int parse_double(const char *s, double min, double max, double *out, char *err, size_t errlen)
 {
 	size_t n;

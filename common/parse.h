@@ -27,6 +27,16 @@ int parse_rate(const char *s, uint64_t *count, uint64_t *period_ns, char *err, s
 /* A decimal unsigned integer in [min, max]. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen);
 
+/*
+ * A size in bytes in [min, max]: a whole number, optionally with a binary
+ * unit K, M, G or T (1024, 1024^2, ...), alone or followed by B or iB, in
+ * either case ("65536", "64M", "64MiB", "1g").
+ */
+int parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen);
+
+/* bytes as a short binary size ("64 MiB", "787.5 MiB", "1.5 GiB", "512 B"). */
+void parse_format_bytes(uint64_t bytes, char *buf, size_t len);
+
 /* A finite decimal number in [min, max]. */
 int parse_double(const char *s, double min, double max, double *out, char *err, size_t errlen);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
@@ -12,6 +13,14 @@
 #include "server/handlers/occ.h"
 #include "server/handlers/scenario.h"
 #include "server/store/store_redis.h"
+
+/* The machine's memory in bytes; 0 when unknown. */
+static uint64_t phys_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
 
 static void summary(struct server *srv, uint64_t ran_ns, int sig)
 {
@@ -77,6 +86,12 @@ int serve_main(int argc, char **argv)
 		store.o.quiet = cfg->quiet;
 		cfg->store_new = store_redis_cli_store;
 		cfg->store_ctx = &store;
+	} else if (server_config_fit_keys(cfg, phys_memory(), err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		rc = 2;
+		goto free_cfg;
+	} else if (err[0] != '\0' && !cfg->quiet) {
+		fprintf(stderr, "%s\n", err);
 	}
 	if (scn && scenario_register(cfg, scn) != 0) {
 		fprintf(stderr, "ratelab serve: cannot add the scenario\n");

@@ -88,7 +88,9 @@ struct server_config {
 	enum headers_retry_after retry_after;
 	enum headers_mode headers;
 	unsigned threads;                /* MHD thread pool; default 2 */
-	uint64_t max_keys;               /* default 100000 */
+	uint64_t max_keys;               /* per route; default 100000, or what fits max_key_memory */
+	bool max_keys_set;               /* --max-keys given: refused, not lowered, when it does not fit */
+	uint64_t max_key_memory;         /* bytes all routes' key tables may grow to; default 64 MiB */
 	unsigned max_connections;        /* default 1024 */
 	uint64_t connection_timeout_ns;  /* default 30 s */
 	size_t max_body;                 /* default 64 KiB; larger bodies get 413 */
@@ -120,6 +122,18 @@ int server_config_from_args(struct server_config *c, int argc, char **argv, char
 
 /* The --help text. */
 void server_usage(FILE *f);
+
+/*
+ * Fit the in-process key tables into c->max_key_memory.  Every route holds
+ * up to c->max_keys keys of store_memory_key_bytes each, so the tables can
+ * grow to max_keys times the sum of the routes' key bytes.  When that is
+ * over the budget, a --max-keys given by the user is refused; the default
+ * cap is lowered to what fits, and msg says so (else msg is "").  A budget
+ * over phys_bytes (the machine's memory; 0: unknown) is refused too.
+ * Returns 0, or -1 with the one-line reason in msg.  Call after
+ * server_config_from_args, only when the tables are in process.
+ */
+int server_config_fit_keys(struct server_config *c, uint64_t phys_bytes, char *msg, size_t len);
 
 /* Add a special handler for `path`.  Returns 0, or -1 when the table is full. */
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx);

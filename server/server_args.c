@@ -8,6 +8,11 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "server/store/store.h"
+
+#define SERVER_MAX_KEYS_DEFAULT   100000
+#define SERVER_KEY_MEMORY_DEFAULT (64ULL << 20)
+#define SERVER_KEY_MEMORY_MAX     (1ULL << 50)
 
 void server_config_defaults(struct server_config *c)
 {
@@ -21,7 +26,8 @@ void server_config_defaults(struct server_config *c)
 	c->retry_after = HEADERS_RA_SECONDS;
 	c->headers = HEADERS_IETF;
 	c->threads = 2;
-	c->max_keys = 100000;
+	c->max_keys = SERVER_MAX_KEYS_DEFAULT;
+	c->max_key_memory = SERVER_KEY_MEMORY_DEFAULT;
 	c->max_connections = 1024;
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
@@ -63,7 +69,11 @@ void server_usage(FILE *f)
 	        "  --retry-after seconds|http-date|none  (default seconds: the wait rounded up, never 0)\n"
 	        "  --headers ietf|legacy|both|none  RateLimit headers (default ietf)\n"
 	        "  --threads N               server threads (default 2)\n"
-	        "  --max-keys N              cap of the per-key state table, LRU-evicted (default 100000)\n"
+	        "  --max-keys N              cap of each route's per-key state table, LRU-evicted\n"
+	        "                            (default 100000, or fewer when the limiter's state is\n"
+	        "                            large: as many as fit --max-key-memory)\n"
+	        "  --max-key-memory SIZE     memory the key tables may grow to, e.g. 64M, 1G; a\n"
+	        "                            --max-keys that does not fit is refused (default 64M)\n"
 	        "  --max-connections N       (default 1024)\n"
 	        "  --connection-timeout DUR  idle connection timeout (default 30s)\n"
 	        "  --max-body BYTES          larger request bodies get 413 (default 65536)\n"
@@ -234,7 +244,13 @@ static int opt_bounds(struct arg_ctx *a, const char *f, const char *v)
 			return -1;
 		c->threads = (unsigned)n;
 	} else if (strcmp(f, "--max-keys") == 0) {
+		c->max_keys_set = true;
 		return num(a, f, v, 1, 1ULL << 32, &c->max_keys);
+	} else if (strcmp(f, "--max-key-memory") == 0) {
+		char why[160];
+
+		if (parse_bytes(v, 1 << 20, SERVER_KEY_MEMORY_MAX, &c->max_key_memory, why, sizeof(why)) < 0)
+			return bad_parsed(a, f, why);
 	} else if (strcmp(f, "--max-connections") == 0) {
 		if (num(a, f, v, 1, 1000000, &n) < 0)
 			return -1;
@@ -346,4 +362,60 @@ int server_config_from_args(struct server_config *c, int argc, char **argv, char
 	if (finish_default_route(&a) < 0)
 		return -1;
 	return a.config_path ? load_config(&a) : 0;
+}
+
+/* Bytes one key takes across every route's table; "what" names the costliest route's limiter. */
+static uint64_t key_bytes_all(const struct server_config *c, char *what, size_t len)
+{
+	uint64_t sum = 0, top = 0;
+
+	for (size_t i = 0; i < c->nroutes; i++) {
+		const struct config_route *r = &c->routes[i];
+		const struct limiter_ops *ops = limiter_find(r->limiter);
+		uint64_t b = ops ? store_memory_key_bytes(ops, &r->params) : 0;
+
+		sum += b;
+		if (b > top) {
+			top = b;
+			snprintf(what, len, "%s --limit %llu", r->limiter, (unsigned long long)r->params.limit);
+		}
+	}
+	if (c->nroutes > 1)
+		snprintf(what, len, "%zu routes", c->nroutes);
+	return sum;
+}
+
+int server_config_fit_keys(struct server_config *c, uint64_t phys_bytes, char *msg, size_t len)
+{
+	char what[96] = "", budget[32], need[32];
+	uint64_t per = key_bytes_all(c, what, sizeof(what)), fit;
+
+	msg[0] = '\0';
+	parse_format_bytes(c->max_key_memory, budget, sizeof(budget));
+	if (phys_bytes > 0 && c->max_key_memory > phys_bytes) {
+		parse_format_bytes(phys_bytes, need, sizeof(need));
+		snprintf(msg, len, "ratelab serve: --max-key-memory %s: more than this machine's %s", budget, need);
+		return -1;
+	}
+	fit = per > 0 ? c->max_key_memory / per : UINT64_MAX;
+	if (c->max_keys <= fit)
+		return 0;
+	if (fit == 0) {
+		snprintf(msg, len, "ratelab serve: --max-key-memory %s holds no key: %s take%s %llu bytes a key",
+		         budget, what, c->nroutes > 1 ? "" : "s", (unsigned long long)per);
+		return -1;
+	}
+	parse_format_bytes(c->max_keys * per, need, sizeof(need));
+	if (c->max_keys_set) {
+		snprintf(msg, len, "ratelab serve: --max-keys %llu: %s take%s %llu bytes a key, so the key tables "
+		         "could grow to %s, over --max-key-memory %s; use --max-keys %llu or less, or raise "
+		         "--max-key-memory", (unsigned long long)c->max_keys, what, c->nroutes > 1 ? "" : "s",
+		         (unsigned long long)per, need, budget, (unsigned long long)fit);
+		return -1;
+	}
+	snprintf(msg, len, "ratelab serve: keys per route capped at %llu (%s take%s %llu bytes a key; "
+	         "--max-key-memory %s)", (unsigned long long)fit, what, c->nroutes > 1 ? "" : "s",
+	         (unsigned long long)per, budget);
+	c->max_keys = fit;
+	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/siphash.h"
 #include "server/limit/limiter.h"
 
 /*
@@ -69,13 +70,28 @@ struct store {
 
 /*
  * The in-process store: `max_keys` is the hard cap (LRU eviction past it),
- * split over `shards` locks (0 picks a default).  Returns NULL on allocation
- * failure.  The limiter ops and params are copied; free with s->ops->free(s).
+ * split over `shards` locks (0 picks a default).  Memory grows with the keys
+ * held, not with the cap: at most max_keys * store_memory_key_bytes(ops, p)
+ * for the keys, plus a fixed few KB per shard.  Keys are hashed with
+ * SipHash-1-3 under a key drawn from getrandom(2) for this table.  Returns
+ * NULL on allocation failure or when the kernel gives no random bytes.  The
+ * limiter ops and params are copied; free with s->ops->free(s).
  */
 struct store *store_memory_new(const struct limiter_ops *ops, const struct limiter_params *p,
                                size_t max_keys, size_t shards);
 
-/* The store's 64-bit hash of len bytes of key (not cryptographic); the same seed, the same value. */
+/* store_memory_new with the hash key given (copied), so a test can replay a table's layout. */
+struct store *store_memory_new_keyed(const struct limiter_ops *ops, const struct limiter_params *p,
+                                     size_t max_keys, size_t shards, const struct siphash_key *key);
+
+/* The most memory one key can take in a full in-process table for ops and p, in bytes. */
+size_t store_memory_key_bytes(const struct limiter_ops *ops, const struct limiter_params *p);
+
+/*
+ * An unkeyed 64-bit hash of len bytes of key (wyhash-like, not cryptographic):
+ * the same seed, the same value, on every run, so anyone can compute
+ * collisions.  The key table does not use it.
+ */
 uint64_t store_memory_hash(const void *key, size_t len, uint64_t seed);
 
 #endif

@@ -10,15 +10,24 @@
  * spinlock: the critical section is a few dozen instructions, and an
  * uncontended pthread mutex cost about 10 ns of the ~50 ns of a decision.
  *
- * Keys up to STORE_KEY_INLINE bytes are copied inline (an IPv6 key is 17);
- * a longer key is stored as its first STORE_KEY_INLINE - 16 bytes plus two
- * independent 64-bit hashes of the whole key (a collision needs both to
+ * Keys are hashed with SipHash-1-3 under a key of the table's own, drawn
+ * from getrandom(2) when the table is made: a client cannot compute keys
+ * that collide, so it cannot turn a bucket chain into a list it makes the
+ * server walk.  Keys up to STORE_KEY_INLINE bytes are copied inline (an IPv6
+ * key is 17); a longer key is stored as its first STORE_KEY_INLINE - 16 bytes
+ * plus the two halves of its 128-bit SipHash (a collision needs both to
  * match: negligible).  Each shard holds at most its share of max_keys; past
  * it the least recently used key of the shard is evicted.  Idle keys
  * (ops->idle, and unused for about a second) are expired lazily from the LRU
- * tail when a new key arrives.  Nodes come from chunks allocated as the
- * shard grows and are recycled through a free list, so once the table is
- * full, decide() never allocates.
+ * tail when a new key arrives.
+ *
+ * Nothing is sized by the cap up front, so a huge cap costs nothing until
+ * keys arrive: a shard starts with STORE_BUCKETS_MIN buckets and doubles
+ * them (rehashing under its lock) whenever it holds more keys than buckets,
+ * up to the power of two at or above its cap; nodes come from chunks
+ * allocated as the shard fills (the last one cut to the cap) and are
+ * recycled through a free list, so once the table is full, decide() never
+ * allocates.  A reset gives the memory back.
  */
 #include <sched.h>
 #include <stdalign.h>
@@ -27,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/siphash.h"
 #include "server/store/store.h"
 
 #define STORE_KEY_INLINE   27
@@ -38,6 +48,7 @@
 #define STORE_CHUNK_BYTES  (256 * 1024)           /* nodes are allocated this much at a time */
 #define STORE_CHUNK_SHIFT_MAX 12                  /* at most 4096 nodes per chunk */
 #define STORE_SPINS        64                     /* pauses before a waiting thread yields */
+#define STORE_BUCKETS_MIN  256                    /* a new or reset shard's buckets */
 /*
  * An idle key is expired only once it has also gone unused for
  * STORE_GRACE_TICKS ticks of 2^20 ns (about 1.07 s): a client whose bucket
@@ -64,7 +75,7 @@ struct store_shard {
 	/* First cache line: everything a decision on a known key touches. */
 	alignas(64) atomic_uint lock;    /* 0 free, 1 held */
 	uint32_t head, tail;             /* LRU ends: newest, oldest */
-	uint32_t mask;                   /* nbuckets - 1 */
+	uint32_t mask;                   /* nbuckets - 1; grows up to max_mask */
 	uint32_t *buckets;               /* node index of each chain's first node */
 	char **chunks;                   /* node storage, chunk i >> chunk_shift */
 	size_t node_size;
@@ -73,7 +84,8 @@ struct store_shard {
 	uint32_t free;                   /* recycled nodes, linked by chain */
 	uint32_t fresh;                  /* nodes at or past this index were never used */
 	/* Second line: the rarely touched. */
-	size_t nchunks;
+	size_t nchunks;                  /* slots in chunks[]: doubled as the shard fills */
+	uint32_t max_mask;               /* buckets at the cap, minus one */
 	uint64_t evictions, expirations;
 };
 
@@ -84,6 +96,7 @@ struct store_memory {
 	size_t node_size;
 	size_t nshards;
 	struct store_shard *shards;
+	struct siphash_key hash_key;
 };
 
 /* A key as looked up: the caller's bytes when short, else prefix + two hashes in buf. */
@@ -120,9 +133,9 @@ static inline uint64_t store_mum(uint64_t a, uint64_t b)
 }
 
 /*
- * A fast 64-bit hash in the manner of wyhash: keys up to 16 bytes (IPs, most
- * header values) take two overlapping loads and two folded multiplies; longer
- * keys one more multiply per 16 bytes.
+ * A fast 64-bit hash in the manner of wyhash: keys up to 16 bytes take two
+ * overlapping loads and two folded multiplies; longer keys one more multiply
+ * per 16 bytes.  Unkeyed, so its values are public: the table does not use it.
  */
 static uint64_t store_hash(const char *key, size_t len, uint64_t seed)
 {
@@ -152,22 +165,22 @@ static uint64_t store_hash(const char *key, size_t len, uint64_t seed)
 }
 
 /* Fill the looked-up form of key; returns its hash. */
-static uint64_t store_key_make(struct store_key *k, const char *key, size_t len)
+static uint64_t store_key_make(const struct store_memory *m, struct store_key *k, const char *key, size_t len)
 {
-	uint64_t h = store_hash(key, len, 0x5bd1e995ULL), h2;
+	struct siphash_128 w;
 
 	if (len <= STORE_KEY_INLINE) {
 		k->bytes = key;
 		k->len = (uint8_t)len;
-		return h;
+		return siphash13(&m->hash_key, key, len);
 	}
-	h2 = store_hash(key, len, 0x27d4eb2f165667c5ULL);
+	w = siphash13_128(&m->hash_key, key, len);
 	k->bytes = k->buf;
 	k->len = STORE_KEY_HASHED;
 	memcpy(k->buf, key, STORE_KEY_INLINE - 16);
-	memcpy(k->buf + STORE_KEY_INLINE - 16, &h, 8);
-	memcpy(k->buf + STORE_KEY_INLINE - 8, &h2, 8);
-	return h;
+	memcpy(k->buf + STORE_KEY_INLINE - 16, &w.lo, 8);
+	memcpy(k->buf + STORE_KEY_INLINE - 8, &w.hi, 8);
+	return w.lo;
 }
 
 static inline size_t store_key_bytes(const struct store_key *k)
@@ -283,18 +296,36 @@ static void shard_remove(struct store_shard *sh, uint32_t i)
 	sh->live--;
 }
 
+/* Room in chunks[] for chunk c; returns 0, or -1 when out of memory. */
+static int shard_chunk_slot(struct store_shard *sh, size_t c)
+{
+	size_t n = sh->nchunks * 2 > c + 1 ? sh->nchunks * 2 : c + 1;
+	char **p;
+
+	if (c < sh->nchunks)
+		return 0;
+	p = realloc(sh->chunks, n * sizeof(*p));
+	if (p == NULL)
+		return -1;
+	memset(p + sh->nchunks, 0, (n - sh->nchunks) * sizeof(*p));
+	sh->chunks = p;
+	sh->nchunks = n;
+	return 0;
+}
+
 /* A never-used node index, allocating its chunk on first use; STORE_NIL when out of memory. */
 static uint32_t shard_fresh(struct store_shard *sh)
 {
 	size_t c = sh->fresh >> sh->chunk_shift;
 
-	if (sh->fresh >= sh->cap)
+	if (sh->fresh >= sh->cap || shard_chunk_slot(sh, c) != 0)
 		return STORE_NIL;
 	if (sh->chunks[c] == NULL) {
 		size_t n = (size_t)1 << sh->chunk_shift;
 
-		if (n > sh->cap)
-			n = sh->cap;
+		/* The last chunk holds only what is left of the cap. */
+		if (n > sh->cap - (c << sh->chunk_shift))
+			n = sh->cap - (c << sh->chunk_shift);
 		sh->chunks[c] = aligned_alloc(64, n * sh->node_size);
 		if (sh->chunks[c] == NULL)
 			return STORE_NIL;
@@ -331,6 +362,46 @@ static uint32_t shard_take(struct store_memory *m, struct store_shard *sh, uint6
 	return shard_fresh(sh);
 }
 
+/* Buckets for nbuckets chains, every one empty; NULL when out of memory. */
+static uint32_t *store_buckets_new(size_t nbuckets)
+{
+	uint32_t *b = malloc(nbuckets * sizeof(*b));
+
+	if (b != NULL)
+		memset(b, 0xff, nbuckets * sizeof(*b));
+	return b;
+}
+
+/*
+ * Double a locked shard's buckets and move every chain over: O(keys), once
+ * per doubling.  Out of memory, the shard keeps its buckets: chains grow
+ * longer, lookups stay correct.
+ */
+static void shard_grow(struct store_shard *sh)
+{
+	size_t n = ((size_t)sh->mask + 1) * 2;
+	uint32_t *b = store_buckets_new(n);
+
+	if (b == NULL)
+		return;
+	for (size_t c = 0; c <= sh->mask; c++) {
+		uint32_t i = sh->buckets[c];
+
+		while (i != STORE_NIL) {
+			struct store_node *nd = node_at(sh, i);
+			uint32_t next = nd->chain;
+
+			/* The node's hash is the low 32 bits; a mask never needs more. */
+			nd->chain = b[nd->hash & (n - 1)];
+			b[nd->hash & (n - 1)] = i;
+			i = next;
+		}
+	}
+	free(sh->buckets);
+	sh->buckets = b;
+	sh->mask = (uint32_t)(n - 1);
+}
+
 static struct store_node *shard_insert(struct store_memory *m, struct store_shard *sh, uint64_t hash,
                                        const struct store_key *k, uint64_t now)
 {
@@ -349,6 +420,8 @@ static struct store_node *shard_insert(struct store_memory *m, struct store_shar
 	sh->buckets[hash & sh->mask] = i;
 	lru_push_front(sh, n, i);
 	sh->live++;
+	if (sh->live > sh->mask && sh->mask < sh->max_mask)
+		shard_grow(sh);
 	return n;
 }
 
@@ -381,12 +454,10 @@ static int memory_decide(struct store *s, const char *key, size_t keylen, uint64
 {
 	struct store_memory *m = (struct store_memory *)s;
 	struct store_key k;
-	uint64_t hash = store_key_make(&k, key, keylen);
+	uint64_t hash = store_key_make(m, &k, key, keylen);
 	struct store_shard *sh = store_shard_of(m, hash);
 	struct store_node *n;
 
-	/* The bucket's line loads while the lock is taken. */
-	__builtin_prefetch(&sh->buckets[hash & sh->mask]);
 	shard_lock(sh);
 	n = shard_get(m, sh, hash, &k, now);
 	if (n != NULL)
@@ -407,7 +478,7 @@ static void memory_release(struct store *s, const char *key, size_t keylen, uint
 	/* Callers release every admitted request; most limiters have nothing to give back. */
 	if (m->ops->release == NULL)
 		return;
-	hash = store_key_make(&k, key, keylen);
+	hash = store_key_make(m, &k, key, keylen);
 	sh = store_shard_of(m, hash);
 	shard_lock(sh);
 	i = shard_find(sh, hash, &k);
@@ -417,12 +488,27 @@ static void memory_release(struct store *s, const char *key, size_t keylen, uint
 	shard_unlock(sh);
 }
 
-/* Free every node chunk of a locked shard and zero its counters. */
+/* The buckets a new or reset shard starts with: STORE_BUCKETS_MIN, or fewer for a small cap. */
+static size_t shard_first_buckets(const struct store_shard *sh)
+{
+	return (size_t)sh->max_mask + 1 < STORE_BUCKETS_MIN ? (size_t)sh->max_mask + 1 : STORE_BUCKETS_MIN;
+}
+
+/* Free every node chunk of a locked shard, shrink its buckets back to the first size, zero its counters. */
 static void shard_clear(struct store_shard *sh)
 {
+	size_t first = shard_first_buckets(sh);
+	uint32_t *b;
+
 	for (size_t c = 0; c < sh->nchunks; c++) {
 		free(sh->chunks[c]);
 		sh->chunks[c] = NULL;
+	}
+	/* Out of memory for the small array, the large one is kept and emptied. */
+	if ((size_t)sh->mask + 1 > first && (b = store_buckets_new(first)) != NULL) {
+		free(sh->buckets);
+		sh->buckets = b;
+		sh->mask = (uint32_t)(first - 1);
 	}
 	memset(sh->buckets, 0xff, ((size_t)sh->mask + 1) * sizeof(*sh->buckets));
 	sh->head = sh->tail = sh->free = STORE_NIL;
@@ -511,23 +597,22 @@ static unsigned store_chunk_shift(size_t node_size)
 static int shard_init(struct store_memory *m, size_t i, size_t max_keys)
 {
 	struct store_shard *sh = &m->shards[i];
-	size_t nbuckets;
 
 	memset(sh, 0, sizeof(*sh));
 	atomic_init(&sh->lock, 0);
 	sh->cap = (uint32_t)(max_keys / m->nshards + (i < max_keys % m->nshards));
 	sh->node_size = m->node_size;
 	sh->chunk_shift = store_chunk_shift(m->node_size);
-	sh->nchunks = ((size_t)sh->cap + ((size_t)1 << sh->chunk_shift) - 1) >> sh->chunk_shift;
-	nbuckets = store_pow2_at_least(sh->cap);
-	sh->buckets = malloc(nbuckets * sizeof(*sh->buckets));
+	sh->nchunks = 1;
+	sh->max_mask = (uint32_t)(store_pow2_at_least(sh->cap) - 1);
+	sh->mask = (uint32_t)(shard_first_buckets(sh) - 1);
 	sh->chunks = calloc(sh->nchunks, sizeof(*sh->chunks));
+	sh->buckets = store_buckets_new((size_t)sh->mask + 1);
 	if (sh->buckets == NULL || sh->chunks == NULL) {
 		free(sh->buckets);
 		free(sh->chunks);
 		return -1;
 	}
-	sh->mask = (uint32_t)(nbuckets - 1);
 	shard_clear(sh);
 	return 0;
 }
@@ -548,13 +633,25 @@ static size_t store_shard_count(size_t shards, size_t max_keys)
 	return n;
 }
 
-struct store *store_memory_new(const struct limiter_ops *ops, const struct limiter_params *p,
-                               size_t max_keys, size_t shards)
+/* A node's bytes for ops and p: whole cache lines, so that a small limiter's node is exactly one. */
+static size_t store_node_size(const struct limiter_ops *ops, const struct limiter_params *p)
+{
+	return (sizeof(struct store_node) + ops->state_size(p) + 63) / 64 * 64;
+}
+
+size_t store_memory_key_bytes(const struct limiter_ops *ops, const struct limiter_params *p)
+{
+	/* A full shard's buckets are a power of two at or above its cap: at most two per key. */
+	return store_node_size(ops, p) + 2 * sizeof(uint32_t);
+}
+
+struct store *store_memory_new_keyed(const struct limiter_ops *ops, const struct limiter_params *p,
+                                     size_t max_keys, size_t shards, const struct siphash_key *key)
 {
 	struct store_memory *m;
 	size_t i;
 
-	if (ops == NULL || p == NULL || max_keys == 0)
+	if (ops == NULL || p == NULL || key == NULL || max_keys == 0)
 		return NULL;
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
@@ -562,8 +659,8 @@ struct store *store_memory_new(const struct limiter_ops *ops, const struct limit
 	m->base.ops = &STORE_MEMORY_OPS;
 	m->ops = ops;
 	m->params = *p;
-	/* Whole cache lines, so that a small limiter's node is exactly one. */
-	m->node_size = (sizeof(struct store_node) + ops->state_size(p) + 63) / 64 * 64;
+	m->hash_key = *key;
+	m->node_size = store_node_size(ops, p);
 	m->nshards = store_shard_count(shards, max_keys);
 	m->shards = aligned_alloc(alignof(struct store_shard), m->nshards * sizeof(*m->shards));
 	if (m->shards == NULL)
@@ -580,6 +677,16 @@ free_shards:
 free_store:
 	free(m);
 	return NULL;
+}
+
+struct store *store_memory_new(const struct limiter_ops *ops, const struct limiter_params *p,
+                               size_t max_keys, size_t shards)
+{
+	struct siphash_key key;
+
+	if (siphash_key_random(&key) != 0)
+		return NULL;
+	return store_memory_new_keyed(ops, p, max_keys, shards, &key);
 }
 
 uint64_t store_memory_hash(const void *key, size_t len, uint64_t seed)

@@ -488,6 +488,83 @@ START_TEST(key_flood)
 }
 END_TEST
 
+/*
+ * A limiter with 8 KB of state a key (sliding-log --limit 1000) and no --max-keys: the
+ * default cap is lowered to what fits the 64 MiB key budget, 8313 keys, and a flood of
+ * distinct keys evicts past it, so memory stays bounded.
+ */
+START_TEST(large_state_flood)
+{
+	static const char *const args[] = { "--limiter", "sliding-log", "--limit", "1000", "--window", "1h",
+		                            "--key", "header:X-Key", "--quiet", NULL };
+	/* Each of the 16 shards holds 519 or 520 of the 8313; 12,000 keys give each about 750
+	 * (random hash key: sd 26), so every shard is full and the counts are exact. */
+	const int keys = 12000, cap = 8313;
+	struct test_server s;
+	long hwm;
+
+	start(&s, args);
+	ck_assert_int_eq(flood(&s, 0, keys), keys);
+	hwm = proc_kb(s.pid, "VmHWM");
+	ck_assert_int_eq(stats_field(&s, "live_keys", NULL), cap);
+	ck_assert_int_eq(stats_field(&s, "evictions", NULL), keys - cap);
+	fprintf(stderr, "large-state flood: %d keys, sliding-log --limit 1000: peak RSS %ld kB\n", keys, hwm);
+	if (!HOSTILE_SANITIZED)
+		ck_assert_msg(hwm < 100 * 1024, "peak RSS %ld kB", hwm);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/* A cap of 14 million keys (1 GiB of key budget) allocates nothing up front: a fast, small start. */
+START_TEST(huge_cap_starts_small)
+{
+	static const char *const args[] = { "--max-keys", "14000000", "--max-key-memory", "1G", "--quiet", NULL };
+	double best = 1e9;
+	long rss = -1;
+
+	for (int i = 0; i < 3; i++) {
+		struct test_server s;
+		double t0 = mono_ms(), ms;
+
+		start(&s, args);
+		ms = mono_ms() - t0;
+		best = ms < best ? ms : best;
+		rss = proc_kb(s.pid, "VmRSS");
+		ck_assert_int_eq(get_status(&s, "/"), 200);
+		still_up_then_stop(&s);
+	}
+	fprintf(stderr, "--max-keys 14000000: started in %.1f ms (best of 3), RSS %ld kB\n", best, rss);
+	if (!HOSTILE_SANITIZED) {
+		ck_assert_msg(best < 100, "start took %.1f ms", best);
+		ck_assert_msg(rss < 20 * 1024, "RSS %ld kB after the start", rss);
+	}
+}
+END_TEST
+
+/* A --max-keys the key budget cannot hold: refused at once, one line naming the memory, exit 2. */
+START_TEST(key_memory_refused)
+{
+	static const char *const log[] = { "serve", "--port", "0", "--limiter", "sliding-log", "--limit", "1000",
+		                           "--max-keys", "100000", NULL };
+	static const char *const huge[] = { "serve", "--port", "0", "--max-keys", "4294967296", NULL };
+	struct test_run r;
+
+	ck_assert_int_eq(testutil_run(&r, log, NULL, 5000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab serve: --max-keys 100000: sliding-log --limit 1000 takes 8072 bytes a key, "
+	                        "so the key tables could grow to 769.8 MiB, over --max-key-memory 64 MiB; use "
+	                        "--max-keys 8313 or less, or raise --max-key-memory\n");
+	ck_assert_str_eq(r.out, "");
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, huge, NULL, 5000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert(testutil_one_line(r.err));
+	ck_assert_msg(strstr(r.err, "could grow to 288 GiB, over --max-key-memory 64 MiB") != NULL, "%s", r.err);
+	ck_assert_msg(r.seconds < 2, "took %.1f s to refuse", r.seconds);
+	testutil_run_free(&r);
+}
+END_TEST
+
 /* Send a request that the server holds for delay (a query fault) and return its socket. */
 static int held_request(int port, const char *delay)
 {
@@ -592,7 +669,9 @@ Suite *hostile_suite(void)
 {
 	const struct { const char *name; const TTest *test; } tests[] = {
 		{ "slowloris", slowloris }, { "oversized", oversized_requests }, { "garbage", garbage },
-		{ "key_flood", key_flood }, { "disconnects", disconnects },
+		{ "key_flood", key_flood }, { "large_state_flood", large_state_flood },
+		{ "huge_cap_starts_small", huge_cap_starts_small }, { "key_memory_refused", key_memory_refused },
+		{ "disconnects", disconnects },
 	};
 	Suite *s = suite_create("hostile");
 

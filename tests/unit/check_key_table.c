@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/siphash.h"
 #include "server/server.h"
 #include "server/store/store.h"
 
@@ -122,6 +123,84 @@ START_TEST(cap_across_chunks)
 }
 END_TEST
 
+/*
+ * The hash key is the table's layout: given it, a test can find keys that share one
+ * bucket at every table size up to 1024 buckets (low 10 bits of SipHash-1-3 equal) and
+ * check that a chain of them keeps each key's own state, through eviction from its
+ * middle and a reset.
+ */
+static int colliding_keys(const struct siphash_key *hk, char keys[][16], int n)
+{
+	int found = 0;
+
+	for (unsigned i = 0; found < n && i < 10000000; i++) {
+		int len = snprintf(keys[found], 16, "c%u", i);
+
+		if ((siphash13(hk, keys[found], (size_t)len) & 1023) == 0)
+			found++;
+	}
+	return found;
+}
+
+START_TEST(one_chain_keeps_keys_apart)
+{
+	static char keys[300][16];
+	const struct siphash_key hk = { 0x0123456789abcdefULL, 0xfedcba9876543210ULL };
+	struct limiter_params p = { .limit = 2, .window_ns = NS_PER_SEC };
+	const struct limiter_ops *ops = limiter_find("token-bucket");
+	struct store_stats st;
+	struct store *s;
+	char err[256];
+
+	ck_assert_int_eq(limiter_params_check(ops, &p, err, sizeof(err)), 0);
+	ck_assert_int_eq(colliding_keys(&hk, keys, 300), 300);
+	s = store_memory_new_keyed(ops, &p, 200, 1, &hk);
+	ck_assert_ptr_nonnull(s);
+	for (int i = 0; i < 300; i++)
+		ck_assert_uint_eq(decide(s, keys[i], strlen(keys[i]), 0).remaining, 1);
+	s->ops->stats(s, &st);
+	ck_assert_uint_eq(st.live_keys, 200);
+	ck_assert_uint_eq(st.evictions, 100);
+	/* The newest 200 each took one token; the oldest 100 were evicted and start full again. */
+	for (int i = 299; i >= 100; i--)
+		ck_assert_uint_eq(decide(s, keys[i], strlen(keys[i]), 0).remaining, 0);
+	for (int i = 0; i < 100; i++)
+		ck_assert_uint_eq(decide(s, keys[i], strlen(keys[i]), 0).remaining, 1);
+	s->ops->stats(s, &st);
+	ck_assert_uint_eq(st.evictions, 200);
+	s->ops->reset(s);
+	ck_assert_uint_eq(decide(s, keys[150], strlen(keys[150]), 0).remaining, 1);
+	s->ops->free(s);
+}
+END_TEST
+
+/* Two tables with different hash keys answer the same; only their layouts differ. */
+START_TEST(hash_key_changes_no_answer)
+{
+	const struct siphash_key k1 = { 1, 2 }, k2 = { 3, 4 };
+	struct limiter_params p = { .limit = 3, .window_ns = NS_PER_SEC };
+	const struct limiter_ops *ops = limiter_find("token-bucket");
+	struct store *a, *b;
+	char err[256], key[32];
+
+	ck_assert_int_eq(limiter_params_check(ops, &p, err, sizeof(err)), 0);
+	a = store_memory_new_keyed(ops, &p, 500, 4, &k1);
+	b = store_memory_new_keyed(ops, &p, 500, 4, &k2);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	for (int i = 0; i < 3000; i++) {
+		int len = snprintf(key, sizeof(key), "key-%d", i % 700);
+		struct limiter_decision da = decide(a, key, (size_t)len, (uint64_t)i);
+		struct limiter_decision db = decide(b, key, (size_t)len, (uint64_t)i);
+
+		ck_assert_int_eq(da.admitted, db.admitted);
+		ck_assert_uint_eq(da.remaining, db.remaining);
+	}
+	a->ops->free(a);
+	b->ops->free(b);
+}
+END_TEST
+
 Suite *key_table_suite(void)
 {
 	Suite *s = suite_create("key_table");
@@ -130,6 +209,8 @@ Suite *key_table_suite(void)
 	tcase_add_test(tc, burst_below_limit);
 	tcase_add_test(tc, inline_key_boundary);
 	tcase_add_test(tc, cap_across_chunks);
+	tcase_add_test(tc, one_chain_keeps_keys_apart);
+	tcase_add_test(tc, hash_key_changes_no_answer);
 	suite_add_tcase(s, tc);
 	return s;
 }

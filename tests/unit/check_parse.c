@@ -81,6 +81,43 @@ START_TEST(integers)
 }
 END_TEST
 
+START_TEST(sizes)
+{
+	char err[128], buf[32];
+	uint64_t v;
+
+	ck_assert_int_eq(parse_bytes("65536", 1, UINT64_MAX, &v, NULL, 0), 0);
+	ck_assert_uint_eq(v, 65536);
+	ck_assert_int_eq(parse_bytes("64M", 1, UINT64_MAX, &v, NULL, 0), 0);
+	ck_assert_uint_eq(v, 64ULL << 20);
+	ck_assert_int_eq(parse_bytes("64MiB", 1, UINT64_MAX, &v, NULL, 0), 0);
+	ck_assert_uint_eq(v, 64ULL << 20);
+	ck_assert_int_eq(parse_bytes("2g", 1, UINT64_MAX, &v, NULL, 0), 0);
+	ck_assert_uint_eq(v, 2ULL << 30);
+	ck_assert_int_eq(parse_bytes("3KB", 1, UINT64_MAX, &v, NULL, 0), 0);
+	ck_assert_uint_eq(v, 3072);
+	ck_assert_int_eq(parse_bytes("1T", 1, UINT64_MAX, &v, NULL, 0), 0);
+	ck_assert_uint_eq(v, 1ULL << 40);
+	ck_assert_int_eq(parse_bytes("1.5G", 1, UINT64_MAX, &v, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "bad size (want bytes, or e.g. 64M, 1G) '1.5G'");
+	ck_assert_int_eq(parse_bytes("64X", 1, UINT64_MAX, &v, NULL, 0), -1);
+	ck_assert_int_eq(parse_bytes("M", 1, UINT64_MAX, &v, NULL, 0), -1);
+	ck_assert_int_eq(parse_bytes("-1", 0, UINT64_MAX, &v, NULL, 0), -1);
+	ck_assert_int_eq(parse_bytes("", 0, UINT64_MAX, &v, NULL, 0), -1);
+	ck_assert_int_eq(parse_bytes("16777216T", 1, UINT64_MAX, &v, NULL, 0), -1);  /* 2^64 */
+	ck_assert_int_eq(parse_bytes("100K", 1 << 20, 1ULL << 40, &v, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "'100K' out of range (1 MiB to 1 TiB)");
+	parse_format_bytes(512, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "512 B");
+	parse_format_bytes(64ULL << 20, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "64 MiB");
+	parse_format_bytes(8072ULL * 100000, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "769.8 MiB");
+	parse_format_bytes(3ULL << 29, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "1.5 GiB");
+}
+END_TEST
+
 START_TEST(prng_reproducible)
 {
 	struct prng a, b;
@@ -132,6 +169,7 @@ Suite *parse_suite(void)
 	tcase_add_test(tc, bad_durations);
 	tcase_add_test(tc, rates);
 	tcase_add_test(tc, integers);
+	tcase_add_test(tc, sizes);
 	tcase_add_test(tc, format_u64);
 	tcase_add_test(tc, prng_reproducible);
 	tcase_add_test(tc, real_clocks);

@@ -1,5 +1,6 @@
 /* `ratelab serve` options parsed into a config: the messages a bad value gets. */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "server/server.h"
@@ -21,12 +22,102 @@ START_TEST(bad_burst_names_value)
 }
 END_TEST
 
+static int parse(struct server_config *cfg, char **argv)
+{
+	char err[512] = "";
+	int argc = 0, rc;
+
+	while (argv[argc] != NULL)
+		argc++;
+	rc = server_config_from_args(cfg, argc, argv, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	return rc;
+}
+
+#define GIB (1ULL << 30)
+
+/* The default cap of a large-state limiter is lowered to what fits, and says so. */
+START_TEST(key_memory_lowers_default_cap)
+{
+	char *small[] = { "serve", NULL };
+	char *log[] = { "serve", "--limiter", "sliding-log", "--limit", "1000", NULL };
+	struct server_config cfg;
+	char msg[512];
+
+	parse(&cfg, small);
+	ck_assert_uint_eq(cfg.max_key_memory, 64ULL << 20);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 8 * GIB, msg, sizeof(msg)), 0);
+	ck_assert_str_eq(msg, "");
+	ck_assert_uint_eq(cfg.max_keys, 100000);
+	parse(&cfg, log);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 8 * GIB, msg, sizeof(msg)), 0);
+	ck_assert_str_eq(msg, "ratelab serve: keys per route capped at 8313 (sliding-log --limit 1000 takes 8072 "
+	                      "bytes a key; --max-key-memory 64 MiB)");
+	ck_assert_uint_eq(cfg.max_keys, 8313);
+	/* 8313 keys of 8072 bytes: 64 MiB or just under it */
+	ck_assert_uint_le(cfg.max_keys * 8072, 64ULL << 20);
+}
+END_TEST
+
+/* A --max-keys the budget cannot hold is refused in one line that names what it would need. */
+START_TEST(key_memory_refuses_explicit_cap)
+{
+	char *log[] = { "serve", "--limiter", "sliding-log", "--limit", "1000", "--max-keys", "100000", NULL };
+	char *huge[] = { "serve", "--max-keys", "4294967296", NULL };
+	char *big_budget[] = { "serve", "--max-keys", "4294967296", "--max-key-memory", "300G", NULL };
+	char *over_ram[] = { "serve", "--max-key-memory", "16G", NULL };
+	struct server_config cfg;
+	char msg[512];
+
+	parse(&cfg, log);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 8 * GIB, msg, sizeof(msg)), -1);
+	ck_assert_str_eq(msg, "ratelab serve: --max-keys 100000: sliding-log --limit 1000 takes 8072 bytes a key, "
+	                      "so the key tables could grow to 769.8 MiB, over --max-key-memory 64 MiB; use "
+	                      "--max-keys 8313 or less, or raise --max-key-memory");
+	parse(&cfg, huge);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 8 * GIB, msg, sizeof(msg)), -1);
+	ck_assert_str_eq(msg, "ratelab serve: --max-keys 4294967296: token-bucket --limit 10 takes 72 bytes a key, "
+	                      "so the key tables could grow to 288 GiB, over --max-key-memory 64 MiB; use "
+	                      "--max-keys 932067 or less, or raise --max-key-memory");
+	parse(&cfg, big_budget);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 512 * GIB, msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(cfg.max_keys, 4294967296ULL);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 8 * GIB, msg, sizeof(msg)), -1);
+	ck_assert_str_eq(msg, "ratelab serve: --max-key-memory 300 GiB: more than this machine's 8 GiB");
+	parse(&cfg, over_ram);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 8 * GIB, msg, sizeof(msg)), -1);
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 0, msg, sizeof(msg)), 0);  /* memory unknown */
+}
+END_TEST
+
+/* Every route holds max_keys keys: the budget covers their sum. */
+START_TEST(key_memory_counts_every_route)
+{
+	struct server_config cfg;
+	char msg[512];
+
+	server_config_defaults(&cfg);
+	cfg.routes[1] = cfg.routes[0];
+	snprintf(cfg.routes[1].prefix, sizeof(cfg.routes[1].prefix), "/api");
+	cfg.nroutes = 2;
+	cfg.max_key_memory = 10ULL << 20;
+	ck_assert_int_eq(server_config_fit_keys(&cfg, 8 * GIB, msg, sizeof(msg)), 0);
+	/* 2 x 72 bytes a key in 10 MiB */
+	ck_assert_uint_eq(cfg.max_keys, (10ULL << 20) / 144);
+	ck_assert_str_eq(msg, "ratelab serve: keys per route capped at 72817 (2 routes take 144 bytes a key; "
+	                      "--max-key-memory 10 MiB)");
+}
+END_TEST
+
 Suite *serve_args_suite(void)
 {
 	Suite *s = suite_create("serve_args");
 	TCase *tc = tcase_create("serve_args");
 
 	tcase_add_test(tc, bad_burst_names_value);
+	tcase_add_test(tc, key_memory_lowers_default_cap);
+	tcase_add_test(tc, key_memory_refuses_explicit_cap);
+	tcase_add_test(tc, key_memory_counts_every_route);
 	suite_add_tcase(s, tc);
 	return s;
 }

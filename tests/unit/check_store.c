@@ -270,6 +270,44 @@ START_TEST(memory_bounded)
 }
 END_TEST
 
+/* A cap of 2^32 keys costs nothing until keys come: no bucket array or node sized by the cap. */
+START_TEST(huge_cap_is_lazy)
+{
+	long before = rss_kb(), after;
+	struct store *s = store_for("token-bucket", 5, (size_t)1 << 32, 0);
+	char key[32];
+
+	after = rss_kb();
+	if (!STORE_SANITIZED)
+		ck_assert_msg(after - before < 2 * 1024, "a 2^32-key table took %ld kB empty", after - before);
+	for (int i = 0; i < 20000; i++) {
+		snprintf(key, sizeof(key), "10.1.%d.%d", i / 256, i % 256);
+		ck_assert_int_eq(go_n(s, key, 0, 6), 5);
+	}
+	ck_assert_uint_eq(stats_of(s).live_keys, 20000);
+	ck_assert_uint_eq(stats_of(s).evictions, 0);
+	/* 20,000 keys of 64 bytes plus their buckets: a few MB, not the cap's share. */
+	if (!STORE_SANITIZED)
+		ck_assert_msg(rss_kb() - before < 8 * 1024, "20000 keys took %ld kB", rss_kb() - before);
+	s->ops->free(s);
+}
+END_TEST
+
+/* What a key can cost in a full table: its node (whole cache lines) and at most two bucket slots. */
+START_TEST(key_bytes)
+{
+	struct limiter_params tb = { .limit = 5, .window_ns = NS_PER_SEC };
+	struct limiter_params sl = { .limit = 1000, .window_ns = NS_PER_SEC };
+	char err[256];
+
+	ck_assert_int_eq(limiter_params_check(limiter_find("token-bucket"), &tb, err, sizeof(err)), 0);
+	ck_assert_int_eq(limiter_params_check(limiter_find("sliding-log"), &sl, err, sizeof(err)), 0);
+	ck_assert_uint_eq(store_memory_key_bytes(limiter_find("token-bucket"), &tb), 64 + 8);
+	/* 48 bytes of links and key, 16 of ring indices, 8 per timestamp: 8064, already whole lines. */
+	ck_assert_uint_eq(store_memory_key_bytes(limiter_find("sliding-log"), &sl), 8064 + 8);
+}
+END_TEST
+
 /* Every limiter behind the table, with churn: exact per-key admissions, live keys within the cap. */
 START_TEST(every_limiter_through_the_table)
 {
@@ -316,6 +354,8 @@ Suite *store_suite(void)
 	tcase_add_test(tc, reset_forgets);
 	tcase_add_test(tc, threads_exact_totals);
 	tcase_add_test(tc, memory_bounded);
+	tcase_add_test(tc, huge_cap_is_lazy);
+	tcase_add_test(tc, key_bytes);
 	tcase_add_test(tc, every_limiter_through_the_table);
 	suite_add_tcase(s, tc);
 	return s;
