@@ -961,9 +961,9 @@ static int setup_route(struct server *s, size_t i, char *err, size_t errlen)
 		snprintf(err, errlen, "route %s: %s", cr->prefix, r->ops ? why : "unknown limiter");
 		return -1;
 	}
-	r->layered = strcmp(r->ops->name, "layered") == 0;
+	r->layered = r->ops->layered;
 	r->releases = r->ops->release != NULL;
-	r->stateless = strcmp(r->ops->name, "none") == 0 && !s->cfg.store_new;
+	r->stateless = r->ops->stateless && !s->cfg.store_new;
 	r->key = cr->key_set ? cr->key : s->cfg.key;
 	r->key_header = cr->key_set ? cr->key_header : s->cfg.key_header;
 	headers_policy(&r->params, r->layered, r->policy, sizeof(r->policy));

@@ -44,7 +44,7 @@ struct store_redis {
 	const struct limiter_ops *lops;
 	struct limiter_params p;
 	struct store_redis_options o;
-	const char *script;
+	char *script;                   /* the Lua source (redis_scripts_source), owned */
 	char host[256];
 	int port, db;
 	char prefix[128];
@@ -922,6 +922,7 @@ static void redis_free(struct store *base)
 		free(c);
 	}
 	pthread_mutex_destroy(&s->lock);
+	free(s->script);
 	free(s);
 }
 
@@ -1004,9 +1005,12 @@ struct store *store_redis_new(const struct limiter_ops *ops, const struct limite
 	s->base.ops = &REDIS_OPS;
 	s->lops = ops;
 	s->p = *p;
-	s->script = redis_scripts_source(ops->name);
+	s->script = redis_scripts_source(ops);
 	if (s->script == NULL) {
-		snprintf(err, errlen, "--store: limiter '%s' has no Redis script", ops->name);
+		if (ops->redis_script == NULL)
+			snprintf(err, errlen, "--store: limiter '%s' has no Redis script", ops->name);
+		else
+			snprintf(err, errlen, "store: out of memory");
 		goto free_store;
 	}
 	if (store_setup(s, o, err, errlen) < 0)
@@ -1031,6 +1035,7 @@ delete_key:
 	pthread_mutex_destroy(&s->lock);
 	pthread_key_delete(s->tls);
 free_store:
+	free(s->script);
 	free(s);
 	return NULL;
 }
