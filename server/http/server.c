@@ -109,15 +109,28 @@ struct server {
 };
 
 /*
+ * Where a request is.  MHD calls the access handler again after every
+ * suspension, and the phase alone says what is left to do.
+ */
+enum request_phase {
+	REQUEST_NEW,           /* headers in, maybe body chunks: nothing decided yet */
+	REQUEST_TOO_BIG,       /* the body is over max_body: answer 413 (or close) */
+	REQUEST_DECIDING,      /* suspended while an asynchronous store decides */
+	REQUEST_DECIDED,       /* the decision is in d; a delay fault may still hold the answer */
+	REQUEST_STORE_FAILED,  /* the store could not decide and fails closed: answer 503 */
+	REQUEST_HELD,          /* suspended for a delay: answer when resumed (a handler's in `kept`) */
+};
+
+/*
  * One request's state.  It lives in its connection's socket context (one
  * allocation per connection, not per request) and is cleared up to `key` when
  * a request starts; `pooled` is false for the rare one allocated on its own.
  */
 struct request {
 	bool pooled;
+	enum request_phase phase;
 	const struct server_handler *handler;
 	int route;
-	bool decided, held, admitted, too_big, store_failed;
 	bool holds_slot;             /* the store admitted it and counts it: release when it ends */
 	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
@@ -501,7 +514,7 @@ static void resume_connection(void *conn)
 /* What the store's answer rc (store_ops.decide) means for rq, whose decision is in rq->d. */
 static void take_store_answer(struct request *rq, int rc)
 {
-	rq->store_failed = rc < 0;
+	rq->phase = rc < 0 ? REQUEST_STORE_FAILED : REQUEST_DECIDED;
 	/* A fail-open admission (STORE_UNHELD) took no slot, so it gives none back. */
 	rq->holds_slot = rc == 0 && rq->d.admitted;
 }
@@ -521,13 +534,15 @@ static void on_decided(void *arg, int rc)
  */
 static bool decide(const struct route_rt *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
-	rq->decided = true;
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
+		rq->phase = REQUEST_DECIDED;
 		return false;
 	}
 	request_key(rt, c, rq);
 	if (rt->async) {
+		/* Before submit: the store's thread may answer (on_decided) before submit returns. */
+		rq->phase = REQUEST_DECIDING;
 		rq->conn = c;
 		MHD_suspend_connection(c);
 		if (rt->store->ops->submit(rt->store, rq->key, rq->keylen, now, 1, &rq->d, on_decided, rq) == 0)
@@ -558,11 +573,10 @@ static bool suspend_until(struct server *s, struct MHD_Connection *c, uint64_t d
 /* Once the decision is in: true when the answer must wait for a delay fault (connection suspended). */
 static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
-	rq->held = true;
-	if (rq->store_failed)
+	if (rq->fault.delay_ns == 0 || !suspend_until(s, c, now + rq->fault.delay_ns))
 		return false;
-	rq->admitted = rq->d.admitted;
-	return rq->fault.delay_ns != 0 && suspend_until(s, c, now + rq->fault.delay_ns);
+	rq->phase = REQUEST_HELD;
+	return true;
 }
 
 /*
@@ -590,7 +604,7 @@ static enum MHD_Result serve_limited(struct server *s, struct MHD_Connection *c,
 	char why[160];
 	int status;
 
-	if (!rq->decided) {
+	if (rq->phase == REQUEST_NEW) {
 		if (pick_faults(s, c, rq, why, sizeof(why)) < 0)
 			return send_bad_query(s, c, rq->route, why);
 		if (rq->fault.reset) {
@@ -601,13 +615,13 @@ static enum MHD_Result serve_limited(struct server *s, struct MHD_Connection *c,
 		if (decide(rt, c, rq, now - s->epoch_ns))
 			return MHD_YES;
 	}
-	if (!rq->held && hold(s, c, rq, now))
+	if (rq->phase == REQUEST_DECIDED && hold(s, c, rq, now))
 		return MHD_YES;
-	if (rq->store_failed) {
+	if (rq->phase == REQUEST_STORE_FAILED) {
 		stats_record(s->stats, rq->route, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, now);
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->r_unavailable);
 	}
-	if (!rq->admitted) {
+	if (!rq->d.admitted) {
 		ret = send_rejected(s, c, rt, rq);
 		status = s->cfg.reject_status;
 	} else if (rq->fault.status) {
@@ -617,7 +631,7 @@ static enum MHD_Result serve_limited(struct server *s, struct MHD_Connection *c,
 		ret = send_admitted(s, c, rq->route, rq);
 		status = MHD_HTTP_OK;
 	}
-	stats_record(s->stats, rq->route, status, rq->admitted ? STATS_ADMITTED : STATS_REJECTED, now);
+	stats_record(s->stats, rq->route, status, rq->d.admitted ? STATS_ADMITTED : STATS_REJECTED, now);
 	return ret;
 }
 
@@ -725,6 +739,7 @@ static bool hold_reply(struct server *s, struct MHD_Connection *c, struct reques
 {
 	if (!suspend_until(s, c, clock_monotonic_ns() + delay_ns))
 		return false;
+	rq->phase = REQUEST_HELD;
 	rq->kept = r;
 	rq->kept_status = status;
 	return true;
@@ -748,7 +763,7 @@ static enum MHD_Result serve_handler(struct server *s, struct MHD_Connection *c,
 	struct server_reply out;
 	struct MHD_Response *r;
 
-	if (rq->kept)
+	if (rq->phase == REQUEST_HELD)
 		return send_kept(s, c, rq);
 	memset(&out, 0, sizeof(out));
 	if (rq->handler->fn(s, rq->handler->ctx, &req, &out) < 0) {
@@ -774,8 +789,8 @@ static enum MHD_Result serve_handler(struct server *s, struct MHD_Connection *c,
 /* Keep a handler's upload (bounded by max_body); other paths' bodies are counted and dropped. */
 static void take_upload(struct server *s, struct request *rq, const char *data, size_t n)
 {
-	if (rq->too_big || rq->body_len + n > s->cfg.max_body) {
-		rq->too_big = true;
+	if (rq->phase == REQUEST_TOO_BIG || rq->body_len + n > s->cfg.max_body) {
+		rq->phase = REQUEST_TOO_BIG;
 		return;
 	}
 	if (rq->handler && rq->body_len + n + 1 > rq->body_cap) {
@@ -783,7 +798,7 @@ static void take_upload(struct server *s, struct request *rq, const char *data, 
 		char *nb = realloc(rq->body, cap);
 
 		if (!nb) {
-			rq->too_big = true;
+			rq->phase = REQUEST_TOO_BIG;
 			return;
 		}
 		rq->body = nb;
@@ -802,8 +817,8 @@ static bool announced_too_big(const struct server *s, struct MHD_Connection *c, 
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
 	if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
-		rq->too_big = true;
-	return rq->too_big;
+		rq->phase = REQUEST_TOO_BIG;
+	return rq->phase == REQUEST_TOO_BIG;
 }
 
 /* 413 at once, before the body is read (MHD then closes the connection). */
@@ -870,11 +885,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		take_upload(s, rq, upload, *upload_size);
 		*upload_size = 0;
 		/* A body past the limit without Content-Length: close rather than read it all. */
-		if (rq->too_big)
+		if (rq->phase == REQUEST_TOO_BIG)
 			stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
-		return rq->too_big ? MHD_NO : MHD_YES;
+		return rq->phase == REQUEST_TOO_BIG ? MHD_NO : MHD_YES;
 	}
-	if (rq->too_big)
+	if (rq->phase == REQUEST_TOO_BIG)
 		return refuse_body(s, c);
 	if (rq->handler)
 		return serve_handler(s, c, url, method, rq);
