@@ -355,8 +355,18 @@ static struct MHD_Response *rejection_new(const struct server *s, const struct r
 	return r;
 }
 
-/* Spaces a new rejection body gets past its JSON, so the next, longer wait still fits. */
+/* Spaces a new rejection body gets before its closing brace, so the next, longer wait still fits. */
 #define REJECTION_SLACK 16
+
+/*
+ * Widen a body of len bytes, which ends in "}\n", to `to` bytes with spaces
+ * before the closing brace: still one JSON object, and still ending "}\n".
+ */
+static void rejection_pad(char *body, size_t len, size_t to)
+{
+	memset(body + len - 2, ' ', to - len);
+	memcpy(body + to - 2, "}\n", 2);
+}
 
 /* The kept body's head still says what this rejection's head would. */
 static bool rejection_head_kept(const struct rej_cache *rc, int route, const struct limiter_decision *d)
@@ -436,17 +446,17 @@ static enum MHD_Result send_rejected(struct server *s, struct MHD_Connection *c,
 		return MHD_NO;
 	/*
 	 * The exact wait changes the body's length from one rejection to the next, and a new
-	 * length means a new response.  JSON allows trailing whitespace, so pad to the kept
-	 * response's length, and leave some slack when making a new one.
+	 * length means a new response.  JSON allows whitespace before the closing brace, so
+	 * pad to the kept response's length there, and leave some slack when making a new one.
 	 */
 	if (rc->r && (size_t)len < rc->len) {
-		memset(rc->body + len, ' ', rc->len - (size_t)len);
+		rejection_pad(rc->body, (size_t)len, rc->len);
 		len = (int)rc->len;
 	}
 	if (!rejection_reusable(rc, rq->route, &rq->d, reset_s, (size_t)len, has_ra, ra)) {
 		int slack = len + REJECTION_SLACK < HEADERS_BODY_LEN ? REJECTION_SLACK : 0;
 
-		memset(rc->body + len, ' ', (size_t)slack);
+		rejection_pad(rc->body, (size_t)len, (size_t)(len + slack));
 		len += slack;
 		r = rejection_new(s, rt, &rq->d, rc->body, (size_t)len, has_ra ? ra : NULL, MHD_RESPMEM_PERSISTENT);
 		if (!r)
