@@ -1,7 +1,6 @@
 /* Scripted scenarios: parse, answer per client, record every arrival. */
 #include "server/handlers/scenario.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -13,6 +12,7 @@
 #include "common/clock.h"
 #include "common/httpdate.h"
 #include "common/parse.h"
+#include "server/http/client_key.h"
 #include "server/server.h"
 
 struct scenario_client {
@@ -316,18 +316,11 @@ static void printable(const char *s, size_t n, char *buf, size_t len)
 
 void scenario_client_name(const char *key, size_t keylen, const char *path, char *buf, size_t len)
 {
-	char who[SCENARIO_CLIENT_LEN] = "-";
+	char who[SCENARIO_CLIENT_LEN];
 	const char *p;
 	size_t n;
 
-	if (key && keylen == 5 && key[0] == 'i')
-		inet_ntop(AF_INET, key + 1, who, sizeof(who));
-	else if (key && keylen == 17 && key[0] == 'i')
-		inet_ntop(AF_INET6, key + 1, who, sizeof(who));
-	else if (key && keylen > 1 && key[0] == 'h')
-		printable(key + 1, keylen - 1, who, sizeof(who));
-	else if (key && keylen > 0)
-		printable(key, keylen, who, sizeof(who));
+	client_key_name(key, keylen, who, sizeof(who));
 	if (path && strncmp(path, "/client-", 8) == 0) {
 		p = path + 8;
 		n = strspn(p, "0123456789");
