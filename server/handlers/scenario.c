@@ -560,10 +560,17 @@ void scenario_usage(FILE *f)
 	        scenario_builtin_names());
 }
 
+/* POST /reset: every client starts the script again, and the log is empty. */
+static void reset_hook(void *ctx)
+{
+	scenario_reset(ctx);
+}
+
 int scenario_register(struct server_config *c, struct scenario *sc)
 {
 	snprintf(c->limited.path, sizeof(c->limited.path), "*");
 	c->limited.fn = scenario_server_handler;
+	c->limited.reset = reset_hook;
 	c->limited.ctx = sc;
 	return server_config_add_handler(c, "/scenario", handle_log, sc);
 }

@@ -154,8 +154,9 @@ int scenario_from_args(struct scenario **out, int *argc, char **argv, char *err,
 void scenario_usage(FILE *f);
 
 /*
- * Make c answer every limited path from sc, and GET /scenario list the
- * arrivals as JSON.  sc must outlive the server.  Returns 0, or -1 (no room).
+ * Make c answer every limited path from sc, GET /scenario list the arrivals
+ * as JSON, and POST /reset start every client at the first step again (and
+ * empty the log).  sc must outlive the server.  Returns 0, or -1 (no room).
  */
 int scenario_register(struct server_config *c, struct scenario *sc);
 

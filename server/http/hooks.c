@@ -27,8 +27,15 @@ void hooks_setup(struct hooks *hk, const struct server_config *cfg)
 	builtin_handlers(&hk->h[hk->n]);
 	hk->n += BUILTIN_HANDLERS;
 	hk->limited = cfg->limited.fn ? &cfg->limited : NULL;
-	hk->on_reset = cfg->on_reset;
-	hk->on_reset_ctx = cfg->on_reset_ctx;
+}
+
+int server_config_add_stateful_handler(struct server_config *c, const char *path, server_handler_fn fn,
+                                       server_reset_fn reset, void *ctx)
+{
+	if (server_config_add_handler(c, path, fn, ctx) < 0)
+		return -1;
+	c->handlers[c->nhandlers - 1].reset = reset;
+	return 0;
 }
 
 const struct server_handler *hooks_match(const struct hooks *hk, const char *url)
@@ -41,8 +48,11 @@ const struct server_handler *hooks_match(const struct hooks *hk, const char *url
 
 void hooks_reset(const struct hooks *hk)
 {
-	if (hk->on_reset)
-		hk->on_reset(hk->on_reset_ctx);
+	for (size_t i = 0; i < hk->n; i++)
+		if (hk->h[i].reset)
+			hk->h[i].reset(hk->h[i].ctx);
+	if (hk->limited && hk->limited->reset)
+		hk->limited->reset(hk->limited->ctx);
 }
 
 /* Extra "Name: value\n" lines of a reply onto the response. */

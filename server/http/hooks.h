@@ -18,8 +18,6 @@ struct hooks {
 	struct server_handler h[SERVER_MAX_HANDLERS + BUILTIN_HANDLERS];
 	size_t n;
 	const struct server_handler *limited;   /* cfg->limited when its fn is set, else NULL */
-	server_reset_fn on_reset;
-	void *on_reset_ctx;
 };
 
 struct request;
@@ -30,7 +28,7 @@ void hooks_setup(struct hooks *hk, const struct server_config *cfg);
 /* The handler of path url (exact match), or NULL. */
 const struct server_handler *hooks_match(const struct hooks *hk, const char *url);
 
-/* Run the reset hooks (POST /reset). */
+/* Call every handler's reset hook, then the limited handler's (POST /reset).  Thread-safe. */
 void hooks_reset(const struct hooks *hk);
 
 /*

@@ -257,6 +257,52 @@ START_TEST(serve_answers_from_the_script)
 }
 END_TEST
 
+/* Occurrences of needle in s. */
+static int count_of(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/*
+ * POST /reset starts every client at the first step again: on retry-after-seconds
+ * one client gets 429 429, and after the reset 429 429 once more (then 200).
+ */
+START_TEST(serve_reset_restarts_the_script)
+{
+	static const char *const ARGS[] = { "--scenario", "retry-after-seconds", "--quiet", NULL };
+	static const long WANT[] = { 429, 429, -1, 429, 429, 200 };
+	struct test_server s;
+	char url[128], reset[128], *body = NULL;
+	long status = 0;
+
+	ck_assert_msg(testutil_server_start(&s, ARGS, 5000) == 0, "serve --scenario did not start");
+	snprintf(url, sizeof(url), "%s/", s.url);
+	snprintf(reset, sizeof(reset), "%s/reset", s.url);
+	for (size_t i = 0; i < sizeof(WANT) / sizeof(WANT[0]); i++) {
+		if (WANT[i] < 0) {
+			ck_assert_int_eq(testutil_http("POST", reset, NULL, &status, NULL, NULL), 0);
+			ck_assert_int_eq(status, 200);
+			continue;
+		}
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+		ck_assert_msg(status == WANT[i], "request %zu: %ld, want %ld", i + 1, status, WANT[i]);
+	}
+	/* The log was emptied too: it holds the three requests since the reset. */
+	snprintf(url, sizeof(url), "%s/scenario", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_eq(count_of(body, "\"status\": "), 3);
+	ck_assert_int_eq(count_of(body, "\"step\": 1"), 1);
+	ck_assert_int_eq(count_of(body, "\"step\": 3"), 1);
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
 /* One delayed request fired from its own thread. */
 struct slow_call {
 	char url[128];
@@ -374,6 +420,7 @@ Suite *scenario_suite(void)
 	tcase_add_test(tc, client_names);
 	suite_add_tcase(s, tc);
 	tcase_add_test(live, serve_answers_from_the_script);
+	tcase_add_test(live, serve_reset_restarts_the_script);
 	tcase_add_test(live, serve_rejects_a_bad_scenario);
 	tcase_add_test(live, serve_delay_does_not_block_the_thread);
 	tcase_set_timeout(live, 20);
