@@ -295,16 +295,6 @@ const char *scenario_default_expect(const struct scenario *sc)
 	return sc->expect;
 }
 
-size_t scenario_nsteps(const struct scenario *sc)
-{
-	return sc->nsteps;
-}
-
-const struct scenario_step *scenario_step_at(const struct scenario *sc, size_t i)
-{
-	return i < sc->nsteps ? &sc->steps[i] : NULL;
-}
-
 static void printable(const char *s, size_t n, char *buf, size_t len)
 {
 	size_t j = 0;

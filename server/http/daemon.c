@@ -301,10 +301,9 @@ void server_drain(struct server *s)
 		return;
 	atomic_store(&s->stopping, true);
 	/*
-	 * Known hazard: libmicrohttpd 0.9.75's quiesce can abort the process when
-	 * a pool thread drops the listening socket from its epoll set first
-	 * ("Failed to remove listen FD from epoll set"); bench/README.md says what
-	 * was tried instead.
+	 * Known hazard: libmicrohttpd 0.9.75's quiesce aborts the process ("Failed
+	 * to remove listen FD from epoll set") when a pool thread drops the
+	 * listening socket from its epoll set before quiesce does.
 	 */
 	fd = MHD_quiesce_daemon(s->daemon);
 	/* Held answers go out now rather than after their delay. */

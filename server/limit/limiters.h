@@ -8,7 +8,7 @@
 
 /*
  * Private to the limiter files: the operation tables (one per file) and the
- * exact-arithmetic helpers they share.  Callers outside server/limiter*.c use
+ * exact-arithmetic helpers they share.  Callers outside server/limit/ use
  * limiter_find() instead.
  *
  * Exactness: rates are limit/window requests per ns, which is rarely a whole

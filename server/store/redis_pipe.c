@@ -195,8 +195,8 @@ static void *pipe_main(void *arg)
 
 /*
  * The command of an item in the Redis protocol, formatted on the caller's
- * thread: EVALSHA when the sha is known.  (hiredis's formatter calls sprintf
- * twice per argument; this one costs a few hundred ns.)
+ * thread: EVALSHA when the sha is known.  Built by hand: hiredis's formatter
+ * calls sprintf twice per argument.
  */
 static int item_format(struct store_redis *s, struct pipe_item *it)
 {

@@ -225,11 +225,6 @@ static const struct store_ops REDIS_OPS = {
 	.quiesce = redis_quiesce,
 };
 
-bool store_redis_up(struct store *base)
-{
-	return base != NULL && base->ops == &REDIS_OPS && !atomic_load(&((struct store_redis *)base)->down);
-}
-
 static int set_params(struct store_redis *s)
 {
 	const struct limiter_params *p = &s->p;

@@ -137,20 +137,26 @@ START_TEST(script_keys_and_values)
 	struct scenario *sc = scenario_parse("[{\"status\":503,\"retry_after\":7,\"delay\":\"250ms\","
 	                                     "\"headers\":{\"X-A\":\"1\"}},{\"status\":201,\"delay\":20}]",
 	                                     "mine", err, sizeof(err));
-	const struct scenario_step *st;
+	struct scenario_arrival log[3];
 	struct scenario_answer a;
 
 	ck_assert_msg(sc != NULL, "%s", err);
-	ck_assert_uint_eq(scenario_nsteps(sc), 2);
-	st = scenario_step_at(sc, 0);
-	ck_assert_str_eq(st->retry_after, "7");
-	ck_assert_uint_eq(st->delay_ns, 250 * NS_PER_MS);
-	ck_assert_uint_eq(scenario_step_at(sc, 1)->delay_ns, 20 * NS_PER_MS);
-	ck_assert_ptr_null(scenario_step_at(sc, 2));
 	ck_assert_str_eq(scenario_default_expect(sc), "succeeds,honours-retry-after");
 	ask(sc, NULL, 0, "GET", "/", 0, &a);
+	ck_assert_int_eq(a.status, 503);
 	ck_assert_str_eq(a.headers, "Retry-After: 7\nX-A: 1\n");
 	ck_assert_uint_eq(a.delay_ns, 250 * NS_PER_MS);
+	ask(sc, NULL, 0, "GET", "/", 1, &a);
+	ck_assert_int_eq(a.status, 201);
+	ck_assert_str_eq(a.headers, "");
+	ck_assert_uint_eq(a.delay_ns, 20 * NS_PER_MS);
+	/* Two steps: the third request gets the last one again. */
+	ask(sc, NULL, 0, "GET", "/", 2, &a);
+	ck_assert_int_eq(a.status, 201);
+	ck_assert_uint_eq(scenario_arrivals(sc, log, 3, NULL), 3);
+	ck_assert_uint_eq(log[0].step, 0);
+	ck_assert_uint_eq(log[1].step, 1);
+	ck_assert_uint_eq(log[2].step, 1);
 	scenario_free(sc);
 }
 END_TEST
