@@ -29,13 +29,16 @@
 #define FLOOR_MAX_THREADS 16
 #define FLOOR_REQ_MAX 8192
 
-/* ratelab serve --limit 100 --key global's rejection body, as it was on 2026-11-29. */
+/*
+ * ratelab serve --limit 100 --key global's rejection body as a connection's
+ * first rejection sends it: the 16 spaces of slack sit before the closing brace.
+ */
 static const char FLOOR_BODY[] =
 	"{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
 	"\"limiter\":\"token-bucket\",\"policy\":{\"name\":\"default\",\"quota\":100,\"window_s\":1},"
 	"\"remaining\":0,\"layer\":0,\"retry_after_s\":1,\"wait_ms\":9.871234,"
-	"\"detail\":\"rate limit exceeded: retry in 9.871234 ms (Retry-After rounds up to 1 s)\"}"
-	"                ";
+	"\"detail\":\"rate limit exceeded: retry in 9.871234 ms (Retry-After rounds up to 1 s)\""
+	"                }\n";
 
 struct floor_conn {
 	int fd;

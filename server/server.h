@@ -20,7 +20,9 @@
  *
  * Every path is limited by the route with the longest matching prefix,
  * except the special handlers (/stats, /metrics, /reset, /healthz and those
- * added with server_config_add_handler).
+ * added with server_config_add_handler).  POST /reset clears every part that
+ * holds state: the routes' limiter state, the statistics, and each special
+ * handler's state through its reset hook.
  */
 
 #define SERVER_MAX_ROUTES (CONFIG_MAX_ROUTES + 1)
@@ -64,7 +66,7 @@ const char *server_request_query(const struct server_request *r, const char *nam
 typedef int (*server_handler_fn)(struct server *srv, void *ctx, const struct server_request *req,
                                  struct server_reply *out);
 
-/* Called on POST /reset after the server's own state is cleared (e.g. to reset /occ). */
+/* A special handler's reset hook: clears the state the handler keeps under ctx.  Thread-safe. */
 typedef void (*server_reset_fn)(void *ctx);
 
 /* Makes the store of one route; NULL (reason in err) on failure.  Default: store_memory_new. */
@@ -74,6 +76,7 @@ typedef struct store *(*server_store_fn)(void *ctx, const struct limiter_ops *op
 struct server_handler {
 	char path[64];
 	server_handler_fn fn;
+	server_reset_fn reset;           /* optional: called with ctx on POST /reset */
 	void *ctx;
 };
 
@@ -100,12 +103,10 @@ struct server_config {
 	bool quiet;                      /* no log lines on stderr */
 	struct server_handler handlers[SERVER_MAX_HANDLERS];
 	size_t nhandlers;
-	server_reset_fn on_reset;
-	void *on_reset_ctx;
 	server_store_fn store_new;       /* NULL: store_memory_new */
 	void *store_ctx;
 	/* When limited.fn is set, it answers every limited path instead of the
-	 * limiter (scripted scenarios, server/scenario.h); req->key is set. */
+	 * limiter (scripted scenarios, server/handlers/scenario.h); req->key is set. */
 	struct server_handler limited;
 };
 
@@ -139,6 +140,13 @@ int server_config_fit_keys(struct server_config *c, uint64_t phys_bytes, char *m
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx);
 
 /*
+ * Add a special handler for `path` that keeps state under ctx: POST /reset
+ * (server_reset) calls reset(ctx).  Returns 0, or -1 when the table is full.
+ */
+int server_config_add_stateful_handler(struct server_config *c, const char *path, server_handler_fn fn,
+                                       server_reset_fn reset, void *ctx);
+
+/*
  * Start listening and serving.  The config is copied.  Returns the server, or
  * NULL with a one-line reason in err (port in use, bad bind address, ...).
  */
@@ -150,7 +158,11 @@ int server_port(const struct server *s);
 /* Requests answered so far, and how many were rejected by a limiter (for the summary line). */
 void server_counts(struct server *s, uint64_t *total, uint64_t *admitted, uint64_t *rejected);
 
-/* Clear limiter state and statistics, as POST /reset does.  Thread-safe. */
+/*
+ * Clear limiter state and statistics, then call every special handler's reset
+ * hook (the config's handlers in order, then limited's), as POST /reset does.
+ * Thread-safe.
+ */
 void server_reset(struct server *s);
 
 /*

@@ -207,11 +207,7 @@ void occ_route_reset(void *ctx)
 
 int occ_route_register(struct server_config *c, struct occ_route *r)
 {
-	if (server_config_add_handler(c, "/occ", occ_route_handler, r) != 0)
-		return -1;
-	c->on_reset = occ_route_reset;
-	c->on_reset_ctx = r;
-	return 0;
+	return server_config_add_stateful_handler(c, "/occ", occ_route_handler, occ_route_reset, r);
 }
 
 int occ_route_from_args(struct occ_route *r, int *argc, char **argv, char *err, size_t errlen)

@@ -1,7 +1,6 @@
 /* Scripted scenarios: parse, answer per client, record every arrival. */
 #include "server/handlers/scenario.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -13,6 +12,7 @@
 #include "common/clock.h"
 #include "common/httpdate.h"
 #include "common/parse.h"
+#include "server/http/client_key.h"
 #include "server/server.h"
 
 struct scenario_client {
@@ -295,16 +295,6 @@ const char *scenario_default_expect(const struct scenario *sc)
 	return sc->expect;
 }
 
-size_t scenario_nsteps(const struct scenario *sc)
-{
-	return sc->nsteps;
-}
-
-const struct scenario_step *scenario_step_at(const struct scenario *sc, size_t i)
-{
-	return i < sc->nsteps ? &sc->steps[i] : NULL;
-}
-
 static void printable(const char *s, size_t n, char *buf, size_t len)
 {
 	size_t j = 0;
@@ -316,18 +306,11 @@ static void printable(const char *s, size_t n, char *buf, size_t len)
 
 void scenario_client_name(const char *key, size_t keylen, const char *path, char *buf, size_t len)
 {
-	char who[SCENARIO_CLIENT_LEN] = "-";
+	char who[SCENARIO_CLIENT_LEN];
 	const char *p;
 	size_t n;
 
-	if (key && keylen == 5 && key[0] == 'i')
-		inet_ntop(AF_INET, key + 1, who, sizeof(who));
-	else if (key && keylen == 17 && key[0] == 'i')
-		inet_ntop(AF_INET6, key + 1, who, sizeof(who));
-	else if (key && keylen > 1 && key[0] == 'h')
-		printable(key + 1, keylen - 1, who, sizeof(who));
-	else if (key && keylen > 0)
-		printable(key, keylen, who, sizeof(who));
+	client_key_name(key, keylen, who, sizeof(who));
 	if (path && strncmp(path, "/client-", 8) == 0) {
 		p = path + 8;
 		n = strspn(p, "0123456789");
@@ -567,10 +550,17 @@ void scenario_usage(FILE *f)
 	        scenario_builtin_names());
 }
 
+/* POST /reset: every client starts the script again, and the log is empty. */
+static void reset_hook(void *ctx)
+{
+	scenario_reset(ctx);
+}
+
 int scenario_register(struct server_config *c, struct scenario *sc)
 {
 	snprintf(c->limited.path, sizeof(c->limited.path), "*");
 	c->limited.fn = scenario_server_handler;
+	c->limited.reset = reset_hook;
 	c->limited.ctx = sc;
 	return server_config_add_handler(c, "/scenario", handle_log, sc);
 }

@@ -7,15 +7,15 @@
 #include <stdio.h>
 
 /*
- * Scripted misbehaviour for client conformance (issue 6).  A scenario is a
+ * Scripted misbehaviour for client conformance.  A scenario is a
  * list of steps (status, Retry-After, extra headers, delay); every client
  * walks it from the first step, and the last step repeats forever.  Clients
- * are keyed as the server keys them (the key bytes the hook passes in), plus
+ * are keyed as the server keys them (server/http/client_key.h), plus
  * the "/client-N" path prefix that `ratelab verify --clients N` gives each
  * copy of the command, so N processes on one address are N clients.
  *
  * Every arrival is recorded (bounded log) with what it was answered, so a
- * grader (hammer/verify_grade.h) can set the waits asked next to the gaps
+ * grader (lab/verify_grade.h) can set the waits asked next to the gaps
  * observed.  All functions on one scenario are thread-safe (one mutex).
  */
 
@@ -97,10 +97,6 @@ const char *scenario_name(const struct scenario *sc);
 /* The default expectation list, e.g. "succeeds,honours-retry-after,max-attempts<=3". */
 const char *scenario_default_expect(const struct scenario *sc);
 
-/* Number of steps and step i (NULL when out of range). */
-size_t scenario_nsteps(const struct scenario *sc);
-const struct scenario_step *scenario_step_at(const struct scenario *sc, size_t i);
-
 /* "retry-after-seconds, retry-after-date, ...": the built-in names. */
 const char *scenario_builtin_names(void);
 
@@ -154,8 +150,9 @@ int scenario_from_args(struct scenario **out, int *argc, char **argv, char *err,
 void scenario_usage(FILE *f);
 
 /*
- * Make c answer every limited path from sc, and GET /scenario list the
- * arrivals as JSON.  sc must outlive the server.  Returns 0, or -1 (no room).
+ * Make c answer every limited path from sc, GET /scenario list the arrivals
+ * as JSON, and POST /reset start every client at the first step again (and
+ * empty the log).  sc must outlive the server.  Returns 0, or -1 (no room).
  */
 int scenario_register(struct server_config *c, struct scenario *sc);
 

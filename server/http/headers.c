@@ -166,13 +166,6 @@ bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, int64_
 	}
 }
 
-void headers_wait_ms(uint64_t wait_ns, char *buf, size_t len)
-{
-	struct hbuf b = { buf, 0, len, len == 0 };
-
-	put_ms(&b, wait_ns);
-}
-
 int headers_problem_head(int status, const char *limiter, const struct limiter_params *p, bool layered,
                          const struct limiter_decision *d, char *buf, size_t len)
 {

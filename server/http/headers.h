@@ -69,9 +69,6 @@ uint64_t headers_reset_secs(const struct limiter_decision *d);
 bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, int64_t now_wall_s,
                          char *buf, size_t len);
 
-/* The exact wait in milliseconds as decimal text without trailing zeros ("187.5", "1000", "0.000001"). */
-void headers_wait_ms(uint64_t wait_ns, char *buf, size_t len);
-
 /*
  * The application/problem+json body of a rejection: type, title, status,
  * limiter, policy {name, quota, window_s}, remaining, layer, retry_after_s

@@ -49,65 +49,35 @@ static int check_product(const char *lname, const char *what, uint64_t n, uint64
 	return 0;
 }
 
-static int check_layers(struct limiter_params *p, char *err, size_t errlen)
+int limiter_check_rate(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen)
 {
-	if (p->nlayers == 0 && p->limit > 0) {
-		p->layers[0] = (struct limiter_layer){ .limit = p->limit, .window_ns = p->window_ns };
-		p->nlayers = 1;
-	}
-	if (p->nlayers == 0 || p->nlayers > LIMITER_MAX_LAYERS) {
-		snprintf(err, errlen, "layered: needs 1 to %d layers (got %zu)", LIMITER_MAX_LAYERS,
-		         p->nlayers);
-		return -1;
-	}
-	for (size_t i = 0; i < p->nlayers; i++) {
-		if (p->layers[i].limit == 0 || p->layers[i].window_ns == 0) {
-			snprintf(err, errlen, "layered: layer %zu needs a limit >= 1 and a window > 0", i + 1);
-			return -1;
-		}
-	}
-	/* The first layer is the headline policy when a caller wants just one. */
-	if (p->limit == 0) {
-		p->limit = p->layers[0].limit;
-		p->window_ns = p->layers[0].window_ns;
-	}
-	return 0;
-}
+	const char *lname = ops->name;
 
-/*
- * Validate p for ops and fill defaults (window 1 s, burst = limit, one layer from
- * limit/window for layered); 0, or -1 with a one-line reason in err.  The
- * limiters divide by limit and window, so they must only see checked params.
- */
-int limiter_params_check(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen)
-{
-	const char *lname = ops != NULL ? ops->name : "(null)";
-
-	if (ops == NULL || limiter_find(ops->name) != ops) {
-		snprintf(err, errlen, "unknown limiter '%s' (known: %s)", lname, limiter_names());
-		return -1;
-	}
-	if (p->window_ns == 0)
-		p->window_ns = NS_PER_SEC;
-	if (ops == &limiter_none_ops)
-		return 0;
-	if (ops == &limiter_layered_ops)
-		return check_layers(p, err, errlen);
 	if (p->limit == 0) {
 		snprintf(err, errlen, "%s: --limit must be >= 1 (got 0)", lname);
 		return -1;
 	}
 	if (p->burst == 0)
 		p->burst = p->limit;
-	if (ops == &limiter_sliding_log_ops && p->limit > LIMITER_SLIDING_LOG_MAX) {
-		snprintf(err, errlen,
-		         "sliding-log: --limit %" PRIu64 " is too large; it keeps one timestamp per "
-		         "request, at most %llu per key (use sliding-window for larger limits)",
-		         p->limit, LIMITER_SLIDING_LOG_MAX);
-		return -1;
-	}
 	if (check_product(lname, "--limit", p->limit, p->window_ns, err, errlen) != 0 ||
 	    check_product(lname, "--burst", p->burst, p->window_ns, err, errlen) != 0)
 		return -1;
 	return 0;
+}
+
+/*
+ * Validate p for ops and fill defaults (window 1 s, then the limiter's own
+ * rules); 0, or -1 with a one-line reason in err.  The limiters divide by
+ * limit and window, so they must only see checked params.
+ */
+int limiter_params_check(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen)
+{
+	if (ops == NULL || limiter_find(ops->name) != ops) {
+		snprintf(err, errlen, "unknown limiter '%s' (known: %s)", ops != NULL ? ops->name : "(null)",
+		         limiter_names());
+		return -1;
+	}
+	if (p->window_ns == 0)
+		p->window_ns = NS_PER_SEC;
+	return ops->check_params(ops, p, err, errlen);
 }

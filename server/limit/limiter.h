@@ -40,6 +40,13 @@ struct limiter_decision {
 
 struct limiter_ops {
 	const char *name;
+	/* Admits everything without per-key state: the server decides without a key or a store. */
+	bool stateless;
+	/* A policy of several layers (one RateLimit-Policy item per layer, binding layer in d->layer). */
+	bool layered;
+	/* Check p (window_ns already defaulted) and fill this limiter's defaults; 0, or -1 with a
+	 * one-line reason in err.  limiter_params_check calls it. */
+	int (*check_params)(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen);
 	/* Bytes of per-key state for these params (sliding-log depends on limit). */
 	size_t (*state_size)(const struct limiter_params *p);
 	/* Initialise a fresh key's state as of `now`. */
@@ -52,6 +59,9 @@ struct limiter_ops {
 	void (*release)(const struct limiter_params *p, void *state);
 	/* True when the state is indistinguishable from a fresh one at `now` (safe to expire). */
 	bool (*idle)(const struct limiter_params *p, const void *state, uint64_t now);
+	/* The body of the Redis store's Lua script, the same decision as `decide` over the
+	 * names of the prelude in server/store/redis_scripts.h; NULL when there is none. */
+	const char *redis_script;
 };
 
 /* The limiter named `name`, or NULL.  Names: token-bucket, leaky-bucket, fixed-window,

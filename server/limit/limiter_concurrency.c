@@ -61,11 +61,47 @@ static bool cc_idle(const struct limiter_params *p, const void *state, uint64_t 
 	return c->in_flight == 0;
 }
 
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ *
+ * Slots are leases in a sorted set scored by expiry (now + lease), so the
+ * slots of a replica that died without releasing come back after the lease.
+ * A release drops the oldest lease of the releasing replica (OWNER of the token).
+ */
+static const char REDIS_SCRIPT[] =
+	"local owner = string.match(token, '^[^:]*') .. ':'\n"
+	"redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))\n"
+	"local adm, wait = 0, 0\n"
+	"if op == 'r' then\n"
+	"  local all = redis.call('ZRANGE', key, 0, -1)\n"
+	"  for i = 1, #all do\n"
+	"    if string.sub(all[i], 1, #owner) == owner then redis.call('ZREM', key, all[i]); break end\n"
+	"  end\n"
+	"  adm = 1\n"
+	"end\n"
+	"local n = redis.call('ZCARD', key)\n"
+	"if op ~= 'r' then\n"
+	"  if cost <= limit - n then\n"
+	"    adm = 1\n"
+	"    for i = 1, cost do redis.call('ZADD', key, num(now + lease), token .. ':' .. i) end\n"
+	"    n = n + cost\n"
+	"  else wait = 1000000000 end\n"
+	"end\n"
+	"local last = 0\n"
+	"if n > 0 then last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) - now end\n"
+	"expire(last)\n"
+	"local reset = 0\n"
+	"if n > 0 then reset = 1000000000 end\n"
+	"return {adm, wait, limit - n, limit, win, reset, 0}\n";
+
 const struct limiter_ops limiter_concurrency_ops = {
 	.name = "concurrency",
+	.check_params = limiter_check_rate,
 	.state_size = cc_state_size,
 	.init = cc_init,
 	.decide = cc_decide,
 	.release = cc_release,
 	.idle = cc_idle,
+	.redis_script = REDIS_SCRIPT,
 };

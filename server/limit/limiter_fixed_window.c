@@ -56,11 +56,29 @@ static bool fw_idle(const struct limiter_params *p, const void *state, uint64_t 
 	return fw->count == 0 || now >= fw->start + p->window_ns;
 }
 
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ */
+static const char REDIS_SCRIPT[] =
+	"local st = redis.call('HMGET', key, 's', 'n')\n"
+	"local start, count = wstart(now, win), 0\n"
+	"if st[1] and not (start > tonumber(st[1])) then start, count = tonumber(st[1]), tonumber(st[2]) end\n"
+	"if now < start then now = start end\n"
+	"local adm, wait = 0, 0\n"
+	"if cost <= limit - count then adm = 1; count = count + cost else wait = start + win - now end\n"
+	"local reset = 0\n"
+	"if count > 0 then reset = start + win - now end\n"
+	"keep(reset, 's', num(start), 'n', num(count))\n"
+	"return {adm, wait, limit - count, limit, win, reset, 0}\n";
+
 const struct limiter_ops limiter_fixed_window_ops = {
 	.name = "fixed-window",
+	.check_params = limiter_check_rate,
 	.state_size = fw_state_size,
 	.init = fw_init,
 	.decide = fw_decide,
 	.release = NULL,
 	.idle = fw_idle,
+	.redis_script = REDIS_SCRIPT,
 };

@@ -69,11 +69,33 @@ static bool gcra_idle(const struct limiter_params *p, const void *state, uint64_
 	return gcra_ttl_scaled(p, state, now) == 0;
 }
 
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ */
+static const char REDIS_SCRIPT[] =
+	"local st = redis.call('HMGET', key, 't', 'f')\n"
+	"local tn, tf = now, 0\n"
+	"if st[1] then tn, tf = tonumber(st[1]), tonumber(st[2]) end\n"
+	"local tol, inc, ttl = burst * win, cost * win, 0\n"
+	"if tn >= now then ttl = (tn - now) * limit + tf end\n"
+	"local adm, wait = 0, 0\n"
+	"if cost <= burst and ttl + inc <= tol then\n"
+	"  adm = 1; ttl = ttl + inc\n"
+	"  tn = now + fdiv(ttl, limit); tf = ttl - fdiv(ttl, limit) * limit\n"
+	"elseif cost > burst then wait = win\n"
+	"else wait = cdiv(ttl + inc - tol, limit) end\n"
+	"local reset = cdiv(ttl, limit)\n"
+	"keep(reset, 't', num(tn), 'f', num(tf))\n"
+	"return {adm, wait, fdiv(tol - ttl, win), burst, win, reset, 0}\n";
+
 const struct limiter_ops limiter_gcra_ops = {
 	.name = "gcra",
+	.check_params = limiter_check_rate,
 	.state_size = gcra_state_size,
 	.init = gcra_init,
 	.decide = gcra_decide,
 	.release = NULL,
 	.idle = gcra_idle,
+	.redis_script = REDIS_SCRIPT,
 };

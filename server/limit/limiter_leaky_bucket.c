@@ -76,11 +76,33 @@ static bool lb_idle(const struct limiter_params *p, const void *state, uint64_t 
 	return limiter_elapsed(now, lb->last) >= limiter_ceil_div(lb->level, p->limit);
 }
 
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ */
+static const char REDIS_SCRIPT[] =
+	"local max = (burst + 1) * win\n"
+	"local st = redis.call('HMGET', key, 'v', 'l')\n"
+	"local level, last = 0, now\n"
+	"if st[1] then level, last = tonumber(st[1]), tonumber(st[2]) end\n"
+	"local el = now > last and now - last or 0\n"
+	"if el >= cdiv(level, limit) then level = 0 else level = level - el * limit end\n"
+	"if now > last then last = now end\n"
+	"local adm, wait = 0, 0\n"
+	"if cost > burst + 1 then wait = win\n"
+	"elseif level + cost * win <= max then adm = 1; level = level + cost * win\n"
+	"else wait = cdiv(level + cost * win - max, limit) end\n"
+	"local reset = cdiv(level, limit)\n"
+	"keep(reset, 'v', num(level), 'l', num(last))\n"
+	"return {adm, wait, fdiv(max - level, win), limit, win, reset, 0}\n";
+
 const struct limiter_ops limiter_leaky_bucket_ops = {
 	.name = "leaky-bucket",
+	.check_params = limiter_check_rate,
 	.state_size = lb_state_size,
 	.init = lb_init,
 	.decide = lb_decide,
 	.release = NULL,
 	.idle = lb_idle,
+	.redis_script = REDIS_SCRIPT,
 };

@@ -31,11 +31,31 @@ static bool none_idle(const struct limiter_params *p, const void *state, uint64_
 	return true;
 }
 
+/* No policy: any params do. */
+static int none_check_params(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen)
+{
+	(void)ops;
+	(void)p;
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ */
+static const char REDIS_SCRIPT[] =
+	"return {1, 0, 0, 0, win, 0, 0}\n";
+
 const struct limiter_ops limiter_none_ops = {
 	.name = "none",
+	.stateless = true,
+	.check_params = none_check_params,
 	.state_size = none_state_size,
 	.init = none_init,
 	.decide = none_decide,
 	.release = NULL,
 	.idle = none_idle,
+	.redis_script = REDIS_SCRIPT,
 };

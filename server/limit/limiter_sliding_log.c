@@ -5,6 +5,9 @@
  * logged.  The wait is exact: the time until enough of the oldest entries
  * have left the window for this request to fit.
  */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "server/limit/limiters.h"
 
 struct sliding_log {
@@ -68,11 +71,53 @@ static bool sl_idle(const struct limiter_params *p, const void *state, uint64_t 
 	return sl->n == 0 || sl_at(p, sl, sl->n - 1) + p->window_ns <= now;
 }
 
+/* A rate limiter whose log holds at most LIMITER_SLIDING_LOG_MAX timestamps per key. */
+static int sl_check_params(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen)
+{
+	if (p->limit > LIMITER_SLIDING_LOG_MAX) {
+		snprintf(err, errlen,
+		         "sliding-log: --limit %" PRIu64 " is too large; it keeps one timestamp per "
+		         "request, at most %llu per key (use sliding-window for larger limits)",
+		         p->limit, LIMITER_SLIDING_LOG_MAX);
+		return -1;
+	}
+	return limiter_check_rate(ops, p, err, errlen);
+}
+
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ *
+ * The log is a sorted set of admitted requests scored by time, trimmed to `limit` entries.
+ */
+static const char REDIS_SCRIPT[] =
+	"local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')\n"
+	"if top[2] and now < tonumber(top[2]) then now = tonumber(top[2]) end\n"
+	"redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - win))\n"
+	"local n = redis.call('ZCARD', key)\n"
+	"local adm, wait = 0, 0\n"
+	"if cost <= limit - n then\n"
+	"  adm = 1\n"
+	"  for i = 1, cost do redis.call('ZADD', key, num(now), token .. ':' .. i) end\n"
+	"  n = n + cost\n"
+	"elseif cost > limit then wait = win\n"
+	"else\n"
+	"  local e = redis.call('ZRANGE', key, n + cost - limit - 1, n + cost - limit - 1, 'WITHSCORES')\n"
+	"  wait = tonumber(e[2]) + win - now\n"
+	"end\n"
+	"redis.call('ZREMRANGEBYRANK', key, 0, -(limit + 1))\n"
+	"local reset = 0\n"
+	"if n > 0 then reset = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) + win - now end\n"
+	"expire(reset)\n"
+	"return {adm, wait, limit - n, limit, win, reset, 0}\n";
+
 const struct limiter_ops limiter_sliding_log_ops = {
 	.name = "sliding-log",
+	.check_params = sl_check_params,
 	.state_size = sl_state_size,
 	.init = sl_init,
 	.decide = sl_decide,
 	.release = NULL,
 	.idle = sl_idle,
+	.redis_script = REDIS_SCRIPT,
 };

@@ -87,11 +87,46 @@ static bool sw_idle(const struct limiter_params *p, const void *state, uint64_t 
 	       now >= sw->start + 2 * p->window_ns;
 }
 
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ */
+static const char REDIS_SCRIPT[] =
+	"local st = redis.call('HMGET', key, 's', 'c', 'p')\n"
+	"local start, cur, prev = wstart(now, win), 0, 0\n"
+	"if st[1] then\n"
+	"  local s0, c0 = tonumber(st[1]), tonumber(st[2])\n"
+	"  if start <= s0 then start, cur, prev = s0, c0, tonumber(st[3])\n"
+	"  elseif start == s0 + win then prev = c0 end\n"
+	"end\n"
+	"local e = now > start and now - start or 0\n"
+	"local function fit(pv, cu, c)\n"
+	"  if cu + c > limit then return win end\n"
+	"  local room = (limit - cu - c) * win\n"
+	"  if pv == 0 or fdiv(room, pv) >= win then return 0 end\n"
+	"  return win - fdiv(room, pv)\n"
+	"end\n"
+	"local f = fit(prev, cur, cost)\n"
+	"local adm, wait = 0, 0\n"
+	"if cost <= limit and e >= f then adm = 1; cur = cur + cost\n"
+	"elseif cost > limit then wait = win\n"
+	"elseif f < win then wait = f - e\n"
+	"else wait = (win - e) + fit(cur, 0, cost) end\n"
+	"local used = prev * (win - e) + cur * win\n"
+	"local rem = 0\n"
+	"if used < limit * win then rem = fdiv(limit * win - used, win) end\n"
+	"local reset = 0\n"
+	"if cur > 0 then reset = 2 * win - e elseif prev > 0 then reset = win - e end\n"
+	"keep(reset, 's', num(start), 'c', num(cur), 'p', num(prev))\n"
+	"return {adm, wait, rem, limit, win, reset, 0}\n";
+
 const struct limiter_ops limiter_sliding_window_ops = {
 	.name = "sliding-window",
+	.check_params = limiter_check_rate,
 	.state_size = sw_state_size,
 	.init = sw_init,
 	.decide = sw_decide,
 	.release = NULL,
 	.idle = sw_idle,
+	.redis_script = REDIS_SCRIPT,
 };

@@ -75,11 +75,33 @@ static bool tb_idle(const struct limiter_params *p, const void *state, uint64_t 
 	return limiter_elapsed(now, tb->last) >= limiter_ceil_div(cap - tb->credit, p->limit);
 }
 
+/*
+ * The Redis store's script: the same decision in Lua, over the names of the
+ * prelude in server/store/redis_scripts.h.
+ */
+static const char REDIS_SCRIPT[] =
+	"local cap = burst * win\n"
+	"local st = redis.call('HMGET', key, 'c', 'l')\n"
+	"local credit, last = cap, now\n"
+	"if st[1] then credit, last = tonumber(st[1]), tonumber(st[2]) end\n"
+	"local el = now > last and now - last or 0\n"
+	"if el >= cdiv(cap - credit, limit) then credit = cap else credit = credit + el * limit end\n"
+	"if now > last then last = now end\n"
+	"local adm, wait, need = 0, 0, cost * win\n"
+	"if cost > burst then wait = win\n"
+	"elseif credit >= need then credit = credit - need; adm = 1\n"
+	"else wait = cdiv(need - credit, limit) end\n"
+	"local reset = cdiv(cap - credit, limit)\n"
+	"keep(reset, 'c', num(credit), 'l', num(last))\n"
+	"return {adm, wait, fdiv(credit, win), limit, win, reset, 0}\n";
+
 const struct limiter_ops limiter_token_bucket_ops = {
 	.name = "token-bucket",
+	.check_params = limiter_check_rate,
 	.state_size = tb_state_size,
 	.init = tb_init,
 	.decide = tb_decide,
 	.release = NULL,
 	.idle = tb_idle,
+	.redis_script = REDIS_SCRIPT,
 };

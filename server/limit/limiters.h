@@ -8,7 +8,7 @@
 
 /*
  * Private to the limiter files: the operation tables (one per file) and the
- * exact-arithmetic helpers they share.  Callers outside server/limiter*.c use
+ * exact-arithmetic helpers they share.  Callers outside server/limit/ use
  * limiter_find() instead.
  *
  * Exactness: rates are limit/window requests per ns, which is rarely a whole
@@ -32,6 +32,13 @@ extern const struct limiter_ops limiter_gcra_ops;
 extern const struct limiter_ops limiter_concurrency_ops;
 extern const struct limiter_ops limiter_layered_ops;
 extern const struct limiter_ops limiter_none_ops;
+
+/*
+ * check_params of a rate limiter: limit >= 1, burst defaults to limit, and
+ * limit * window_ns and burst * window_ns fit LIMITER_SCALED_MAX.  0, or -1
+ * with a one-line reason (naming ops->name) in err.
+ */
+int limiter_check_rate(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen);
 
 /* ceil(a / b) for b > 0, without overflow. */
 static inline uint64_t limiter_ceil_div(uint64_t a, uint64_t b)

@@ -1,11 +1,15 @@
 #ifndef RATELAB_REDIS_SCRIPTS_H
 #define RATELAB_REDIS_SCRIPTS_H
 
+#include "server/limit/limiter.h"
+
 /*
- * The atomic Lua scripts of the Redis store, one per limiter, each the exact
- * counterpart of server/limiter_<name>.c (same state, same integer
- * arithmetic, same decision), so that a Redis store and a memory store fed
- * the same arrivals answer the same.
+ * The atomic Lua scripts of the Redis store.  A script is this prelude (the
+ * calling convention below as local names, exact integer division, TTL
+ * helpers) followed by the limiter's own body, limiter_ops.redis_script, which
+ * sits next to its C decide in server/limit/limiter_<name>.c and keeps the
+ * same state, integer arithmetic and decision, so that a Redis store and a
+ * memory store fed the same arrivals answer the same.
  *
  * Calling convention (store_redis.c builds it):
  *   KEYS[1]  the key (prefix .. limiter name .. ":" .. request key)
@@ -27,7 +31,11 @@
 #define REDIS_SCRIPTS_FIXED_ARGS 5  /* limit, window, burst, lease, nlayers */
 #define REDIS_SCRIPTS_TIME_BASE  1750000000  /* Unix seconds subtracted from Redis TIME */
 
-/* The full Lua source for limiter `name`, or NULL when there is none.  Static; thread-safe. */
-const char *redis_scripts_source(const char *name);
+/*
+ * The full Lua source of ops's script: the prelude, then ops->redis_script.
+ * malloc'd (the caller frees it); NULL when the limiter has no script or on
+ * allocation failure.  Thread-safe.
+ */
+char *redis_scripts_source(const struct limiter_ops *ops);
 
 #endif

@@ -104,7 +104,4 @@ void store_redis_cli_usage(FILE *f);
 struct store *store_redis_cli_store(void *ctx, const struct limiter_ops *ops, const struct limiter_params *p,
                                     size_t max_keys, char *err, size_t errlen);
 
-/* True when `s` is a Redis store whose last command on any thread succeeded. */
-bool store_redis_up(struct store *s);
-
 #endif

@@ -109,6 +109,61 @@ START_TEST(rejection_headers_change_mid_connection)
 }
 END_TEST
 
+/* Length of the wait_ms number's text in a 429 body (0 when absent). */
+static size_t wait_ms_digits(const char *body)
+{
+	const char *p = strstr(body, "\"wait_ms\":");
+
+	return p ? strcspn(p + 10, ",}") : 0;
+}
+
+/*
+ * A kept-alive connection's rejections reuse one response and pad its body to
+ * one length: whatever the wait's digit count, the body is one JSON object
+ * that ends in "}\n", with any padding inside it, before the brace.
+ */
+START_TEST(rejection_body_ends_in_brace_newline)
+{
+	char *argv[] = { "serve", "--limit", "1", "--window", "100s", NULL };
+	struct test_reply r;
+	char base[64], url[128];
+	struct server *srv = start_args(5, argv, base, sizeof(base));
+	CURL *c = curl_easy_init();
+	bool seen[32] = { false };
+	int lengths = 0, padded = 0, n = 0;
+
+	snprintf(url, sizeof(url), "%s/", base);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(r.status, 200);
+	/* Exact waits end in 0 to 6 decimals; 300 rejections see several lengths (bounded: 2000). */
+	for (; n < 2000 && (n < 300 || lengths < 3); n++) {
+		const char *tail;
+		size_t digits;
+
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+		ck_assert_int_eq(r.status, 429);
+		check_problem(&r);
+		ck_assert_msg(r.blen > 2 && memcmp(r.body + r.blen - 2, "}\n", 2) == 0, "body ends '%s'",
+		              r.body + (r.blen > 8 ? r.blen - 8 : 0));
+		ck_assert_msg(strchr(r.body, '\n') == r.body + r.blen - 1, "more than one line: %s", r.body);
+		/* Between the detail's closing quote and the brace: only spaces. */
+		tail = strstr(r.body, " s)\"");
+		ck_assert_ptr_nonnull(tail);
+		tail += 4;
+		ck_assert_uint_eq(strspn(tail, " "), r.blen - 2 - (size_t)(tail - r.body));
+		padded += r.body[r.blen - 3] == ' ';
+		digits = wait_ms_digits(r.body);
+		ck_assert_msg(digits > 0 && digits < 32, "wait_ms in %s", r.body);
+		lengths += !seen[digits];
+		seen[digits] = true;
+	}
+	ck_assert_msg(lengths >= 3, "only %d wait lengths in %d rejections", lengths, n);
+	ck_assert_int_gt(padded, 0);
+	curl_easy_cleanup(c);
+	server_stop(srv);
+}
+END_TEST
+
 /* The 8 KiB connection pool still takes a 6 kB header block; a 20 kB one is refused. */
 START_TEST(header_sizes_with_small_pool)
 {
@@ -145,6 +200,7 @@ Suite *responses_suite(void)
 
 	tcase_add_test(tc, rejections_on_one_connection);
 	tcase_add_test(tc, rejection_headers_change_mid_connection);
+	tcase_add_test(tc, rejection_body_ends_in_brace_newline);
 	tcase_add_test(tc, header_sizes_with_small_pool);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

@@ -137,20 +137,26 @@ START_TEST(script_keys_and_values)
 	struct scenario *sc = scenario_parse("[{\"status\":503,\"retry_after\":7,\"delay\":\"250ms\","
 	                                     "\"headers\":{\"X-A\":\"1\"}},{\"status\":201,\"delay\":20}]",
 	                                     "mine", err, sizeof(err));
-	const struct scenario_step *st;
+	struct scenario_arrival log[3];
 	struct scenario_answer a;
 
 	ck_assert_msg(sc != NULL, "%s", err);
-	ck_assert_uint_eq(scenario_nsteps(sc), 2);
-	st = scenario_step_at(sc, 0);
-	ck_assert_str_eq(st->retry_after, "7");
-	ck_assert_uint_eq(st->delay_ns, 250 * NS_PER_MS);
-	ck_assert_uint_eq(scenario_step_at(sc, 1)->delay_ns, 20 * NS_PER_MS);
-	ck_assert_ptr_null(scenario_step_at(sc, 2));
 	ck_assert_str_eq(scenario_default_expect(sc), "succeeds,honours-retry-after");
 	ask(sc, NULL, 0, "GET", "/", 0, &a);
+	ck_assert_int_eq(a.status, 503);
 	ck_assert_str_eq(a.headers, "Retry-After: 7\nX-A: 1\n");
 	ck_assert_uint_eq(a.delay_ns, 250 * NS_PER_MS);
+	ask(sc, NULL, 0, "GET", "/", 1, &a);
+	ck_assert_int_eq(a.status, 201);
+	ck_assert_str_eq(a.headers, "");
+	ck_assert_uint_eq(a.delay_ns, 20 * NS_PER_MS);
+	/* Two steps: the third request gets the last one again. */
+	ask(sc, NULL, 0, "GET", "/", 2, &a);
+	ck_assert_int_eq(a.status, 201);
+	ck_assert_uint_eq(scenario_arrivals(sc, log, 3, NULL), 3);
+	ck_assert_uint_eq(log[0].step, 0);
+	ck_assert_uint_eq(log[1].step, 1);
+	ck_assert_uint_eq(log[2].step, 1);
 	scenario_free(sc);
 }
 END_TEST
@@ -252,6 +258,52 @@ START_TEST(serve_answers_from_the_script)
 	ck_assert_ptr_nonnull(strstr(body, "\"status\": 503"));
 	ck_assert_ptr_nonnull(strstr(body, "\"path\": \"/orders\""));
 	ck_assert_ptr_nonnull(strstr(body, "\"method\": \"POST\""));
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
+/* Occurrences of needle in s. */
+static int count_of(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/*
+ * POST /reset starts every client at the first step again: on retry-after-seconds
+ * one client gets 429 429, and after the reset 429 429 once more (then 200).
+ */
+START_TEST(serve_reset_restarts_the_script)
+{
+	static const char *const ARGS[] = { "--scenario", "retry-after-seconds", "--quiet", NULL };
+	static const long WANT[] = { 429, 429, -1, 429, 429, 200 };
+	struct test_server s;
+	char url[128], reset[128], *body = NULL;
+	long status = 0;
+
+	ck_assert_msg(testutil_server_start(&s, ARGS, 5000) == 0, "serve --scenario did not start");
+	snprintf(url, sizeof(url), "%s/", s.url);
+	snprintf(reset, sizeof(reset), "%s/reset", s.url);
+	for (size_t i = 0; i < sizeof(WANT) / sizeof(WANT[0]); i++) {
+		if (WANT[i] < 0) {
+			ck_assert_int_eq(testutil_http("POST", reset, NULL, &status, NULL, NULL), 0);
+			ck_assert_int_eq(status, 200);
+			continue;
+		}
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+		ck_assert_msg(status == WANT[i], "request %zu: %ld, want %ld", i + 1, status, WANT[i]);
+	}
+	/* The log was emptied too: it holds the three requests since the reset. */
+	snprintf(url, sizeof(url), "%s/scenario", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_eq(count_of(body, "\"status\": "), 3);
+	ck_assert_int_eq(count_of(body, "\"step\": 1"), 1);
+	ck_assert_int_eq(count_of(body, "\"step\": 3"), 1);
 	free(body);
 	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
 }
@@ -374,6 +426,7 @@ Suite *scenario_suite(void)
 	tcase_add_test(tc, client_names);
 	suite_add_tcase(s, tc);
 	tcase_add_test(live, serve_answers_from_the_script);
+	tcase_add_test(live, serve_reset_restarts_the_script);
 	tcase_add_test(live, serve_rejects_a_bad_scenario);
 	tcase_add_test(live, serve_delay_does_not_block_the_thread);
 	tcase_set_timeout(live, 20);

@@ -284,6 +284,34 @@ START_TEST(reset_restores_burst)
 }
 END_TEST
 
+/* POST /reset clears the /occ record too: a write, a reset, and the version is 0 again. */
+START_TEST(reset_clears_occ)
+{
+	static const char *const args[] = { "--limiter", "none", NULL };
+	struct test_server s;
+	CURL *c = curl_easy_init();
+	struct test_reply r;
+	char url[128], rurl[128], etag[32];
+
+	start(&s, args);
+	url_of(&s, "/occ", url, sizeof(url));
+	url_of(&s, "/reset", rurl, sizeof(rurl));
+	ck_assert_int_eq(testutil_fire(c, "PUT", url, "If-Match: \"0\"", &r), CURLE_OK);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert(header(&r, "ETag", etag, sizeof(etag)));
+	ck_assert_str_eq(etag, "\"1\"");
+	ck_assert_int_eq(testutil_fire(c, "POST", rurl, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert(header(&r, "ETag", etag, sizeof(etag)));
+	ck_assert_str_eq(etag, "\"0\"");
+	ck_assert_str_eq(r.body, "{\"version\":0,\"writes\":0,\"conflicts\":0}\n");
+	curl_easy_cleanup(c);
+	stop(&s);
+}
+END_TEST
+
 START_TEST(faults_at_their_rates)
 {
 	static const char *const args[] = { "--limiter", "none", "--faults", "503:10,502:5,reset:5", "--seed", "7", NULL };
@@ -730,6 +758,7 @@ Suite *server_suite(void)
 	tcase_add_test(tc, problem_body_carries_exact_wait);
 	tcase_add_test(tc, stats_and_metrics_count);
 	tcase_add_test(tc, reset_restores_burst);
+	tcase_add_test(tc, reset_clears_occ);
 	tcase_add_test(tc, faults_at_their_rates);
 	tcase_add_test(tc, no_retry_after_fault_and_modes);
 	tcase_add_test(tc, fixed_windows_start_with_the_server);

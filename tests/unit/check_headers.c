@@ -1,6 +1,7 @@
 /* Exact text of what a limited response says: Retry-After, RateLimit fields, problem body. */
 #include <check.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -85,19 +86,33 @@ START_TEST(retry_after_forms)
 }
 END_TEST
 
+/* The wait_ms member of a rejection body's tail for wait_ns, as text, into buf. */
+static void wait_ms_of(uint64_t wait_ns, char *buf, size_t len)
+{
+	struct limiter_decision d = { .wait_ns = wait_ns };
+	char tail[HEADERS_BODY_LEN];
+	const char *p;
+
+	ck_assert_int_gt(headers_problem_tail(&d, tail, sizeof(tail)), 0);
+	p = strstr(tail, "\"wait_ms\":");
+	ck_assert_ptr_nonnull(p);
+	p += 10;
+	snprintf(buf, len, "%.*s", (int)strcspn(p, ","), p);
+}
+
 START_TEST(wait_ms_is_exact)
 {
 	char buf[32];
 
-	headers_wait_ms(187500000, buf, sizeof(buf));
+	wait_ms_of(187500000, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "187.5");
-	headers_wait_ms(NS_PER_SEC, buf, sizeof(buf));
+	wait_ms_of(NS_PER_SEC, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "1000");
-	headers_wait_ms(1, buf, sizeof(buf));
+	wait_ms_of(1, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "0.000001");
-	headers_wait_ms(123456789, buf, sizeof(buf));
+	wait_ms_of(123456789, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "123.456789");
-	headers_wait_ms(0, buf, sizeof(buf));
+	wait_ms_of(0, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "0");
 }
 END_TEST

@@ -1,0 +1,17 @@
+#ifndef RATELAB_BUILTIN_H
+#define RATELAB_BUILTIN_H
+
+#include "server/server.h"
+
+/*
+ * The built-in special handlers: GET /stats (JSON), GET /metrics
+ * (Prometheus), POST /reset and GET /healthz.  Each acts on the server it is
+ * called with (ctx unused) and is thread-safe.
+ */
+
+#define BUILTIN_HANDLERS 4
+
+/* The built-in handlers into out (room for BUILTIN_HANDLERS). */
+void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS]);
+
+#endif

@@ -1,0 +1,74 @@
+/* The client key's byte format: written for the limiters, read back as a name. */
+#include "server/http/client_key.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/store/store.h"
+
+#define HASH_HEX 16
+#define HASH_SEED 0x9e3779b97f4a7c15ULL
+
+/* tag + the value; a value too long to fit keeps its head and ends in the hex of its whole hash. */
+static size_t key_set(char *key, char tag, const void *p, size_t n)
+{
+	key[0] = tag;
+	if (n > CLIENT_KEY_LEN - 1) {
+		size_t head = CLIENT_KEY_LEN - 1 - HASH_HEX;
+		char hex[HASH_HEX + 1];
+
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)store_memory_hash(p, n, HASH_SEED));
+		memcpy(key + 1, p, head);
+		memcpy(key + 1 + head, hex, HASH_HEX);
+		return CLIENT_KEY_LEN;
+	}
+	memcpy(key + 1, p, n);
+	return n + 1;
+}
+
+size_t client_key_global(char key[CLIENT_KEY_LEN])
+{
+	return key_set(key, '*', "", 0);
+}
+
+size_t client_key_header(char key[CLIENT_KEY_LEN], const char *value, size_t n)
+{
+	return key_set(key, 'h', value, n);
+}
+
+size_t client_key_address(char key[CLIENT_KEY_LEN], const struct sockaddr *sa)
+{
+	if (sa && sa->sa_family == AF_INET)
+		return key_set(key, 'i', &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	if (sa && sa->sa_family == AF_INET6)
+		return key_set(key, 'i', &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+	return key_set(key, 'i', "?", 1);
+}
+
+static void printable(const char *s, size_t n, char *buf, size_t len)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < n && j + 1 < len; i++)
+		buf[j++] = isprint((unsigned char)s[i]) ? s[i] : '?';
+	buf[j] = '\0';
+}
+
+void client_key_name(const char *key, size_t keylen, char *buf, size_t len)
+{
+	int af = keylen == 5 ? AF_INET : AF_INET6;
+
+	if (!key || keylen == 0) {
+		snprintf(buf, len, "-");
+	} else if (key[0] == 'i' && (keylen == 5 || keylen == 17)) {
+		if (!inet_ntop(af, key + 1, buf, (socklen_t)len))
+			snprintf(buf, len, "?");
+	} else if ((key[0] == 'h' || key[0] == 'i') && keylen > 1) {
+		printable(key + 1, keylen - 1, buf, len);
+	} else {
+		printable(key, keylen, buf, len);
+	}
+}

@@ -1,0 +1,332 @@
+/* The MHD daemon: its callbacks, and the server's start, drain and stop. */
+#include "server/http/daemon.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "server/http/limited.h"
+#include "server/http/request.h"
+
+/*
+ * libmicrohttpd 0.9.75 zeroes a connection's whole memory pool before every
+ * request, so the pool is kept small: 8 KiB holds any ordinary request (a
+ * 6 KB header block still parses); bigger ones get 414/431.
+ */
+#ifndef SERVER_MEMORY_LIMIT
+#define SERVER_MEMORY_LIMIT (8 * 1024)
+#endif
+#define SERVER_MEMORY_INCREMENT 1024
+#define DRAIN_NS (5 * NS_PER_SEC)
+
+static _Atomic uint64_t server_generation;
+
+int server_port(const struct server *s)
+{
+	return s->port;
+}
+
+static void resume_connection(void *conn)
+{
+	MHD_resume_connection(conn);
+}
+
+bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t deadline)
+{
+	if (!s->delays || atomic_load(&s->stopping))
+		return false;
+	MHD_suspend_connection(c);
+	if (delayq_push(s->delays, deadline, resume_connection, c) < 0)
+		MHD_resume_connection(c);
+	return true;
+}
+
+char *daemon_stats_json(struct server *s)
+{
+	struct stats_route_info ri[SERVER_MAX_ROUTES];
+	size_t n = routes_infos(&s->routes, ri);
+
+	return stats_json(s->stats, clock_monotonic_ns(), ri, n);
+}
+
+char *daemon_stats_metrics(struct server *s)
+{
+	struct stats_route_info ri[SERVER_MAX_ROUTES];
+	size_t n = routes_infos(&s->routes, ri);
+
+	return stats_metrics(s->stats, clock_monotonic_ns(), ri, n);
+}
+
+/* True when Content-Length already says the body is over the limit. */
+static bool announced_too_big(const struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
+		rq->phase = REQUEST_TOO_BIG;
+	return rq->phase == REQUEST_TOO_BIG;
+}
+
+/* 413 at once, before the body is read (MHD then closes the connection). */
+static enum MHD_Result refuse_body(struct server *s, struct MHD_Connection *c)
+{
+	stats_record(s->stats, -1, 413, STATS_NONE, clock_monotonic_ns());
+	return MHD_queue_response(c, 413, s->resp.too_big);
+}
+
+/*
+ * The first call of a request (headers only: answering now would force
+ * Connection: close): take it in, match its handler or route.
+ */
+static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c, const char *url, void **con_cls)
+{
+	struct request *rq;
+
+	/*
+	 * Draining: a new request on a kept-alive connection is not taken in
+	 * (closed unanswered, uncounted), so the drain ends once the requests
+	 * already taken in are answered, and every one of those is.  Counted in
+	 * flight before stopping is read, both sequentially consistent: either
+	 * server_drain sees this request in flight and waits for it, or this
+	 * request sees the drain.  (Read first, a request could slip past a drain
+	 * that had seen none in flight and be suspended on a store or a delay
+	 * after MHD_stop_daemon began, which aborts.)
+	 */
+	atomic_fetch_add(&s->inflight, 1);
+	if (atomic_load(&s->stopping) || !(rq = request_begin(c))) {
+		atomic_fetch_sub(&s->inflight, 1);
+		return MHD_NO;
+	}
+	rq->handler = hooks_match(&s->hooks, url);
+	rq->route = rq->handler ? -1 : routes_match(&s->routes, url);
+	if (rq->route >= 0 && s->hooks.limited) {
+		rq->handler = s->hooks.limited;
+		rq->keylen = routes_client_key(&s->routes.r[rq->route], c, rq->key);
+	}
+	*con_cls = rq;
+	return announced_too_big(s, c, rq) ? refuse_body(s, c) : MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct server *s = cls;
+	struct request *rq = *con_cls;
+
+	(void)version;
+	if (!rq)
+		return request_start(s, c, url, con_cls);
+	if (*upload_size) {
+		request_take_upload(rq, s->cfg.max_body, upload, *upload_size);
+		*upload_size = 0;
+		if (rq->phase != REQUEST_TOO_BIG)
+			return MHD_YES;
+		/* A body past the limit without Content-Length: close rather than read it all. */
+		stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
+		return MHD_NO;
+	}
+	if (rq->phase == REQUEST_TOO_BIG)
+		return refuse_body(s, c);
+	if (rq->handler)
+		return hooks_serve(s, c, url, method, rq);
+	if (rq->route < 0)
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->resp.no_route);
+	return limited_serve(s, c, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct server *s = cls;
+	struct request *rq = *con_cls;
+
+	(void)c;
+	(void)toe;
+	if (!rq)
+		return;
+	/*
+	 * Fires on completion and on a client that went away: give back a concurrency
+	 * slot either way, also when it went away before the answer.
+	 */
+	limited_end(s, rq);
+	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+	request_end(rq);
+	*con_cls = NULL;
+}
+
+void server_reset(struct server *s)
+{
+	routes_reset(&s->routes);
+	stats_reset(s->stats, clock_monotonic_ns());
+	hooks_reset(&s->hooks);
+}
+
+void server_counts(struct server *s, uint64_t *total, uint64_t *admitted, uint64_t *rejected)
+{
+	*total = stats_total(s->stats);
+	*admitted = *rejected = 0;
+	for (size_t i = 0; i < s->routes.n; i++) {
+		*admitted += stats_decisions(s->stats, (int)i, STATS_ADMITTED);
+		*rejected += stats_decisions(s->stats, (int)i, STATS_REJECTED);
+	}
+}
+
+/* Fill a socket address for cfg.bind:port; false when bind is not an IPv4/IPv6 literal. */
+static bool bind_address(const struct server_config *c, struct sockaddr_storage *ss, bool *v6)
+{
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	*v6 = false;
+	if (inet_pton(AF_INET, c->bind, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)c->port);
+		return true;
+	}
+	if (inet_pton(AF_INET6, c->bind, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)c->port);
+		*v6 = true;
+		return true;
+	}
+	return false;
+}
+
+/* True when some answer may be held: delay faults, or special handlers (their replies' delay_ns). */
+static bool needs_suspend(const struct server_config *c)
+{
+	if (c->query_faults || c->nhandlers > 0 || c->limited.fn)
+		return true;
+	for (size_t i = 0; i < c->faults.n; i++)
+		if (c->faults.e[i].kind == FAULT_DELAY)
+			return true;
+	return false;
+}
+
+static int start_daemon(struct server *s, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	bool v6;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_TURBO;
+	uint64_t tmo = headers_ceil_secs(s->cfg.connection_timeout_ns);
+	const union MHD_DaemonInfo *di;
+
+	if (!bind_address(&s->cfg, &ss, &v6)) {
+		snprintf(err, errlen, "--bind '%s': not an IPv4 or IPv6 address", s->cfg.bind);
+		return -1;
+	}
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	if (needs_suspend(&s->cfg) || routes_any_async(&s->routes))
+		flags |= MHD_ALLOW_SUSPEND_RESUME;
+	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	                             MHD_OPTION_NOTIFY_CONNECTION, request_on_connection, s,
+	                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(s->cfg.threads > 1 ? s->cfg.threads : 0),
+	                             MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
+	                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(tmo ? tmo : 1),
+	                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
+	                             MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)SERVER_MEMORY_INCREMENT,
+	                             MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+	                             MHD_OPTION_END);
+	if (!s->daemon) {
+		snprintf(err, errlen, "cannot listen on %s:%u (address in use or not available)", s->cfg.bind,
+		         s->cfg.port);
+		return -1;
+	}
+	di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? (int)di->port : (int)s->cfg.port;
+	return 0;
+}
+
+static void free_parts(struct server *s)
+{
+	responses_destroy(&s->resp);
+	routes_free(&s->routes);
+	stats_free(s->stats);
+	free(s);
+}
+
+/* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
+static int setup_parts(struct server *s, char *err, size_t errlen)
+{
+	if (routes_setup(&s->routes, &s->cfg, err, errlen) < 0)
+		return -1;
+	hooks_setup(&s->hooks, &s->cfg);
+	s->stats = stats_new(s->routes.n, s->epoch_ns);
+	if (!s->stats || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (needs_suspend(&s->cfg) && !(s->delays = delayq_new(s->cfg.max_connections))) {
+		snprintf(err, errlen, "cannot start the delay timer thread");
+		return -1;
+	}
+	return 0;
+}
+
+struct server *server_start(const struct server_config *c, char *err, size_t errlen)
+{
+	struct server *s = aligned_alloc(64, (sizeof(*s) + 63) / 64 * 64);
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	memset(s, 0, sizeof(*s));
+	s->cfg = *c;
+	s->gen = atomic_fetch_add(&server_generation, 1) + 1;
+	s->epoch_ns = clock_monotonic_ns();
+	if (setup_parts(s, err, errlen) < 0 || start_daemon(s, err, errlen) < 0) {
+		delayq_free(s->delays);
+		free_parts(s);
+		return NULL;
+	}
+	return s;
+}
+
+void server_drain(struct server *s)
+{
+	uint64_t deadline;
+	MHD_socket fd;
+
+	if (!s || !s->daemon)
+		return;
+	atomic_store(&s->stopping, true);
+	/*
+	 * Known hazard: libmicrohttpd 0.9.75's quiesce aborts the process ("Failed
+	 * to remove listen FD from epoll set") when a pool thread drops the
+	 * listening socket from its epoll set before quiesce does.
+	 */
+	fd = MHD_quiesce_daemon(s->daemon);
+	/* Held answers go out now rather than after their delay. */
+	delayq_stop(s->delays);
+	deadline = clock_monotonic_ns() + DRAIN_NS;
+	while (atomic_load(&s->inflight) > 0 && clock_monotonic_ns() < deadline) {
+		struct timespec ts = { 0, 5 * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	/* No connection may stay suspended on a store past this: MHD_stop_daemon would abort. */
+	routes_quiesce(&s->routes);
+	MHD_stop_daemon(s->daemon);
+	s->daemon = NULL;
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+}
+
+void server_stop(struct server *s)
+{
+	if (!s)
+		return;
+	server_drain(s);
+	delayq_free(s->delays);
+	free_parts(s);
+}

@@ -1,0 +1,57 @@
+#ifndef RATELAB_DAEMON_H
+#define RATELAB_DAEMON_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/http/delayq.h"
+#include "server/http/hooks.h"
+#include "server/http/responses.h"
+#include "server/http/routes.h"
+#include "server/server.h"
+#include "server/stats.h"
+
+/*
+ * The server behind server/server.h: the MHD daemon and its callbacks, and
+ * the parts a request goes through (routes, special handlers, responses,
+ * statistics, the delay queue).  Private to server/http/ and the built-in
+ * handlers.
+ */
+
+struct server {
+	struct server_config cfg;
+	struct MHD_Daemon *daemon;
+	struct routes routes;
+	struct hooks hooks;
+	struct responses resp;
+	struct stats *stats;
+	struct delayq *delays;               /* NULL when no answer is ever held */
+	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
+	/*
+	 * Limiter time 0: limiters see monotonic time since the server started, so
+	 * fixed windows (fixed-window, sliding-window, layered) start when the server
+	 * does, not at the machine's boot-time multiples.  An experiment that runs
+	 * within an hour of its server's start never sees an hour window roll over.
+	 */
+	uint64_t epoch_ns;
+	_Atomic unsigned streams;            /* PRNG streams handed to threads so far */
+	_Atomic long inflight;
+	_Atomic bool stopping;
+	int port;
+};
+
+/*
+ * Suspend c until deadline (monotonic ns); MHD calls the access handler again
+ * once it is resumed.  False (not suspended) when there is no delay queue or
+ * the server is stopping.  When the queue is full the connection is resumed
+ * at once and the answer goes out on the next call.
+ */
+bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t deadline);
+
+/* /stats as JSON and /metrics as Prometheus text, now: malloc'd (the caller frees), NULL when out of memory. */
+char *daemon_stats_json(struct server *s);
+char *daemon_stats_metrics(struct server *s);
+
+#endif

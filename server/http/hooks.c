@@ -1,0 +1,138 @@
+/* Special handlers: the table, the reset hooks, and a handler's reply as a response. */
+#include "server/http/hooks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "server/http/daemon.h"
+#include "server/http/request.h"
+#include "server/http/responses.h"
+
+const char *server_request_header(const struct server_request *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *server_request_query(const struct server_request *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+void hooks_setup(struct hooks *hk, const struct server_config *cfg)
+{
+	/* The config's handlers come first, so they can take over a built-in path. */
+	for (size_t i = 0; i < cfg->nhandlers; i++)
+		hk->h[hk->n++] = cfg->handlers[i];
+	builtin_handlers(&hk->h[hk->n]);
+	hk->n += BUILTIN_HANDLERS;
+	hk->limited = cfg->limited.fn ? &cfg->limited : NULL;
+}
+
+int server_config_add_stateful_handler(struct server_config *c, const char *path, server_handler_fn fn,
+                                       server_reset_fn reset, void *ctx)
+{
+	if (server_config_add_handler(c, path, fn, ctx) < 0)
+		return -1;
+	c->handlers[c->nhandlers - 1].reset = reset;
+	return 0;
+}
+
+const struct server_handler *hooks_match(const struct hooks *hk, const char *url)
+{
+	for (size_t i = 0; i < hk->n; i++)
+		if (strcmp(url, hk->h[i].path) == 0)
+			return &hk->h[i];
+	return NULL;
+}
+
+void hooks_reset(const struct hooks *hk)
+{
+	for (size_t i = 0; i < hk->n; i++)
+		if (hk->h[i].reset)
+			hk->h[i].reset(hk->h[i].ctx);
+	if (hk->limited && hk->limited->reset)
+		hk->limited->reset(hk->limited->ctx);
+}
+
+/* Extra "Name: value\n" lines of a reply onto the response. */
+static void add_reply_headers(struct MHD_Response *r, char *lines)
+{
+	char *save = NULL;
+
+	for (char *l = strtok_r(lines, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(l, ':');
+
+		if (!colon)
+			continue;
+		*colon = '\0';
+		MHD_add_response_header(r, l, colon + 1 + (colon[1] == ' '));
+	}
+}
+
+/*
+ * Keep a handler's answer r and suspend the connection for delay_ns; MHD calls
+ * the handler again once resumed and the kept answer goes out then.  False
+ * (nothing kept) when there is no delay queue or the server is stopping.
+ */
+static bool hold_reply(struct server *s, struct MHD_Connection *c, struct request *rq, struct MHD_Response *r,
+                       unsigned status, uint64_t delay_ns)
+{
+	if (!daemon_suspend_until(s, c, clock_monotonic_ns() + delay_ns))
+		return false;
+	rq->phase = REQUEST_HELD;
+	rq->kept = r;
+	rq->kept_status = status;
+	return true;
+}
+
+/* The kept (delayed) answer of a special handler, now due. */
+static enum MHD_Result send_kept(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	struct MHD_Response *r = rq->kept;
+
+	rq->kept = NULL;
+	stats_record(s->stats, -1, (int)rq->kept_status, STATS_NONE, clock_monotonic_ns());
+	return responses_send(c, rq->kept_status, r);
+}
+
+/* A reply's body and headers as a response (the body is handed over); NULL when out of memory. */
+static struct MHD_Response *reply_response(struct server_reply *out)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(out->body_len, out->body ? out->body : (void *)"",
+	                                                         out->body ? MHD_RESPMEM_MUST_FREE
+	                                                                   : MHD_RESPMEM_PERSISTENT);
+
+	if (!r) {
+		free(out->body);
+		return NULL;
+	}
+	if (out->content_type)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, out->content_type);
+	add_reply_headers(r, out->headers);
+	return r;
+}
+
+enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
+                            struct request *rq)
+{
+	struct server_request req = { method, url, rq->body ? rq->body : "", rq->body_len, c,
+	                              rq->keylen ? rq->key : NULL, rq->keylen };
+	struct server_reply out;
+	struct MHD_Response *r;
+
+	if (rq->phase == REQUEST_HELD)
+		return send_kept(s, c, rq);
+	memset(&out, 0, sizeof(out));
+	if (rq->handler->fn(s, rq->handler->ctx, &req, &out) < 0) {
+		free(out.body);
+		stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
+		return MHD_NO;
+	}
+	if (!(r = reply_response(&out)))
+		return MHD_NO;
+	if (out.delay_ns && hold_reply(s, c, rq, r, (unsigned)out.status, out.delay_ns))
+		return MHD_YES;
+	stats_record(s->stats, -1, out.status, STATS_NONE, clock_monotonic_ns());
+	return responses_send(c, (unsigned)out.status, r);
+}

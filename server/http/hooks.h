@@ -1,0 +1,41 @@
+#ifndef RATELAB_HOOKS_H
+#define RATELAB_HOOKS_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+#include "server/handlers/builtin.h"
+#include "server/server.h"
+
+/*
+ * The special handlers of a server: those of its config, then the built-in
+ * ones (a config's handler can take over a built-in path), and the limited
+ * handler that answers limited paths instead of the limiter.  hooks_serve
+ * turns a handler's server_reply into the response, holding it for its delay.
+ */
+
+struct hooks {
+	struct server_handler h[SERVER_MAX_HANDLERS + BUILTIN_HANDLERS];
+	size_t n;
+	const struct server_handler *limited;   /* cfg->limited when its fn is set, else NULL */
+};
+
+struct request;
+
+/* Fill hk from cfg (which must outlive it): cfg's handlers, then the built-ins. */
+void hooks_setup(struct hooks *hk, const struct server_config *cfg);
+
+/* The handler of path url (exact match), or NULL. */
+const struct server_handler *hooks_match(const struct hooks *hk, const char *url);
+
+/* Call every handler's reset hook, then the limited handler's (POST /reset).  Thread-safe. */
+void hooks_reset(const struct hooks *hk);
+
+/*
+ * Answer rq with its handler (rq->handler): call it, or send the answer it
+ * left held.  The last call of a request, and again once a held one resumes.
+ */
+enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
+                            struct request *rq);
+
+#endif

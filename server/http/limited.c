@@ -1,0 +1,177 @@
+/* A limited path: faults, the decision, a delay fault, the answer. */
+#include "server/http/limited.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "common/prng.h"
+#include "server/http/daemon.h"
+#include "server/http/request.h"
+
+static _Thread_local struct prng tl_rng;
+static _Thread_local uint64_t tl_gen;
+
+/* This thread's fault PRNG for server s: a stream of the seed per thread. */
+static struct prng *thread_rng(struct server *s)
+{
+	if (tl_gen != s->gen) {
+		prng_seed(&tl_rng, prng_stream_seed(s->cfg.seed, atomic_fetch_add(&s->streams, 1)));
+		tl_gen = s->gen;
+	}
+	return &tl_rng;
+}
+
+/*
+ * The faults of this request: --faults, or ?status=&delay= with --query-faults.
+ * Returns 0, or -1 (reason in err) when the query does not parse.
+ */
+static int pick_faults(struct server *s, struct MHD_Connection *c, struct request *rq, char *err, size_t errlen)
+{
+	const struct faults *f = &s->cfg.faults;
+	struct faults q = { 0 };
+
+	if (s->cfg.query_faults) {
+		const char *st = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "status");
+		const char *dl = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "delay");
+
+		if ((st || dl) && faults_parse_query(st, dl, &q, err, errlen) < 0)
+			return -1;
+		if (st || dl)
+			f = &q;
+	}
+	if (faults_empty(f))
+		memset(&rq->fault, 0, sizeof(rq->fault));
+	else
+		faults_pick(f, thread_rng(s), &rq->fault);
+	return 0;
+}
+
+/* What the store's answer rc (store_ops.decide) means for rq, whose decision is in rq->d. */
+static void take_store_answer(struct request *rq, int rc)
+{
+	rq->phase = rc < 0 ? REQUEST_STORE_FAILED : REQUEST_DECIDED;
+	/* A fail-open admission (STORE_UNHELD) took no slot, so it gives none back. */
+	rq->holds_slot = rc == 0 && rq->d.admitted;
+}
+
+/* The store's thread is done with rq->d: wake the connection so the handler answers. */
+static void on_decided(void *arg, int rc)
+{
+	struct request *rq = arg;
+
+	take_store_answer(rq, rc);
+	MHD_resume_connection(rq->conn);
+}
+
+/*
+ * Decide once per request.  True when the connection was suspended until an
+ * asynchronous store (Redis) answers; MHD calls the handler again then.
+ */
+static bool decide(const struct route *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
+{
+	if (rt->stateless) {
+		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
+		rq->phase = REQUEST_DECIDED;
+		return false;
+	}
+	rq->keylen = routes_client_key(rt, c, rq->key);
+	if (rt->async) {
+		/* Before submit: the store's thread may answer (on_decided) before submit returns. */
+		rq->phase = REQUEST_DECIDING;
+		rq->conn = c;
+		MHD_suspend_connection(c);
+		if (rt->store->ops->submit(rt->store, rq->key, rq->keylen, now, 1, &rq->d, on_decided, rq) == 0)
+			return true;
+		/* Not queued (stopping): decide on this thread. */
+		MHD_resume_connection(c);
+	}
+	take_store_answer(rq, rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d));
+	return false;
+}
+
+/* Once the decision is in: true when the answer must wait for a delay fault (connection suspended). */
+static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
+{
+	if (rq->fault.delay_ns == 0 || !daemon_suspend_until(s, c, now + rq->fault.delay_ns))
+		return false;
+	rq->phase = REQUEST_HELD;
+	return true;
+}
+
+/*
+ * Make the close a TCP RST (linger 0).  A plain close (FIN) on a kept-alive
+ * connection looks to libcurl like a stale connection, and it silently resends
+ * the request on a fresh one: the client would never see the fault.
+ */
+static void abort_connection(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct linger lg = { 1, 0 };
+
+	if (ci) {
+		if (send(ci->connect_fd, "HTTP/1.1 200 OK\r\n", 17, MSG_NOSIGNAL) < 0)
+			return;
+		setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+}
+
+/* The answer of a decided (or held, or failed) request, counted. */
+static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
+{
+	const struct route *rt = &s->routes.r[rq->route];
+	enum MHD_Result ret;
+	int status;
+
+	if (rq->phase == REQUEST_STORE_FAILED) {
+		stats_record(s->stats, rq->route, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, now);
+		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->resp.unavailable);
+	}
+	if (!rq->d.admitted) {
+		ret = responses_rejected(&s->resp, c, rt, rq);
+		status = s->cfg.reject_status;
+	} else if (rq->fault.status) {
+		ret = responses_fault(c, rq->fault.status);
+		status = rq->fault.status;
+	} else {
+		ret = responses_admitted(&s->resp, c, rt, rq->route, &rq->d);
+		status = MHD_HTTP_OK;
+	}
+	stats_record(s->stats, rq->route, status, rq->d.admitted ? STATS_ADMITTED : STATS_REJECTED, now);
+	return ret;
+}
+
+enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	uint64_t now = clock_monotonic_ns();
+	char why[160];
+
+	if (rq->phase == REQUEST_NEW) {
+		if (pick_faults(s, c, rq, why, sizeof(why)) < 0) {
+			stats_record(s->stats, rq->route, MHD_HTTP_BAD_REQUEST, STATS_NONE, now);
+			return responses_bad_query(c, why);
+		}
+		if (rq->fault.reset) {
+			stats_record(s->stats, rq->route, STATS_STATUS_RESET, STATS_NONE, now);
+			abort_connection(c);
+			return MHD_NO;
+		}
+		if (decide(&s->routes.r[rq->route], c, rq, now - s->epoch_ns))
+			return MHD_YES;
+	}
+	if (rq->phase == REQUEST_DECIDED && hold(s, c, rq, now))
+		return MHD_YES;
+	return answer(s, c, rq, now);
+}
+
+void limited_end(struct server *s, struct request *rq)
+{
+	const struct route *rt;
+
+	if (!rq->holds_slot)
+		return;
+	rt = &s->routes.r[rq->route];
+	if (rt->releases)
+		rt->store->ops->release(rt->store, rq->key, rq->keylen, clock_monotonic_ns() - s->epoch_ns);
+}

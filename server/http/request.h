@@ -1,0 +1,73 @@
+#ifndef RATELAB_REQUEST_H
+#define RATELAB_REQUEST_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/faults.h"
+#include "server/http/client_key.h"
+#include "server/http/responses.h"
+#include "server/limit/limiter.h"
+#include "server/server.h"
+
+/*
+ * One request's state between the calls MHD makes for it.  It lives in its
+ * connection's socket context (one allocation per connection, not per
+ * request); request_begin clears it up to `key` when a request starts.
+ */
+
+/*
+ * Where a request is.  MHD calls the access handler again after every
+ * suspension, and the phase alone says what is left to do.
+ */
+enum request_phase {
+	REQUEST_NEW,           /* headers in, maybe body chunks: nothing decided yet */
+	REQUEST_TOO_BIG,       /* the body is over max_body: answer 413 (or close) */
+	REQUEST_DECIDING,      /* suspended while an asynchronous store decides */
+	REQUEST_DECIDED,       /* the decision is in d; a delay fault may still hold the answer */
+	REQUEST_STORE_FAILED,  /* the store could not decide and fails closed: answer 503 */
+	REQUEST_HELD,          /* suspended for a delay: answer when resumed (a handler's in `kept`) */
+};
+
+struct request {
+	bool pooled;                 /* the connection's slot; false for the rare one allocated alone */
+	enum request_phase phase;
+	const struct server_handler *handler;  /* a special handler's path, else NULL */
+	int route;                   /* the limited route, or -1 */
+	bool holds_slot;             /* the store admitted it and counts it: release when it ends */
+	struct MHD_Connection *conn; /* set while the store works on the decision */
+	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
+	unsigned kept_status;
+	struct fault_pick fault;
+	struct limiter_decision d;
+	char *body;                  /* a special handler's upload (NUL-terminated), or NULL */
+	size_t body_len, body_cap;
+	size_t keylen;
+	char key[CLIENT_KEY_LEN];
+	/* Not cleared per request: kept for the connection's life (pooled requests only). */
+	struct responses_rejection rej;
+};
+
+/*
+ * MHD_OPTION_NOTIFY_CONNECTION: a connection's request slot is allocated when
+ * it opens (none when memory is short: its requests are then allocated one by
+ * one) and freed, with its kept rejection, when it closes.
+ */
+void request_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                           enum MHD_ConnectionNotificationCode toe);
+
+/* A cleared request for connection c: its slot, or a fresh allocation; NULL when out of memory. */
+struct request *request_begin(struct MHD_Connection *c);
+
+/* Free what rq holds (its upload, a kept answer), and rq itself when it is not its connection's slot. */
+void request_end(struct request *rq);
+
+/*
+ * Take n bytes of upload: kept for a special handler, only counted for other
+ * paths.  Past max_body in all (or when memory is short) the phase becomes
+ * REQUEST_TOO_BIG and later bytes are dropped.
+ */
+void request_take_upload(struct request *rq, size_t max_body, const char *data, size_t n);
+
+#endif

@@ -1,0 +1,105 @@
+/* The client key's bytes as the limiters see them, and their printable names. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "server/http/client_key.h"
+
+static void name_of(const char *key, size_t len, char *buf, size_t buflen)
+{
+	client_key_name(key, len, buf, buflen);
+}
+
+START_TEST(global_and_header_keys)
+{
+	char key[CLIENT_KEY_LEN], name[64];
+	size_t n = client_key_global(key);
+
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(key[0], '*');
+	name_of(key, n, name, sizeof(name));
+	ck_assert_str_eq(name, "*");
+	n = client_key_header(key, "team-a", 6);
+	ck_assert_uint_eq(n, 7);
+	ck_assert_int_eq(memcmp(key, "hteam-a", 7), 0);
+	name_of(key, n, name, sizeof(name));
+	ck_assert_str_eq(name, "team-a");
+	n = client_key_header(key, "t\x01\xff", 3);
+	name_of(key, n, name, sizeof(name));
+	ck_assert_str_eq(name, "t??");
+	name_of(NULL, 0, name, sizeof(name));
+	ck_assert_str_eq(name, "-");
+}
+END_TEST
+
+/* A value over 127 bytes keeps its head and ends in 16 hex digits of the whole value's hash. */
+START_TEST(long_header_values_end_in_a_hash)
+{
+	char a[300], b[300], ka[CLIENT_KEY_LEN], kb[CLIENT_KEY_LEN];
+	size_t na, nb;
+
+	memset(a, 'x', sizeof(a));
+	memcpy(b, a, sizeof(b));
+	b[299] = 'y';
+	na = client_key_header(ka, a, sizeof(a));
+	nb = client_key_header(kb, b, sizeof(b));
+	ck_assert_uint_eq(na, CLIENT_KEY_LEN);
+	ck_assert_uint_eq(nb, CLIENT_KEY_LEN);
+	ck_assert_int_eq(ka[0], 'h');
+	ck_assert_int_eq(memcmp(ka + 1, a, CLIENT_KEY_LEN - 17), 0);
+	for (size_t i = CLIENT_KEY_LEN - 16; i < CLIENT_KEY_LEN; i++)
+		ck_assert_msg(ka[i] && strchr("0123456789abcdef", ka[i]), "byte %zu is %d", i, ka[i]);
+	ck_assert_int_ne(memcmp(ka, kb, CLIENT_KEY_LEN), 0);
+	ck_assert_uint_eq(client_key_header(kb, a, sizeof(a)), CLIENT_KEY_LEN);
+	ck_assert_int_eq(memcmp(ka, kb, CLIENT_KEY_LEN), 0);
+	/* 127 bytes still fit whole. */
+	ck_assert_uint_eq(client_key_header(ka, a, 127), 128);
+	ck_assert_int_eq(memcmp(ka + 1, a, 127), 0);
+}
+END_TEST
+
+START_TEST(address_keys)
+{
+	struct sockaddr_in in4 = { .sin_family = AF_INET };
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	char key[CLIENT_KEY_LEN], name[64];
+	size_t n;
+
+	inet_pton(AF_INET, "10.0.0.2", &in4.sin_addr);
+	n = client_key_address(key, (struct sockaddr *)&in4);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(memcmp(key, "i\x0a\x00\x00\x02", 5), 0);
+	name_of(key, n, name, sizeof(name));
+	ck_assert_str_eq(name, "10.0.0.2");
+	inet_pton(AF_INET6, "2001:db8::7", &in6.sin6_addr);
+	n = client_key_address(key, (struct sockaddr *)&in6);
+	ck_assert_uint_eq(n, 17);
+	name_of(key, n, name, sizeof(name));
+	ck_assert_str_eq(name, "2001:db8::7");
+	n = client_key_address(key, (struct sockaddr *)&un);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(memcmp(key, "i?", 2), 0);
+	name_of(key, n, name, sizeof(name));
+	ck_assert_str_eq(name, "?");
+	ck_assert_uint_eq(client_key_address(key, NULL), 2);
+	/* A buffer too small for the address: "?" rather than garbage. */
+	n = client_key_address(key, (struct sockaddr *)&in6);
+	name_of(key, n, name, 4);
+	ck_assert_str_eq(name, "?");
+}
+END_TEST
+
+Suite *client_key_suite(void)
+{
+	Suite *s = suite_create("client_key");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, global_and_header_keys);
+	tcase_add_test(tc, long_header_values_end_in_a_hash);
+	tcase_add_test(tc, address_keys);
+	suite_add_tcase(s, tc);
+	return s;
+}
