@@ -1,8 +1,11 @@
 /* One table-driven flag parser: getopt_long semantics, one wording per mistake. */
 #include "common/cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
@@ -90,6 +93,32 @@ int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...)
 		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path)
+{
+	char dir[4096];
+	const char *slash;
+	struct stat st;
+
+	if (path == NULL || strcmp(path, "-") == 0)
+		return 0;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return cli_bad_value(err, errlen, cmd, flag, path, "cannot be written (a directory)");
+		if (access(path, W_OK) == 0)
+			return 0;
+	} else if (errno == ENOENT && path[0] != '\0') {
+		slash = strrchr(path, '/');
+		if (slash == NULL)
+			snprintf(dir, sizeof(dir), ".");
+		else
+			snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		if (access(dir, W_OK | X_OK) == 0)
+			return 0;
+	}
+	return cli_bad_value(err, errlen, cmd, flag, path, "cannot be written (%s)",
+	                     path[0] == '\0' ? "an empty path" : strerror(errno));
 }
 
 bool cli_has_crlf(const char *s)

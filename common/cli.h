@@ -116,6 +116,15 @@ int cli_bad_value(char *err, size_t errlen, const char *cmd, const char *flag, c
 /* Fill err with "ratelab CMD: " followed by the formatted text.  Returns -1. */
 int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/*
+ * Whether a result file given to flag can be written, found before a run
+ * rather than after it: path is writable, or absent in a writable
+ * directory ("-", stdout, and NULL, not given, are fine).  Returns 0, or -1
+ * with "ratelab CMD: FLAG: 'PATH' cannot be written (why)" in err.  Creates
+ * nothing; only stat(2) and access(2).
+ */
+int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path);
+
 /* True when s holds a CR or an LF (a header, method or URL must not). */
 bool cli_has_crlf(const char *s);
 

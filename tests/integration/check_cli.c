@@ -1,9 +1,12 @@
 /* Every subcommand's command line, through the real binary: each mistake's exact line and exit 2. */
 #include <check.h>
 #include <curl/curl.h>
+#include <jansson.h>
 #include <microhttpd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/version.h"
 #include "tests/harness/testutil.h"
@@ -93,6 +96,56 @@ START_TEST(cases_mistakes)
 }
 END_TEST
 
+START_TEST(verify_mistakes)
+{
+	static const struct mistake M[] = {
+		{ { "verify", "--bogus", "--scenario", "post-503", "--", "true", NULL },
+		  "ratelab verify: unknown option '--bogus'\n" },
+		{ { "verify", "--scenario", NULL }, "ratelab verify: --scenario needs a value\n" },
+		{ { "verify", "--scenario", "post-503", "--clients", "65", "--", "true", NULL },
+		  "ratelab verify: --clients: '65' is not a number from 1 to 64\n" },
+		{ { "verify", "--scenario", "post-503", "--clients=x", "--", "true", NULL },
+		  "ratelab verify: --clients: 'x' is not a number from 1 to 64\n" },
+		{ { "verify", "--scenario", "post-503", "--timeout", "0", "--", "true", NULL },
+		  "ratelab verify: --timeout: '0' is not a duration above 0\n" },
+		{ { "verify", "--scenario", "post-503", "--quiet=yes", "--", "true", NULL },
+		  "ratelab verify: --quiet takes no value\n" },
+		{ { "verify", "--scenario", "post-503", "true", NULL },
+		  "ratelab verify: unexpected argument 'true' (COMMAND goes after --)\n" },
+		{ { "verify", "--scenario", "post-503", "--", NULL }, "ratelab verify: missing COMMAND after --\n" },
+		{ { "verify", "--", "true", NULL }, "ratelab verify: --scenario is required\n" },
+		/* a result file that cannot be written stops the run before it starts */
+		{ { "verify", "--scenario", "post-503", "--json", "/nonexistent-dir/x.json", "--", "true", NULL },
+		  "ratelab verify: --json: '/nonexistent-dir/x.json' cannot be written (No such file or directory)\n" },
+	};
+	char json_path[] = "/tmp/ratelab-cli-XXXXXX", json_flag[64];
+	int fd = mkstemp(json_path);
+	struct test_run r;
+	json_t *root;
+
+	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
+	expect_help("verify");
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(json_flag, sizeof(json_flag), "--json=%s", json_path);
+	{
+		const char *args[] = { "verify", "--scenario=post-503", "--timeout=5s", "--clients=2", json_flag,
+			               "--quiet", "--", "curl", "-s", "$RATELAB_URL/", NULL };
+
+		ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+		ck_assert_msg(r.status == 0, "exit %d: %s %s", r.status, r.out, r.err);
+		ck_assert_ptr_nonnull(strstr(r.out, "scenario post-503: 2 arrivals"));
+		testutil_run_free(&r);
+	}
+	root = json_load_file(json_path, 0, NULL);
+	unlink(json_path);
+	ck_assert_ptr_nonnull(root);
+	ck_assert(json_is_true(json_object_get(root, "pass")));
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "clients")), 2);
+	json_decref(root);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -100,6 +153,7 @@ Suite *cli_suite(void)
 
 	tcase_add_test(tc, version_names_the_libraries);
 	tcase_add_test(tc, cases_mistakes);
+	tcase_add_test(tc, verify_mistakes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,6 +1,8 @@
 /* The flag parser: getopt_long semantics and the exact line each mistake gets. */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cli.h"
 #include "common/clock.h"
@@ -319,6 +321,27 @@ START_TEST(messages_for_later_checks)
 }
 END_TEST
 
+START_TEST(result_files_are_checked_before_a_run)
+{
+	char dir[] = "/tmp/ratelab-cli-XXXXXX", path[160];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/out.json", dir);
+	ck_assert_int_eq(cli_check_output(err, sizeof(err), "hammer", "--json", NULL), 0);
+	ck_assert_int_eq(cli_check_output(err, sizeof(err), "hammer", "--json", "-"), 0);
+	ck_assert_int_eq(cli_check_output(err, sizeof(err), "hammer", "--json", path), 0);
+	ck_assert_int_eq(access(path, F_OK), -1);   /* the check creates nothing */
+	ck_assert_int_eq(cli_check_output(err, sizeof(err), "hammer", "--json", "/nonexistent-dir/x.json"), -1);
+	ck_assert_str_eq(err, "ratelab hammer: --json: '/nonexistent-dir/x.json' cannot be written (No such file or directory)");
+	ck_assert_int_eq(cli_check_output(err, sizeof(err), "verify", "--json", dir), -1);
+	snprintf(path, sizeof(path), "ratelab verify: --json: '%s' cannot be written (a directory)", dir);
+	ck_assert_str_eq(err, path);
+	ck_assert_int_eq(cli_check_output(err, sizeof(err), "verify", "--json", ""), -1);
+	ck_assert_str_eq(err, "ratelab verify: --json: '' cannot be written (an empty path)");
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -333,6 +356,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, help_comes_first);
 	tcase_add_test(tc, groups_write_their_own_struct);
 	tcase_add_test(tc, messages_for_later_checks);
+	tcase_add_test(tc, result_files_are_checked_before_a_run);
 	suite_add_tcase(s, tc);
 	return s;
 }
