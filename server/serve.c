@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/server.h"
@@ -35,39 +36,70 @@ static void summary(struct server *srv, uint64_t ran_ns, int sig)
 	fflush(stdout);
 }
 
+/* serve's flags that belong to no other module. */
+struct serve_opts {
+	const char *scenario;  /* --scenario NAME|FILE (server/handlers/scenario.h) */
+};
+
+static const struct cli_option SERVE_OPTIONS[] = {
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct serve_opts, scenario) },
+	{ NULL },
+};
+
+static void usage(FILE *f)
+{
+	server_usage(f);
+	occ_route_usage(f);
+	store_redis_cli_usage(f);
+	scenario_usage(f);
+}
+
+static const struct cli_command SERVE_CLI = { "serve", usage };
+
+/*
+ * Every serve flag, in one pass over the tables of the server, /occ and the
+ * command itself; then the scenario it names.  Returns 0 to run, or -1 / 1
+ * for cli_exit with err filled.
+ */
+static int parse(struct server_args *a, struct occ_route *occ, struct scenario **scn, int argc, char **argv,
+                 char *err, size_t errlen)
+{
+	struct serve_opts o = { NULL };
+	const struct cli_group groups[] = { { server_args_options, a }, { occ_route_options, occ }, { SERVE_OPTIONS, &o } };
+	char why[400];
+	int rc;
+
+	server_args_init(a);
+	rc = cli_parse(&SERVE_CLI, groups, sizeof(groups) / sizeof(groups[0]), argc, argv, err, errlen);
+	if (rc == 0)
+		rc = server_args_finish(a, err, errlen);
+	if (rc == 0 && o.scenario != NULL && !(*scn = scenario_new(o.scenario, why, sizeof(why))))
+		rc = cli_fail(err, errlen, "serve", "--scenario: %s", why);
+	return rc;
+}
+
 int serve_main(int argc, char **argv)
 {
-	struct server_config *cfg = malloc(sizeof(*cfg));
+	struct server_args *args = malloc(sizeof(*args));
+	struct server_config *cfg = args ? &args->cfg : NULL;
 	struct server *srv;
-	struct occ_route occ = { 0 };  /* /occ and --delay (server/occ.h) */
-	struct store_redis_cli store;  /* --store, --store-prefix, --store-failure (server/store_redis.h) */
-	struct scenario *scn = NULL;   /* --scenario (server/scenario.h) */
-	char err[512];
+	struct occ_route occ = { 0 };  /* /occ and --delay (server/handlers/occ.h) */
+	struct store_redis_cli store;  /* --store, --store-prefix, --store-failure (server/store/store_redis.h) */
+	struct scenario *scn = NULL;   /* --scenario (server/handlers/scenario.h) */
+	char err[512], why[400];
 	sigset_t set;
 	int rc = 2, sig = 0;
 	uint64_t t0;
 
-	if (!cfg)
+	if (!args)
 		return 1;
-	if (occ_route_from_args(&occ, &argc, argv, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ratelab serve: %s\n", err);
+	if (store_redis_cli_from_args(&store, &argc, argv, why, sizeof(why)) != 0) {
+		fprintf(stderr, "ratelab serve: %s\n", why);
 		goto free_cfg;
 	}
-	if (store_redis_cli_from_args(&store, &argc, argv, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ratelab serve: %s\n", err);
-		goto free_cfg;
-	}
-	if (scenario_from_args(&scn, &argc, argv, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ratelab serve: %s\n", err);
-		goto free_cfg;
-	}
-	rc = server_config_from_args(cfg, argc, argv, err, sizeof(err));
+	rc = parse(args, &occ, &scn, argc, argv, err, sizeof(err));
 	if (rc != 0) {
-		if (rc == 1)
-			server_usage(stdout), occ_route_usage(stdout), store_redis_cli_usage(stdout), scenario_usage(stdout);
-		else
-			fprintf(stderr, "%s\n", err);
-		rc = rc == 1 ? 0 : 2;
+		rc = cli_exit(&SERVE_CLI, rc, err);
 		goto free_cfg;
 	}
 	/* Block the signals before MHD starts its threads, so only sigwait sees them. */
@@ -118,6 +150,6 @@ int serve_main(int argc, char **argv)
 free_cfg:
 	occ_free(occ.occ);
 	scenario_free(scn);
-	free(cfg);
+	free(args);
 	return rc;
 }

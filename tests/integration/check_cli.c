@@ -146,6 +146,46 @@ START_TEST(verify_mistakes)
 }
 END_TEST
 
+START_TEST(serve_mistakes)
+{
+	static const struct mistake M[] = {
+		{ { "serve", "--port", "0", "--bogus", NULL }, "ratelab serve: unknown option '--bogus'\n" },
+		{ { "serve", "--bogus=1", NULL }, "ratelab serve: unknown option '--bogus'\n" },
+		{ { "serve", "--limit", "5", "--port", NULL }, "ratelab serve: --port needs a value\n" },
+		{ { "serve", "--port", "70000", NULL }, "ratelab serve: --port: '70000' is not a number from 0 to 65535\n" },
+		{ { "serve", "--port", "0", "--limit=0", NULL },
+		  "ratelab serve: --limit: '0' is not a number from 1 to 4294967295\n" },
+		{ { "serve", "--port", "0", "--delay", NULL }, "ratelab serve: --delay needs a value\n" },
+		{ { "serve", "--port", "0", "--scenario", NULL }, "ratelab serve: --scenario needs a value\n" },
+		{ { "serve", "--port", "0", "extra", NULL }, "ratelab serve: unexpected argument 'extra'\n" },
+	};
+	const char *const flags[] = { "--limit=5", "--window=1s", "--headers=ietf", "--delay=1ms", "--quiet", NULL };
+	struct test_server srv;
+	char *headers = NULL;
+	long status = 0;
+	struct test_run r;
+	const char *help[] = { "serve", "--help", NULL };
+	char url[96];
+
+	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
+	expect_help("serve");
+	ck_assert_int_eq(testutil_run(&r, help, NULL, RUN_MS), 0);
+	/* one usage text for flags that live in four modules */
+	ck_assert_ptr_nonnull(strstr(r.out, "--limiter NAME"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--delay MEAN"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--store URL"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--scenario NAME|FILE"));
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_server_start(&srv, flags, RUN_MS), 0);
+	snprintf(url, sizeof(url), "%s/", srv.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, &headers, NULL), 0);
+	ck_assert_int_eq(status, 200);
+	ck_assert_msg(strstr(headers, "\"default\";q=5;w=1") != NULL, "headers: %s", headers);
+	free(headers);
+	ck_assert_int_eq(testutil_server_stop(&srv, 3000), 0);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -154,6 +194,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, version_names_the_libraries);
 	tcase_add_test(tc, cases_mistakes);
 	tcase_add_test(tc, verify_mistakes);
+	tcase_add_test(tc, serve_mistakes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
