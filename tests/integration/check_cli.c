@@ -186,6 +186,65 @@ START_TEST(serve_mistakes)
 }
 END_TEST
 
+START_TEST(hammer_mistakes)
+{
+	static const struct mistake M[] = {
+		{ { "hammer", "--bogus", NULL }, "ratelab hammer: unknown option '--bogus'\n" },
+		{ { "hammer", "-x", NULL }, "ratelab hammer: unknown option '-x'\n" },
+		{ { "hammer", "http://127.0.0.1:1/", "--requests", NULL }, "ratelab hammer: --requests needs a value\n" },
+		{ { "hammer", "--concurrency", "1000001", NULL },
+		  "ratelab hammer: --concurrency: '1000001' is not a number from 1 to 1000000\n" },
+		{ { "hammer", "--threads=0", NULL }, "ratelab hammer: --threads: '0' is not a number from 1 to 256\n" },
+		{ { "hammer", "--quiet=1", NULL }, "ratelab hammer: --quiet takes no value\n" },
+	};
+	/* CR or LF in a header, method or URL is refused before either transport sees it */
+	static const char *const TRANSPORT[] = { "wire", "curl" };
+	char out[] = "/tmp/ratelab-cli-XXXXXX";
+	int fd = mkstemp(out);
+	struct test_server srv;
+	struct test_run r;
+	json_t *j;
+
+	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
+	expect_help("hammer");
+	for (size_t t = 0; t < 2; t++) {
+		const struct mistake CRLF[] = {
+			{ { "hammer", "--transport", TRANSPORT[t], "--header", "X: a\r\nInjected: b", NULL },
+			  "ratelab hammer: --header: 'X: a\\r\\nInjected: b' contains a CR or LF\n" },
+			{ { "hammer", "--transport", TRANSPORT[t], "--header=X: a\nInjected: b", NULL },
+			  "ratelab hammer: --header: 'X: a\\nInjected: b' contains a CR or LF\n" },
+			{ { "hammer", "--transport", TRANSPORT[t], "--method", "GET\r\nX", NULL },
+			  "ratelab hammer: --method: 'GET\\r\\nX' contains a CR or LF\n" },
+			{ { "hammer", "--transport", TRANSPORT[t], "http://127.0.0.1:1/\r\nX: y", NULL },
+			  "ratelab hammer: URL: 'http://127.0.0.1:1/\\r\\nX: y' contains a CR or LF\n" },
+		};
+
+		expect_mistakes(CRLF, sizeof(CRLF) / sizeof(CRLF[0]));
+	}
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(testutil_server_start(&srv, (const char *const[]){ "--limit", "100", "--quiet", NULL }, RUN_MS), 0);
+	{
+		char json_flag[64], url[96];
+		const char *args[] = { "hammer", url, "--requests=3", "--concurrency=1", "--threads=1", "--header=X-Test: 1",
+			               "--method=GET", "--policy=lab", "--max-attempts=2", json_flag, "--quiet", NULL };
+
+		snprintf(url, sizeof(url), "%s/", srv.url);
+		snprintf(json_flag, sizeof(json_flag), "--json=%s", out);
+		ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+		ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+		testutil_run_free(&r);
+	}
+	ck_assert_int_eq(testutil_server_stop(&srv, 3000), 0);
+	j = json_load_file(out, 0, NULL);
+	unlink(out);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(testutil_jint(j, "requests", NULL), 3);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 3);
+	json_decref(j);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -195,6 +254,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, cases_mistakes);
 	tcase_add_test(tc, verify_mistakes);
 	tcase_add_test(tc, serve_mistakes);
+	tcase_add_test(tc, hammer_mistakes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
