@@ -245,6 +245,59 @@ START_TEST(hammer_mistakes)
 }
 END_TEST
 
+START_TEST(herd_mistakes)
+{
+	static const struct mistake M[] = {
+		{ { "herd", "--bogus", NULL }, "ratelab herd: unknown option '--bogus'\n" },
+		{ { "herd", "--clients", "5", "--seed", NULL }, "ratelab herd: --seed needs a value\n" },
+		/* the range is named, not just 'bad value' */
+		{ { "herd", "--clients", "0", NULL }, "ratelab herd: --clients: '0' is not a number from 1 to 100000\n" },
+		{ { "herd", "--clients=100001", NULL },
+		  "ratelab herd: --clients: '100001' is not a number from 1 to 100000\n" },
+		/* a URL that cannot be one is a usage error before any DNS lookup */
+		{ { "herd", "--url", "nan", NULL }, "ratelab herd: --url: 'nan' is not an http:// or https:// URL with a host\n" },
+		{ { "herd", "--url", "http://", NULL },
+		  "ratelab herd: --url: 'http://' is not an http:// or https:// URL with a host\n" },
+		{ { "herd", "--url", "http://127.0.0.1:1/\r\n", NULL },
+		  "ratelab herd: --url: 'http://127.0.0.1:1/\\r\\n' is not an http:// or https:// URL with a host\n" },
+		{ { "herd", "--path", "/\r\nX: y", NULL },
+		  "ratelab herd: --path: '/\\r\\nX: y' is not a path such as /api (a leading /, no space, CR or LF)\n" },
+		/* an empty policy list ran nothing and exited 0 */
+		{ { "herd", "--policies", ",", NULL }, "ratelab herd: --policies: ',' is not a list of policies such as none,full\n" },
+		{ { "herd", "--policies=", NULL }, "ratelab herd: --policies: '' is not a list of policies such as none,full\n" },
+	};
+	char dir[] = "/tmp/ratelab-cli-XXXXXX", report[64], json[96];
+	const char *args[] = { "herd", "--clients=5", "--policies=none,full", "--max-attempts=3", "--limit=100",
+		               "--burst=100", "--seed=2", "--max-time=5s", "--base=10ms", "--cap=50ms", report, NULL };
+	struct test_run r;
+	json_t *j;
+
+	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
+	expect_help("herd");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(report, sizeof(report), "--report=%s", dir);
+	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "\nnone                 5       0 "));
+	ck_assert_ptr_nonnull(strstr(r.out, "\nfull                 5       0 "));
+	testutil_run_free(&r);
+	snprintf(json, sizeof(json), "%s/results.json", dir);
+	j = json_load_file(json, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(testutil_jint(j, "clients", NULL), 5);
+	ck_assert_int_eq(testutil_jint(j, "seed", NULL), 2);
+	ck_assert_int_eq(testutil_jint(j, "limit", NULL), 100);
+	json_decref(j);
+	for (size_t i = 0; i < 4; i++) {
+		static const char *const FILES[] = { "results.json", "report.html", "none.csv", "full.csv" };
+
+		snprintf(json, sizeof(json), "%s/%s", dir, FILES[i]);
+		ck_assert_msg(unlink(json) == 0, "%s missing", json);
+	}
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -255,6 +308,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, verify_mistakes);
 	tcase_add_test(tc, serve_mistakes);
 	tcase_add_test(tc, hammer_mistakes);
+	tcase_add_test(tc, herd_mistakes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
