@@ -24,8 +24,8 @@ struct cli_state {
 
 typedef int (*cli_setter)(struct cli_state *st, const struct cli_option *o, void *base, const char *v);
 
-/* v with control characters escaped and cut at CLI_QUOTE_MAX bytes, so it prints on one line. */
-static void quote(const char *v, char *out, size_t len)
+/* v with control characters escaped and cut at max bytes, so it prints on one line. */
+static void escape(const char *v, size_t max, char *out, size_t len)
 {
 	static const char HEX[] = "0123456789abcdef";
 	size_t n = 0;
@@ -33,7 +33,7 @@ static void quote(const char *v, char *out, size_t len)
 	for (size_t i = 0; v[i] != '\0' && n + 5 < len; i++) {
 		unsigned char c = (unsigned char)v[i];
 
-		if (i == CLI_QUOTE_MAX) {
+		if (i == max) {
 			memcpy(out + n, "...", 3);
 			n += 3;
 			break;
@@ -54,18 +54,31 @@ static void quote(const char *v, char *out, size_t len)
 	out[n] = '\0';
 }
 
+static void quote(const char *v, char *out, size_t len)
+{
+	escape(v, CLI_QUOTE_MAX, out, len);
+}
+
+/* err[n..] = the formatted text with control characters escaped: whatever it quotes, one line. */
+static void append_line(char *err, size_t errlen, int n, const char *fmt, va_list ap)
+{
+	char text[1024];
+
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	vsnprintf(text, sizeof(text), fmt, ap);
+	escape(text, sizeof(text), err + n, errlen - (size_t)n);
+}
+
 static int vbad(char *err, size_t errlen, const char *cmd, const char *flag, const char *value,
                 const char *fmt, va_list ap)
 {
 	char q[4 * CLI_QUOTE_MAX + 8];
-	int n;
 
 	if (err == NULL || errlen == 0)
 		return -1;
 	quote(value, q, sizeof(q));
-	n = snprintf(err, errlen, "ratelab %s: %s: '%s' ", cmd, flag, q);
-	if (n >= 0 && (size_t)n < errlen)
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	append_line(err, errlen, snprintf(err, errlen, "ratelab %s: %s: '%s' ", cmd, flag, q), fmt, ap);
 	return -1;
 }
 
@@ -83,14 +96,11 @@ int cli_bad_value(char *err, size_t errlen, const char *cmd, const char *flag, c
 int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
 	if (err == NULL || errlen == 0)
 		return -1;
-	n = snprintf(err, errlen, "ratelab %s: ", cmd);
 	va_start(ap, fmt);
-	if (n >= 0 && (size_t)n < errlen)
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	append_line(err, errlen, snprintf(err, errlen, "ratelab %s: ", cmd), fmt, ap);
 	va_end(ap);
 	return -1;
 }

@@ -32,8 +32,9 @@
  *   --flag is required
  *   missing NAME | missing NAME after --
  *   unexpected argument 'x'         (+ " (NAME goes after --)" for CLI_REST)
- * A quoted value has its control characters escaped (\r, \n, \t, \xNN) and is
- * cut at 120 bytes, so a message is always one line.
+ * A quoted value is cut at 120 bytes, and every message has its control
+ * characters escaped (\r, \n, \t, \xNN), whatever a reason quotes, so a
+ * message is always one line.
  */
 
 struct cli_option;

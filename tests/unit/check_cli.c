@@ -194,6 +194,11 @@ START_TEST(values_are_quoted_on_one_line)
 	      "777777777777777777777777777777777777777777777777777777777777...' is not a number from 1 to 100",
 	      "--count", long_value);
 	ck_assert(cli_has_crlf("a\rb") && cli_has_crlf("a\n") && !cli_has_crlf("a b") && !cli_has_crlf(NULL));
+	/* whatever a reason or a later check quotes stays on one line too */
+	ck_assert_int_eq(cli_fail(err, sizeof(err), "test", "--scenario: '%s' is not a file", "a\nb"), -1);
+	ck_assert_str_eq(err, "ratelab test: --scenario: 'a\\nb' is not a file");
+	ck_assert_int_eq(cli_bad_value(err, sizeof(err), "test", "--f", "v\r", "has '%s'", "\r"), -1);
+	ck_assert_str_eq(err, "ratelab test: --f: 'v\\r' has '\\r'");
 }
 END_TEST
 
