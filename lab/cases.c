@@ -584,16 +584,15 @@ int cases_main(int argc, char **argv)
 	struct cases_opts o = { 0 };
 	struct cli_group g = { CASES_OPTIONS, &o };
 	unsigned passed = 0, failed = 0;
-	char err[512];
+	char err[1024], why[512];
 	int rc = cli_parse(&CASES_CLI, &g, 1, argc, argv, err, sizeof(err));
 
 	if (rc != 0)
 		return cli_exit(&CASES_CLI, rc, err);
-	if (cases_run_file(o.path, o.seed_given ? (int64_t)o.seed : -1, stdout, &passed, &failed, err,
-	                   sizeof(err)) != 0) {
+	if (cases_run_file(o.path, o.seed_given ? (int64_t)o.seed : -1, stdout, &passed, &failed, why,
+	                   sizeof(why)) != 0) {
 		fflush(stdout);
-		fprintf(stderr, "ratelab cases: %s\n", err);
-		return 2;
+		return cli_exit(&CASES_CLI, cli_fail(err, sizeof(err), "cases", "%s", why), err);
 	}
 	return failed > 0 ? 1 : 0;
 }

@@ -80,20 +80,26 @@ static size_t discard(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
-/* Append the comma-separated names of list; why filled on -1. */
+/* Append the comma-separated names of list, each a built-in or a preset; why filled on -1. */
 static int add_policies(struct herd_opts *o, const char *list, char *why, size_t wl)
 {
-	char buf[512], *save = NULL, *tok;
+	char buf[512], inner[256], *save = NULL, *tok;
 	size_t before = o->npolicies;
+	struct herd_knobs def;
+	struct retry_policy probe;
 
 	if (strlen(list) >= sizeof(buf))
 		return snprintf(why, wl, "is too long"), -1;
 	strcpy(buf, list);
+	herd_knobs_defaults(HERD_WORKLOAD_REQUEST, &def);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (o->npolicies == HERD_MAX_POLICIES)
 			return snprintf(why, wl, "is one too many (at most %d policies)", HERD_MAX_POLICIES), -1;
 		if (strlen(tok) >= sizeof(o->policies[0]))
 			return snprintf(why, wl, "has a name longer than %zu bytes", sizeof(o->policies[0]) - 1), -1;
+		if (herd_policy(tok, &def, HERD_WORKLOAD_REQUEST, &probe, inner, sizeof(inner)) != 0)
+			return snprintf(why, wl, "names an unknown policy '%s' (%s, or a preset: %s)", tok,
+			                HERD_DEFAULT_POLICIES, retry_preset_names()), -1;
 		strcpy(o->policies[o->npolicies++], tok);
 	}
 	if (o->npolicies == before)

@@ -78,6 +78,7 @@ START_TEST(cases_mistakes)
 		  "ratelab cases: --seed: '9223372036854775808' is not a number from 0 to 9223372036854775807\n" },
 		{ { "cases", NULL }, "ratelab cases: missing FILE\n" },
 		{ { "cases", "a.json", "b.json", NULL }, "ratelab cases: unexpected argument 'b.json'\n" },
+		{ { "cases", "/nonexistent-dir/a\nb.json", NULL }, "ratelab cases: /nonexistent-dir/a\\nb.json: cannot open\n" },
 	};
 	char path[512];
 	struct test_run r;
@@ -265,6 +266,9 @@ START_TEST(herd_mistakes)
 		/* an empty policy list ran nothing and exited 0 */
 		{ { "herd", "--policies", ",", NULL }, "ratelab herd: --policies: ',' is not a list of policies such as none,full\n" },
 		{ { "herd", "--policies=", NULL }, "ratelab herd: --policies: '' is not a list of policies such as none,full\n" },
+		{ { "herd", "--policy", "x\ny", NULL }, "ratelab herd: --policy: 'x\\ny' names an unknown policy 'x\\ny' "
+		  "(none,exponential,full,equal,decorrelated, or a preset: none, lab, signaldb, wasm, saia, aws-standard, "
+		  "grpc, naive, sre-adaptive)\n" },
 	};
 	char dir[] = "/tmp/ratelab-cli-XXXXXX", report[64], json[96];
 	const char *args[] = { "herd", "--clients=5", "--policies=none,full", "--max-attempts=3", "--limit=100",
