@@ -13,6 +13,7 @@
 #include "common/cli.h"
 #include "server/handlers/occ.h"
 #include "server/server.h"
+#include "server/store/store_redis.h"
 
 #define FUZZ_MAX 1024
 #define FUZZ_ARGS 32
@@ -92,6 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *argv[FUZZ_ARGS + 2] = { "fuzz" }, err[256];
 	struct opts o;
 	struct occ_route occ;
+	struct store_redis_cli store;
 	struct cli_group g = { OPTS, &o };
 	int argc = 1, rc;
 
@@ -108,11 +110,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0)
 		check_values(&o, argc, argv);
 	{
-		const struct cli_group serve[] = { { server_args_options, &sa }, { occ_route_options, &occ } };
+		const struct cli_group serve[] = {
+			{ server_args_options, &sa }, { occ_route_options, &occ }, { store_redis_cli_options, &store },
+		};
 
 		server_args_init(&sa);
 		memset(&occ, 0, sizeof(occ));
-		rc = cli_parse(&CMD, serve, 2, argc, argv, err, sizeof(err));
+		store_redis_cli_init(&store);
+		rc = cli_parse(&CMD, serve, 3, argc, argv, err, sizeof(err));
 		check_line(rc, err);
 		if (rc == 0 && (sa.cfg.threads < 1 || sa.cfg.threads > 64 || sa.cfg.port > 65535))
 			abort();

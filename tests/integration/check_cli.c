@@ -159,8 +159,15 @@ START_TEST(serve_mistakes)
 		{ { "serve", "--port", "0", "--delay", NULL }, "ratelab serve: --delay needs a value\n" },
 		{ { "serve", "--port", "0", "--scenario", NULL }, "ratelab serve: --scenario needs a value\n" },
 		{ { "serve", "--port", "0", "extra", NULL }, "ratelab serve: unexpected argument 'extra'\n" },
+		/* the Redis store's flags read as every other flag */
+		{ { "serve", "--port", "0", "--store", NULL }, "ratelab serve: --store needs a value\n" },
+		{ { "serve", "--port", "0", "--store=http://x", NULL },
+		  "ratelab serve: --store: 'http://x' is not memory or redis://HOST:PORT[/DB]\n" },
+		{ { "serve", "--port", "0", "--store-failure", "maybe", NULL },
+		  "ratelab serve: --store-failure: 'maybe' is not one of open, closed\n" },
 	};
-	const char *const flags[] = { "--limit=5", "--window=1s", "--headers=ietf", "--delay=1ms", "--quiet", NULL };
+	const char *const flags[] = { "--limit=5", "--window=1s", "--headers=ietf", "--delay=1ms", "--store=memory",
+		                      "--store-failure=closed", "--quiet", NULL };
 	struct test_server srv;
 	char *headers = NULL;
 	long status = 0;

@@ -439,7 +439,7 @@ START_TEST(bad_flags_exit_2)
 		{ "--max-connections", "0", "ratelab serve: --max-connections: '0' is not a number from 1 to 1000000\n" },
 		{ "--max-body", "x", "ratelab serve: --max-body: 'x' is not a number from 0 to 1073741824\n" },
 		{ "--burst", "0", "ratelab serve: --burst: '0' is not a number from 1 to 4294967295\n" },
-		{ "--store-failure", "sideways", "ratelab serve: --store-failure: bad value 'sideways' (want open or closed)\n" },
+		{ "--store-failure", "sideways", "ratelab serve: --store-failure: 'sideways' is not one of open, closed\n" },
 		{ "--layer", "5", "ratelab serve: --layer: '5' is not a rate such as 5/s or 30/1m\n" },
 		{ "--limiter", "layered", "ratelab serve: --limiter: 'layered' needs at least one --layer RATE\n" },
 		{ "--config", "/nonexistent-dir/routes.json", "ratelab serve: --config: /nonexistent-dir/routes.json: cannot open\n" },
