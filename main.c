@@ -1,6 +1,10 @@
 /* ratelab: a rate-limit lab.  main only dispatches to a subcommand. */
+#include <curl/curl.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "common/version.h"
 
 #include "lab/cases.h"
 #include "hammer/hammer.h"
@@ -29,7 +33,18 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ratelab COMMAND [options]\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-	fprintf(f, "\n'ratelab COMMAND --help' describes each one.\n");
+	fprintf(f, "\n'ratelab COMMAND --help' describes each one; 'ratelab --version' prints the\n"
+	           "versions of ratelab, libmicrohttpd and libcurl.\n");
+}
+
+/* `ratelab --version`: what a workshop checks on every attendee's build. */
+static int version(void)
+{
+	const curl_version_info_data *curl = curl_version_info(CURLVERSION_NOW);
+
+	printf("ratelab %s\nlibmicrohttpd %s\nlibcurl %s\n", RATELAB_VERSION, MHD_get_version(),
+	       curl != NULL && curl->version != NULL ? curl->version : "unknown");
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -43,6 +58,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "--version") == 0)
+		return version();
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(argv[1], COMMANDS[i].name) == 0)
 			return COMMANDS[i].run(argc - 1, argv + 1);

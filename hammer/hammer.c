@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
-#include "common/parse.h"
 #include "common/retry/retry.h"
 #include "hammer/engine.h"
 #include "hammer/expect.h"
@@ -49,26 +49,32 @@ struct hammer_opts {
 	unsigned nknobs;
 };
 
-/* Retry-engine knobs, forwarded to retry_policy_set; the bool says whether it takes a value. */
-static const struct { const char *name; bool has_value; } KNOBS[] = {
-	{ "backoff", true }, { "base", true }, { "cap", true }, { "multiplier", true },
-	{ "max-attempts", true }, { "deadline", true }, { "retry-on", true },
-	{ "retry-non-idempotent", false }, { "retry-after", true }, { "max-retry-after", true },
-	{ "budget", true },
-};
-
-static const char *const VALUE_FLAGS[] = {
-	"requests", "concurrency", "duration", "rate", "arrivals", "threads", "method", "header",
-	"data", "timeout", "connect-timeout", "start", "seed", "policy", "json", "timeline",
-	"interval", "plot", "expect", "transport",
-};
-
 static atomic_int cancel_flag;
 
 static void on_sigint(int sig)
 {
 	(void)sig;
 	atomic_store(&cancel_flag, 1);
+}
+
+/* One line per preset: its attempts and caps, as the retry engine describes them. */
+static void usage_presets(FILE *f)
+{
+	const char *names = retry_preset_names();
+	struct retry_policy p;
+	char name[32], line[300];
+
+	fprintf(f, "\npresets (--policy NAME):\n");
+	while (*names != '\0') {
+		size_t n = strcspn(names, ", ");
+
+		snprintf(name, sizeof(name), "%.*s", (int)n, names);
+		names += n + strspn(names + n, ", ");
+		if (n == 0 || n >= sizeof(name) || retry_policy_preset(name, &p) != 0)
+			continue;
+		retry_policy_describe(&p, line, sizeof(line));
+		fprintf(f, "  %-13s %s\n", name, line);
+	}
 }
 
 static void usage(FILE *f)
@@ -98,7 +104,8 @@ static void usage(FILE *f)
 	"  --base DUR --cap DUR --multiplier X --max-attempts N --deadline DUR\n"
 	"  --retry-on LIST       statuses plus conn, timeout (e.g. 429,503,conn)\n"
 	"  --retry-non-idempotent  --retry-after honour|ignore  --max-retry-after DUR\n"
-	"  --budget ratio=0.2,min=10,window=10s\n"
+	"  --total-wait-cap DUR  the most one request may spend waiting in all\n"
+	"  --budget ratio=0.2,min=10,window=10s | on | sre[,k=2,window=2m] | none\n"
 	"\noutput:\n"
 	"  --json FILE|-         the figures as JSON (with -, the summary goes to stderr)\n"
 	"  --timeline FILE.csv   per-interval counts; --interval DUR (100ms)\n"
@@ -107,269 +114,158 @@ static void usage(FILE *f)
 	"  --expect CHECKS       e.g. 'ok>=30,429<=5,wall<=10s,calls<=200'; exit 3 when one fails\n"
 	"\nexit: 0 run completed, 1 no HTTP answer at all, 2 usage error, 3 --expect failed, 130 Ctrl-C\n",
 	HAMMER_MAX_URLS, retry_preset_names());
+	usage_presets(f);
 }
 
-static int bad_flag(const char *flag, const char *value, const char *why)
+/* --method: an upper-case token, which also keeps CR and LF out of the request line. */
+static int opt_method(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	if (value != NULL)
-		fprintf(stderr, "ratelab hammer: %s '%s': %s\n", flag, value, why);
-	else
-		fprintf(stderr, "ratelab hammer: %s: %s\n", flag, why);
-	return -1;
-}
-
-static int flag_u64(const char *flag, const char *v, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char why[128];
-
-	if (parse_u64(v, min, max, out, why, sizeof(why)) != 0)
-		return bad_flag(flag, NULL, why);  /* the message quotes the value */
+	(void)o;
+	if (cli_has_crlf(v))
+		return snprintf(why, wl, "contains a CR or LF"), -1;
+	if (v[0] == '\0' || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(v))
+		return snprintf(why, wl, "is not an upper-case method such as GET or POST"), -1;
+	((struct hammer_opts *)base)->cfg.method = v;
 	return 0;
 }
 
-static int flag_duration(const char *flag, const char *v, uint64_t *out)
+/* --header 'Name: value': one header line; a CR or LF would smuggle in a second one. */
+static int opt_header(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	char why[128];
+	struct hammer_opts *h = base;
 
-	if (parse_duration(v, out, why, sizeof(why)) != 0)
-		return bad_flag(flag, NULL, why);
+	(void)o;
+	if (cli_has_crlf(v))
+		return snprintf(why, wl, "contains a CR or LF"), -1;
+	if (strchr(v, ':') == NULL || v[0] == ':')
+		return snprintf(why, wl, "is not a header such as 'Name: value'"), -1;
+	if (h->cfg.nheaders == MAX_HEADERS)
+		return snprintf(why, wl, "is one too many (at most %d headers)", MAX_HEADERS), -1;
+	h->headers[h->cfg.nheaders++] = v;
 	return 0;
 }
 
-/* "--rate 50", "--rate 2.5" or "--rate 30/1m". */
-static int flag_rate(const char *v, double *out)
+static int opt_expect(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	uint64_t count, period;
-	char why[128];
+	struct hammer_opts *h = base;
+	char inner[ERRLEN];
 
-	if (strchr(v, '/') != NULL) {
-		if (parse_rate(v, &count, &period, why, sizeof(why)) != 0)
-			return bad_flag("--rate", NULL, why);
-		*out = (double)count * 1e9 / (double)period;
-		return 0;
-	}
-	if (parse_double(v, 0.001, 1e7, out, why, sizeof(why)) != 0)
-		return bad_flag("--rate", NULL, why);
+	(void)o;
+	expect_free(h->expect);
+	h->expect = expect_parse(v, inner, sizeof(inner));
+	if (h->expect == NULL)
+		return snprintf(why, wl, "is not a list of checks such as ok>=30,429<=5,wall<=10s (keys: a status, "
+		                "ok, failed, requests, calls, retries, errors, wall)"), -1;
 	return 0;
 }
 
-/* A timeout: both transports count in whole milliseconds, so less than 1ms is refused. */
-static int flag_timeout(const char *flag, const char *v, uint64_t *out)
+static int opt_policy(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	if (flag_duration(flag, v, out) != 0)
-		return -1;
-	return *out < NS_PER_MS ? bad_flag(flag, v, "must be at least 1ms") : 0;
-}
+	struct retry_policy probe;
 
-static int flag_choice(const char *flag, const char *v, const char *a, const char *b, bool *is_b)
-{
-	char why[64];
-
-	if (strcmp(v, a) != 0 && strcmp(v, b) != 0) {
-		snprintf(why, sizeof(why), "want %s or %s", a, b);
-		return bad_flag(flag, v, why);
-	}
-	*is_b = strcmp(v, b) == 0;
+	(void)o;
+	if (retry_policy_preset(v, &probe) != 0)
+		return snprintf(why, wl, "is not one of %s", retry_preset_names()), -1;
+	((struct hammer_opts *)base)->policy_name = v;
 	return 0;
 }
 
-static int load_flag(struct hammer_opts *o, const char *name, const char *flag, const char *v)
+static int opt_retry(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	struct hammer_config *c = &o->cfg;
-	uint64_t u;
-
-	if (strcmp(name, "requests") == 0) {
-		o->requests_given = true;
-		return flag_u64(flag, v, 1, UINT64_MAX - 1, &c->requests);
-	}
-	if (strcmp(name, "concurrency") == 0) {
-		o->concurrency_given = true;
-		if (flag_u64(flag, v, 1, 1000000, &u) != 0)
-			return -1;
-		c->concurrency = (uint32_t)u;
-		return 0;
-	}
-	if (strcmp(name, "threads") == 0) {
-		if (flag_u64(flag, v, 1, 256, &u) != 0)
-			return -1;
-		c->threads = (uint32_t)u;
-		return 0;
-	}
-	if (strcmp(name, "duration") == 0)
-		return flag_duration(flag, v, &c->duration_ns) != 0 ? -1
-		       : c->duration_ns == 0 ? bad_flag(flag, v, "must be more than 0") : 0;
-	if (strcmp(name, "rate") == 0)
-		return flag_rate(v, &c->rate);
-	if (strcmp(name, "arrivals") == 0)
-		return flag_choice(flag, v, "constant", "poisson", &c->poisson);
-	if (strcmp(name, "start") == 0)
-		return flag_choice(flag, v, "now", "herd", &c->herd);
-	if (strcmp(name, "timeout") == 0)
-		return flag_timeout(flag, v, &c->timeout_ns);
-	if (strcmp(name, "connect-timeout") == 0)
-		return flag_timeout(flag, v, &c->connect_timeout_ns);
-	if (strcmp(name, "seed") == 0) {
-		o->seed_given = true;
-		return flag_u64(flag, v, 0, INT64_MAX, &c->seed);
-	}
-	return 1;
-}
-
-static int request_flag(struct hammer_opts *o, const char *name, const char *flag, const char *v)
-{
-	if (strcmp(name, "method") == 0) {
-		if (v[0] == '\0' || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(v))
-			return bad_flag(flag, v, "want an upper-case method such as GET or POST");
-		o->cfg.method = v;
-		return 0;
-	}
-	if (strcmp(name, "header") == 0) {
-		if (strchr(v, ':') == NULL || v[0] == ':')
-			return bad_flag(flag, v, "want 'Name: value'");
-		if (o->cfg.nheaders == MAX_HEADERS)
-			return bad_flag(flag, v, "too many headers");
-		o->headers[o->cfg.nheaders++] = v;
-		return 0;
-	}
-	if (strcmp(name, "data") == 0) {
-		o->cfg.data = v;
-		return 0;
-	}
-	if (strcmp(name, "transport") == 0) {
-		if (strcmp(v, "auto") == 0)
-			o->cfg.transport = HAMMER_TRANSPORT_AUTO;
-		else if (strcmp(v, "wire") == 0)
-			o->cfg.transport = HAMMER_TRANSPORT_WIRE;
-		else if (strcmp(v, "curl") == 0)
-			o->cfg.transport = HAMMER_TRANSPORT_CURL;
-		else
-			return bad_flag(flag, v, "want auto, wire or curl");
-		return 0;
-	}
-	return 1;
-}
-
-static int output_flag(struct hammer_opts *o, const char *name, const char *flag, const char *v)
-{
-	char why[ERRLEN];
-
-	if (strcmp(name, "json") == 0)
-		o->json_path = v;
-	else if (strcmp(name, "timeline") == 0)
-		o->timeline_path = v;
-	else if (strcmp(name, "plot") == 0)
-		o->plot_path = v;
-	else if (strcmp(name, "interval") == 0)
-		return flag_duration(flag, v, &o->cfg.interval_ns) != 0 ? -1
-		       : o->cfg.interval_ns < NS_PER_MS ? bad_flag(flag, v, "must be at least 1ms") : 0;
-	else if (strcmp(name, "expect") == 0) {
-		expect_free(o->expect);
-		o->expect = expect_parse(v, why, sizeof(why));
-		if (o->expect == NULL) {
-			fprintf(stderr, "ratelab hammer: %s\n", why);
-			return -1;
-		}
-	} else if (strcmp(name, "policy") == 0) {
-		struct retry_policy probe;
-
-		if (retry_policy_preset(v, &probe) != 0) {
-			snprintf(why, sizeof(why), "unknown policy (%s)", retry_preset_names());
-			return bad_flag(flag, v, why);
-		}
-		o->policy_name = v;
-	} else
-		return 1;
+	(void)o;
+	(void)v;
+	(void)why;
+	(void)wl;
+	((struct hammer_opts *)base)->policy_name = "lab";
 	return 0;
 }
 
-static int knob_index(const char *name)
-{
-	for (size_t i = 0; i < sizeof(KNOBS) / sizeof(KNOBS[0]); i++)
-		if (strcmp(name, KNOBS[i].name) == 0)
-			return (int)i;
-	return -1;
-}
+/* What each retry knob wants, for the message when the retry engine refuses a value. */
+static const struct { const char *flag, *want; } KNOB_WANTS[] = {
+	{ "--backoff", "is not one of none, constant, exponential, full, equal, decorrelated, randomized" },
+	{ "--multiplier", "is not a number from 1 to 100" },
+	{ "--max-attempts", "is not a number from 1 to 100" },
+	{ "--retry-on", "is not a list of statuses 100-599, conn and timeout" },
+	{ "--retry-after", "is not one of honour, ignore" },
+	{ "--budget", "is not a budget such as ratio=0.2,min=10,window=10s, on, sre,k=2,window=2m or none" },
+};
 
-static bool takes_value(const char *name)
+/*
+ * A retry-engine knob: checked now against a probe policy, applied over the
+ * chosen preset in finish_opts (a knob given before --policy still applies).
+ */
+static int opt_knob(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	int k = knob_index(name);
+	struct hammer_opts *h = base;
+	struct retry_policy probe;
+	const char *want = "is not a duration such as 250ms, 2s or 1m";
 
-	if (k >= 0)
-		return KNOBS[k].has_value;
-	for (size_t i = 0; i < sizeof(VALUE_FLAGS) / sizeof(VALUE_FLAGS[0]); i++)
-		if (strcmp(name, VALUE_FLAGS[i]) == 0)
-			return true;
-	return false;
-}
-
-/* A flag with no value; 1 when name is not one. */
-static int bool_flag(struct hammer_opts *o, const char *name)
-{
-	if (strcmp(name, "retry") == 0)
-		o->policy_name = "lab";
-	else if (strcmp(name, "no-retry") == 0)
-		o->no_retry = true;
-	else if (strcmp(name, "verbose") == 0)
-		o->verbose = true;
-	else if (strcmp(name, "quiet") == 0)
-		o->quiet = true;
-	else
-		return 1;
+	if (h->nknobs == MAX_KNOBS)
+		return snprintf(why, wl, "is one too many (at most %d retry knobs)", MAX_KNOBS), -1;
+	retry_policy_preset("lab", &probe);
+	if (retry_policy_set(&probe, o->name + 2, v ? v : "true", NULL, 0) != 0) {
+		for (size_t i = 0; i < sizeof(KNOB_WANTS) / sizeof(KNOB_WANTS[0]); i++)
+			if (strcmp(o->name, KNOB_WANTS[i].flag) == 0)
+				want = KNOB_WANTS[i].want;
+		return snprintf(why, wl, "%s", want), -1;
+	}
+	h->knobs[h->nknobs].name = o->name + 2;
+	h->knobs[h->nknobs++].value = v ? v : "true";
 	return 0;
 }
 
-static int one_flag(struct hammer_opts *o, const char *flag, const char *name, const char *v)
-{
-	int k = knob_index(name), rc;
+static const char *const ARRIVALS[] = { "constant", "poisson", NULL };
+static const char *const STARTS[] = { "now", "herd", NULL };
+static const char *const TRANSPORTS[] = { "auto", "wire", "curl", NULL };  /* enum hammer_transport */
 
-	if (k >= 0) {
-		if (o->nknobs == MAX_KNOBS)
-			return bad_flag(flag, v, "too many retry knobs");
-		o->knobs[o->nknobs].name = KNOBS[k].name;  /* name is the caller's scratch buffer */
-		o->knobs[o->nknobs++].value = v ? v : "true";
-		return 0;
-	}
-	if (v == NULL)
-		return bool_flag(o, name) == 0 ? 0 : bad_flag(flag, NULL, "unknown flag (see --help)");
-	rc = load_flag(o, name, flag, v);
-	if (rc == 1)
-		rc = request_flag(o, name, flag, v);
-	if (rc == 1)
-		rc = output_flag(o, name, flag, v);
-	return rc == 1 ? bad_flag(flag, v, "unknown flag (see --help)") : rc;
-}
+#define HO(member) CLI_FIELD(struct hammer_opts, member)
+#define DUR_MS(member) CLI_DURATION, HO(member), .min = NS_PER_MS, .max = UINT64_MAX
 
-/* Returns 0, 1 for --help, -1 on a usage error (already reported). */
-static int parse_args(struct hammer_opts *o, int argc, char **argv)
-{
-	char name[64];
+static const struct cli_option HAMMER_OPTIONS[] = {
+	{ "URL", CLI_LIST, HO(urls), .max = HAMMER_MAX_URLS, CLI_COUNT(struct hammer_opts, cfg.nurls) },
+	{ "--requests", CLI_U64, HO(cfg.requests), .min = 1, .max = UINT64_MAX - 1,
+	  CLI_GIVEN(struct hammer_opts, requests_given) },
+	{ "--concurrency", CLI_U64, HO(cfg.concurrency), .min = 1, .max = 1000000,
+	  CLI_GIVEN(struct hammer_opts, concurrency_given) },
+	{ "--duration", CLI_DURATION, HO(cfg.duration_ns), .min = 1, .max = UINT64_MAX },
+	{ "--rate", CLI_RATE, HO(cfg.rate), .dmin = 0.001, .dmax = 1e7 },
+	{ "--arrivals", CLI_CHOICE, HO(cfg.poisson), .words = ARRIVALS },
+	{ "--threads", CLI_U64, HO(cfg.threads), .min = 1, .max = 256 },
+	{ "--method", CLI_CUSTOM, .fn = opt_method },
+	{ "--header", CLI_CUSTOM, .fn = opt_header },
+	{ "--data", CLI_STRING, HO(cfg.data) },
+	/* both transports count in whole milliseconds */
+	{ "--timeout", DUR_MS(cfg.timeout_ns) },
+	{ "--connect-timeout", DUR_MS(cfg.connect_timeout_ns) },
+	{ "--start", CLI_CHOICE, HO(cfg.herd), .words = STARTS },
+	{ "--transport", CLI_CHOICE, HO(cfg.transport), .words = TRANSPORTS },
+	{ "--seed", CLI_U64, HO(cfg.seed), .max = INT64_MAX, CLI_GIVEN(struct hammer_opts, seed_given) },
+	{ "--retry", CLI_ACTION, .fn = opt_retry },
+	{ "--policy", CLI_CUSTOM, .fn = opt_policy },
+	{ "--no-retry", CLI_BOOL, HO(no_retry) },
+	{ "--backoff", CLI_CUSTOM, .fn = opt_knob },
+	{ "--base", CLI_CUSTOM, .fn = opt_knob },
+	{ "--cap", CLI_CUSTOM, .fn = opt_knob },
+	{ "--multiplier", CLI_CUSTOM, .fn = opt_knob },
+	{ "--max-attempts", CLI_CUSTOM, .fn = opt_knob },
+	{ "--deadline", CLI_CUSTOM, .fn = opt_knob },
+	{ "--retry-on", CLI_CUSTOM, .fn = opt_knob },
+	{ "--retry-non-idempotent", CLI_ACTION, .fn = opt_knob },
+	{ "--retry-after", CLI_CUSTOM, .fn = opt_knob },
+	{ "--max-retry-after", CLI_CUSTOM, .fn = opt_knob },
+	{ "--total-wait-cap", CLI_CUSTOM, .fn = opt_knob },
+	{ "--budget", CLI_CUSTOM, .fn = opt_knob },
+	{ "--json", CLI_STRING, HO(json_path) },
+	{ "--timeline", CLI_STRING, HO(timeline_path) },
+	{ "--interval", DUR_MS(cfg.interval_ns) },
+	{ "--plot", CLI_STRING, HO(plot_path) },
+	{ "--verbose", CLI_BOOL, HO(verbose) },
+	{ "--quiet", CLI_BOOL, HO(quiet) },
+	{ "--expect", CLI_CUSTOM, .fn = opt_expect },
+	{ NULL },
+};
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq, *v = NULL;
-
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-			return 1;
-		if (strncmp(a, "--", 2) != 0) {
-			if (a[0] == '-')
-				return bad_flag("flag", a, "unknown flag (see --help)");
-			if (o->cfg.nurls == HAMMER_MAX_URLS)
-				return bad_flag("URL", a, "too many URLs (at most 16)");
-			o->urls[o->cfg.nurls++] = a;
-			continue;
-		}
-		eq = strchr(a, '=');
-		snprintf(name, sizeof(name), "%.*s", (int)((eq ? (size_t)(eq - a) : strlen(a)) - 2), a + 2);
-		if (eq != NULL)
-			v = eq + 1;
-		else if (takes_value(name) && i + 1 < argc)
-			v = argv[++i];
-		else if (takes_value(name))
-			return bad_flag(a, NULL, "needs a value");
-		if (one_flag(o, a, name, v) != 0)
-			return -1;
-	}
-	return 0;
-}
+static const struct cli_command HAMMER_CLI = { "hammer", usage };
 
 static void set_defaults(struct hammer_opts *o)
 {
@@ -385,53 +281,76 @@ static void set_defaults(struct hammer_opts *o)
 	o->policy_name = "none";
 }
 
-/* An http:// or https:// URL that libcurl can take apart (host present, port in range); -1 reported. */
-static int check_url(const char *url)
+/* An http:// or https:// URL that libcurl can take apart (host present, port in range). */
+static int check_url(const char *url, char *err, size_t errlen)
 {
 	CURLU *h;
 	CURLUcode rc;
 
+	if (cli_has_crlf(url))
+		return cli_bad_value(err, errlen, "hammer", "URL", url, "contains a CR or LF");
 	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		return bad_flag("URL", url, "want http://HOST[:PORT]/PATH");
+		return cli_bad_value(err, errlen, "hammer", "URL", url, "is not an http:// or https:// URL");
 	h = curl_url();
 	if (h == NULL)
-		return bad_flag("URL", url, "out of memory");
+		return cli_fail(err, errlen, "hammer", "out of memory");
 	rc = curl_url_set(h, CURLUPART_URL, url, 0);
 	curl_url_cleanup(h);
-	return rc == CURLUE_OK ? 0 : bad_flag("URL", url, curl_url_strerror(rc));
-}
-
-/* An output file must be writable before the run, not found unwritable after it; -1 reported. */
-static int check_out(const char *flag, const char *path)
-{
-	FILE *f;
-
-	if (path == NULL || strcmp(path, "-") == 0)
-		return 0;
-	f = fopen(path, "a");
-	if (f == NULL)
-		return bad_flag(flag, path, strerror(errno));
-	fclose(f);
+	if (rc != CURLUE_OK)
+		return cli_bad_value(err, errlen, "hammer", "URL", url, "is not a valid URL (%s)", curl_url_strerror(rc));
 	return 0;
 }
 
-/* Settle what depends on several flags; -1 on a usage error. */
-static int finish_opts(struct hammer_opts *o)
+/* The URLs and result files, checked before anything runs. */
+static int check_targets(struct hammer_opts *o, char *err, size_t errlen)
 {
-	const char *env = getenv("RATELAB_NO_RETRY");
-	char err[ERRLEN];
-
 	if (o->cfg.nurls == 0)
 		o->urls[o->cfg.nurls++] = "http://127.0.0.1:8080/";
 	for (uint32_t i = 0; i < o->cfg.nurls; i++)
-		if (check_url(o->urls[i]) != 0)
+		if (check_url(o->urls[i], err, errlen) != 0)
 			return -1;
-	if (check_out("--json", o->json_path) != 0 || check_out("--timeline", o->timeline_path) != 0 ||
-	    check_out("--plot", o->plot_path) != 0)
+	if (cli_check_output(err, errlen, "hammer", "--json", o->json_path) != 0 ||
+	    cli_check_output(err, errlen, "hammer", "--timeline", o->timeline_path) != 0 ||
+	    cli_check_output(err, errlen, "hammer", "--plot", o->plot_path) != 0)
 		return -1;
 	for (uint32_t i = 0; o->cfg.transport == HAMMER_TRANSPORT_WIRE && i < o->cfg.nurls; i++)
 		if (!wire_url_supported(o->urls[i]))
-			return bad_flag("--transport wire", o->urls[i], "only plain http://HOST[:PORT]/PATH URLs");
+			return cli_bad_value(err, errlen, "hammer", "URL", o->urls[i],
+			                     "is not a plain http://HOST[:PORT]/PATH URL (--transport wire takes no other)");
+	if (o->cfg.poisson && o->cfg.rate == 0)
+		return cli_fail(err, errlen, "hammer", "--arrivals poisson needs --rate");
+	return 0;
+}
+
+/* The preset, its knobs over it, and --no-retry over both. */
+static int settle_policy(struct hammer_opts *o, char *err, size_t errlen)
+{
+	const char *env = getenv("RATELAB_NO_RETRY");
+	char why[ERRLEN];
+
+	retry_policy_preset(o->policy_name, &o->policy);
+	for (unsigned i = 0; i < o->nknobs; i++)
+		if (retry_policy_set(&o->policy, o->knobs[i].name, o->knobs[i].value, why, sizeof(why)) != 0)
+			return cli_fail(err, errlen, "hammer", "%s", why);
+	/* --no-retry and RATELAB_NO_RETRY=1 win over any policy or knob */
+	if (o->no_retry || (env != NULL && strcmp(env, "1") == 0)) {
+		o->policy_name = "none";
+		retry_policy_preset("none", &o->policy);
+	}
+	o->cfg.policy = &o->policy;
+	return 0;
+}
+
+/* Parse and settle what depends on several flags: 0, or -1 / 1 for cli_exit with err filled. */
+static int parse_args(struct hammer_opts *o, int argc, char **argv, char *err, size_t errlen)
+{
+	struct cli_group g = { HAMMER_OPTIONS, o };
+	int rc;
+
+	set_defaults(o);
+	rc = cli_parse(&HAMMER_CLI, &g, 1, argc, argv, err, errlen);
+	if (rc != 0 || check_targets(o, err, errlen) != 0 || settle_policy(o, err, errlen) != 0)
+		return rc != 0 ? rc : -1;
 	o->cfg.url = o->urls[0];
 	o->cfg.urls = o->urls;
 	if (o->cfg.method == NULL)
@@ -440,24 +359,10 @@ static int finish_opts(struct hammer_opts *o)
 		o->cfg.requests = 40;
 	if (o->cfg.rate > 0 && !o->concurrency_given)
 		o->cfg.concurrency = 256;
-	if (o->cfg.poisson && o->cfg.rate == 0)
-		return bad_flag("--arrivals", "poisson", "needs --rate");
 	/* Without --seed every run draws its own jitter (two hammers started
 	 * together must not retry in lockstep); --json reports the seed drawn. */
 	if (!o->seed_given)
 		o->cfg.seed = (clock_wall_ns() ^ ((uint64_t)getpid() << 32)) & INT64_MAX;
-	retry_policy_preset(o->policy_name, &o->policy);
-	for (unsigned i = 0; i < o->nknobs; i++)
-		if (retry_policy_set(&o->policy, o->knobs[i].name, o->knobs[i].value, err, sizeof(err)) != 0) {
-			fprintf(stderr, "ratelab hammer: %s\n", err);
-			return -1;
-		}
-	/* --no-retry and RATELAB_NO_RETRY=1 win over any policy or knob */
-	if (o->no_retry || (env != NULL && strcmp(env, "1") == 0)) {
-		o->policy_name = "none";
-		retry_policy_preset("none", &o->policy);
-	}
-	o->cfg.policy = &o->policy;
 	o->cfg.notes = o->verbose ? stderr : NULL;
 	o->cfg.progress = (!o->quiet && !o->verbose && isatty(STDERR_FILENO)) ? stderr : NULL;
 	o->cfg.cancel = &cancel_flag;
@@ -522,18 +427,13 @@ int hammer_main(int argc, char **argv)
 	struct hammer_opts o;
 	struct hammer_result r;
 	struct sigaction sa = { 0 }, old_sa;
-	char err[ERRLEN];
+	char err[2 * ERRLEN];
 	int rc;
 
-	set_defaults(&o);
-	rc = parse_args(&o, argc, argv);
-	if (rc == 0)
-		rc = finish_opts(&o);
+	rc = parse_args(&o, argc, argv, err, sizeof(err));
 	if (rc != 0) {
-		if (rc == 1)
-			usage(stdout);
 		expect_free(o.expect);
-		return rc == 1 ? 0 : 2;
+		return cli_exit(&HAMMER_CLI, rc, err);
 	}
 	if (hammer_result_init(&r, o.cfg.interval_ns) != 0) {
 		fprintf(stderr, "ratelab hammer: out of memory\n");

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/httpdate.h"
 #include "common/prng.h"
@@ -457,18 +458,18 @@ fail:
 	return NULL;
 }
 
-/* The rows array (root array, or root object's "cases") and the RNG seed. */
-static json_t *table_rows(json_t *root, uint64_t *seed)
+/* The rows array (root array, or root object's "cases") and the RNG seed (a given one wins). */
+static json_t *table_rows(json_t *root, int64_t given, uint64_t *seed)
 {
 	json_t *s;
 
-	*seed = 1;
+	*seed = given >= 0 ? (uint64_t)given : 1;
 	if (json_is_array(root))
 		return root;
 	if (!json_is_object(root))
 		return NULL;
 	s = json_object_get(root, "rng_seed");
-	if (json_is_integer(s) && json_integer_value(s) >= 0)
+	if (given < 0 && json_is_integer(s) && json_integer_value(s) >= 0)
 		*seed = (uint64_t)json_integer_value(s);
 	return json_is_array(json_object_get(root, "cases")) ? json_object_get(root, "cases") : NULL;
 }
@@ -507,8 +508,8 @@ static int replay(const char *path, json_t *rows, const struct row_lines *rl, ui
 	return rc;
 }
 
-int cases_run_file(const char *path, FILE *out, unsigned *passed, unsigned *failed, char *err,
-                   size_t errlen)
+int cases_run_file(const char *path, int64_t seed_given, FILE *out, unsigned *passed, unsigned *failed,
+                   char *err, size_t errlen)
 {
 	struct row_lines rl = { 0 };
 	unsigned counts[2] = { 0, 0 };
@@ -525,7 +526,7 @@ int cases_run_file(const char *path, FILE *out, unsigned *passed, unsigned *fail
 		snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
 		goto free_text;
 	}
-	rows = table_rows(root, &seed);
+	rows = table_rows(root, seed_given, &seed);
 	if (rows == NULL || json_array_size(rows) == 0 || json_array_size(rows) > CASES_MAX_ROWS) {
 		snprintf(err, errlen, "%s:1: want a non-empty array of rows, or {\"cases\": [...]}", path);
 		goto free_root;
@@ -549,10 +550,12 @@ free_text:
 
 static void cases_usage(FILE *f)
 {
-	fprintf(f, "usage: ratelab cases FILE\n\n"
+	fprintf(f, "usage: ratelab cases FILE [--seed N]\n\n"
 	        "Replays a retry-cases table (JSON) through the retry-policy engine with a fixed RNG\n"
 	        "and prints 'ok' or 'FAIL' per row, then 'N passed, N failed'.  Exit: 0 all pass,\n"
 	        "1 a row failed, 2 usage error or malformed table (named as FILE:LINE).\n\n"
+	        "  --seed N   replay with RNG seed N instead of the table's \"rng_seed\" (default 1):\n"
+	        "             a row whose wait bounds are right passes under any seed\n\n"
 	        "Row: {\"id\", \"seed\", \"rule\", \"name\", \"policy\": preset, \"set\": {knob: value},\n"
 	        "  \"method\", \"idempotent\", \"status\" + \"headers\" | \"error\": refused|reset|timeout|other,\n"
 	        "  \"attempt\", \"elapsed_ms\", \"waited_ms\", \"prev_wait_ms\", \"blind_waits\", \"now\",\n"
@@ -561,35 +564,35 @@ static void cases_usage(FILE *f)
 	        "Presets: %s.\n", retry_preset_names());
 }
 
+struct cases_opts {
+	const char *path;
+	uint64_t seed;
+	bool seed_given;
+};
+
+static const struct cli_option CASES_OPTIONS[] = {
+	{ "--seed", CLI_U64, CLI_FIELD(struct cases_opts, seed), .max = INT64_MAX,
+	  CLI_GIVEN(struct cases_opts, seed_given) },
+	{ "FILE", CLI_STRING, CLI_FIELD(struct cases_opts, path), .required = true },
+	{ NULL },
+};
+
+static const struct cli_command CASES_CLI = { "cases", cases_usage };
+
 int cases_main(int argc, char **argv)
 {
-	const char *path = NULL;
+	struct cases_opts o = { 0 };
+	struct cli_group g = { CASES_OPTIONS, &o };
 	unsigned passed = 0, failed = 0;
-	char err[512];
+	char err[1024], why[512];
+	int rc = cli_parse(&CASES_CLI, &g, 1, argc, argv, err, sizeof(err));
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			cases_usage(stdout);
-			return 0;
-		}
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "ratelab cases: unknown option '%s' (try --help)\n", argv[i]);
-			return 2;
-		}
-		if (path != NULL) {
-			fprintf(stderr, "ratelab cases: one FILE only, got '%s' too\n", argv[i]);
-			return 2;
-		}
-		path = argv[i];
-	}
-	if (path == NULL) {
-		fprintf(stderr, "ratelab cases: missing FILE (try --help)\n");
-		return 2;
-	}
-	if (cases_run_file(path, stdout, &passed, &failed, err, sizeof(err)) != 0) {
+	if (rc != 0)
+		return cli_exit(&CASES_CLI, rc, err);
+	if (cases_run_file(o.path, o.seed_given ? (int64_t)o.seed : -1, stdout, &passed, &failed, why,
+	                   sizeof(why)) != 0) {
 		fflush(stdout);
-		fprintf(stderr, "ratelab cases: %s\n", err);
-		return 2;
+		return cli_exit(&CASES_CLI, cli_fail(err, sizeof(err), "cases", "%s", why), err);
 	}
 	return failed > 0 ? 1 : 0;
 }

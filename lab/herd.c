@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
-#include "common/parse.h"
 #include "hammer/engine.h"
 #include "lab/herd_occ.h"
 #include "lab/herd_report.h"
@@ -80,124 +80,118 @@ static size_t discard(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
-static int bad(const char *flag, const char *value, const char *why)
+/* Append the comma-separated names of list, each a built-in or a preset; why filled on -1. */
+static int add_policies(struct herd_opts *o, const char *list, char *why, size_t wl)
 {
-	fprintf(stderr, "ratelab herd: %s: bad value '%s'%s%s\n", flag, value, why ? ": " : "", why ? why : "");
-	return 2;
-}
+	char buf[512], inner[256], *save = NULL, *tok;
+	size_t before = o->npolicies;
+	struct herd_knobs def;
+	struct retry_policy probe;
 
-static int add_policies(struct herd_opts *o, const char *list, const char *flag)
-{
-	char buf[512], *save = NULL, *tok;
-
-	if (strlen(list) >= sizeof(buf) || !*list)
-		return bad(flag, list, NULL);
+	if (strlen(list) >= sizeof(buf))
+		return snprintf(why, wl, "is too long"), -1;
 	strcpy(buf, list);
+	herd_knobs_defaults(HERD_WORKLOAD_REQUEST, &def);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (o->npolicies == HERD_MAX_POLICIES || strlen(tok) >= sizeof(o->policies[0]))
-			return bad(flag, list, "too many or too long");
+		if (o->npolicies == HERD_MAX_POLICIES)
+			return snprintf(why, wl, "is one too many (at most %d policies)", HERD_MAX_POLICIES), -1;
+		if (strlen(tok) >= sizeof(o->policies[0]))
+			return snprintf(why, wl, "has a name longer than %zu bytes", sizeof(o->policies[0]) - 1), -1;
+		if (herd_policy(tok, &def, HERD_WORKLOAD_REQUEST, &probe, inner, sizeof(inner)) != 0)
+			return snprintf(why, wl, "names an unknown policy '%s' (%s, or a preset: %s)", tok,
+			                HERD_DEFAULT_POLICIES, retry_preset_names()), -1;
 		strcpy(o->policies[o->npolicies++], tok);
 	}
+	if (o->npolicies == before)
+		return snprintf(why, wl, "is not a list of policies such as none,full"), -1;
 	return 0;
 }
 
-static int opt_u64(const char *flag, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+static int opt_policies(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
 {
-	char err[160];
+	struct herd_opts *o = base;
 
-	return parse_u64(v, min, max, out, err, sizeof(err)) == 0 ? 0 : bad(flag, v, NULL);
-}
-
-static int opt_dur(const char *flag, const char *v, uint64_t *out, bool *set)
-{
-	char err[160];
-
-	if (parse_duration(v, out, err, sizeof(err)) != 0)
-		return bad(flag, v, NULL);
-	if (set)
-		*set = true;
-	return 0;
-}
-
-static int opt_workload(struct herd_opts *o, const char *v)
-{
-	if (strcmp(v, "request") == 0)
-		o->workload = HERD_WORKLOAD_REQUEST;
-	else if (strcmp(v, "occ") == 0)
-		o->workload = HERD_WORKLOAD_OCC;
-	else
-		return bad("--workload", v, "want request or occ");
-	return 0;
-}
-
-/* Every herd flag takes a value; the list tells a missing value from an unknown flag. */
-static bool known_flag(const char *f)
-{
-	static const char *const FLAGS[] = {
-		"--policies", "--policy", "--clients", "--seed", "--workload", "--report", "--url", "--path",
-		"--base", "--cap", "--max-time", "--max-attempts", "--limiter", "--limit", "--burst", "--delay",
-	};
-
-	for (size_t i = 0; i < sizeof(FLAGS) / sizeof(FLAGS[0]); i++)
-		if (strcmp(f, FLAGS[i]) == 0)
-			return true;
-	return false;
-}
-
-/* One flag and its value; returns 0, or 2 after printing the one-line error. */
-static int opt_one(struct herd_opts *o, const char *f, const char *v)
-{
-	uint64_t n;
-	char err[160];
-
-	if (strcmp(f, "--policies") == 0) {
+	if (strcmp(opt->name, "--policies") == 0)
 		o->npolicies = 0;
-		return add_policies(o, v, f);
-	}
-	if (strcmp(f, "--policy") == 0)
-		return add_policies(o, v, f);
-	if (strcmp(f, "--clients") == 0) {
-		if (opt_u64(f, v, 1, 100000, &n) != 0)
-			return 2;
-		o->clients = (uint32_t)n;
-		return 0;
-	}
-	if (strcmp(f, "--seed") == 0)
-		return opt_u64(f, v, 0, UINT64_MAX, &o->seed);
-	if (strcmp(f, "--workload") == 0)
-		return opt_workload(o, v);
-	if (strcmp(f, "--report") == 0)
-		return (o->report_dir = v, 0);
-	if (strcmp(f, "--url") == 0)
-		return (o->url = v, 0);
-	if (strcmp(f, "--path") == 0)
-		return v[0] == '/' ? (o->path = v, 0) : bad(f, v, "must start with /");
-	if (strcmp(f, "--base") == 0)
-		return opt_dur(f, v, &o->knobs.base_ns, &o->base_set);
-	if (strcmp(f, "--cap") == 0)
-		return opt_dur(f, v, &o->knobs.cap_ns, &o->cap_set);
-	if (strcmp(f, "--max-time") == 0)
-		return opt_dur(f, v, &o->max_ns, NULL) != 0 ? 2 : o->max_ns ? 0 : bad(f, v, "must be > 0");
-	if (strcmp(f, "--max-attempts") == 0) {
-		if (opt_u64(f, v, 1, 10000, &n) != 0)
-			return 2;
-		o->knobs.max_attempts = (unsigned)n;
-		o->attempts_set = true;
-		return 0;
-	}
-	if (strcmp(f, "--limiter") == 0)
-		return limiter_find(v) ? (o->limiter = v, o->limiter_set = true, 0) : bad(f, v, limiter_names());
-	if (strcmp(f, "--limit") == 0)
-		return opt_u64(f, v, 1, 1000000000, &o->limit);
-	if (strcmp(f, "--burst") == 0)
-		return opt_u64(f, v, 1, 1000000000, &o->burst);
-	if (strcmp(f, "--delay") == 0)
-		return occ_delay_parse(v, &o->delay, err, sizeof(err)) == 0 ? 0 : bad(f, v, NULL);
-	return 2;  /* not reached: opts_parse lets known flags only */
+	return add_policies(o, v, why, wl);
 }
+
+/* --url: an http:// or https:// URL with a host, found bad before any DNS lookup or run. */
+static int opt_url(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	CURLU *h = NULL;
+	char *host = NULL;
+	bool ok = !cli_has_crlf(v) && (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0) &&
+	          (h = curl_url()) != NULL && curl_url_set(h, CURLUPART_URL, v, 0) == CURLUE_OK &&
+	          curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK && host[0] != '\0';
+
+	(void)opt;
+	curl_free(host);
+	curl_url_cleanup(h);
+	if (!ok)
+		return snprintf(why, wl, "is not an http:// or https:// URL with a host"), -1;
+	((struct herd_opts *)base)->url = v;
+	return 0;
+}
+
+static int opt_path(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	(void)opt;
+	if (v[0] != '/' || cli_has_crlf(v) || strchr(v, ' ') != NULL)
+		return snprintf(why, wl, "is not a path such as /api (a leading /, no space, CR or LF)"), -1;
+	((struct herd_opts *)base)->path = v;
+	return 0;
+}
+
+static int opt_limiter(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	(void)opt;
+	if (!limiter_find(v))
+		return snprintf(why, wl, "is not one of %s", limiter_names()), -1;
+	((struct herd_opts *)base)->limiter = v;
+	return 0;
+}
+
+static int opt_delay(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	(void)opt;
+	if (occ_delay_parse(v, &((struct herd_opts *)base)->delay, NULL, 0) != 0)
+		return snprintf(why, wl, "is not a delay such as 20ms or 20ms\xc2\xb1" "5ms"), -1;
+	return 0;
+}
+
+_Static_assert(HERD_WORKLOAD_REQUEST == 0 && HERD_WORKLOAD_OCC == 1, "WORKLOADS follows enum herd_workload");
+static const char *const WORKLOADS[] = { "request", "occ", NULL };
+
+#define HO(member) CLI_FIELD(struct herd_opts, member)
+
+static const struct cli_option HERD_OPTIONS[] = {
+	{ "--policies", CLI_CUSTOM, .fn = opt_policies },
+	{ "--policy", CLI_CUSTOM, .fn = opt_policies },
+	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = 100000 },
+	{ "--seed", CLI_U64, HO(seed), .max = UINT64_MAX },
+	{ "--workload", CLI_CHOICE, HO(workload), .words = WORKLOADS },
+	{ "--report", CLI_STRING, HO(report_dir) },
+	{ "--url", CLI_CUSTOM, .fn = opt_url },
+	{ "--path", CLI_CUSTOM, .fn = opt_path },
+	{ "--base", CLI_DURATION, HO(knobs.base_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, base_set) },
+	{ "--cap", CLI_DURATION, HO(knobs.cap_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, cap_set) },
+	{ "--max-time", CLI_DURATION, HO(max_ns), .min = 1, .max = UINT64_MAX },
+	{ "--max-attempts", CLI_U64, HO(knobs.max_attempts), .min = 1, .max = 10000,
+	  CLI_GIVEN(struct herd_opts, attempts_set) },
+	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, CLI_GIVEN(struct herd_opts, limiter_set) },
+	{ "--limit", CLI_U64, HO(limit), .min = 1, .max = 1000000000 },
+	{ "--burst", CLI_U64, HO(burst), .min = 1, .max = 1000000000 },
+	{ "--delay", CLI_CUSTOM, .fn = opt_delay },
+	{ NULL },
+};
+
+static const struct cli_command HERD_CLI = { "herd", usage };
 
 static void opts_defaults(struct herd_opts *o)
 {
+	char why[128];
+
 	memset(o, 0, sizeof(*o));
 	o->limiter = "token-bucket";
 	o->limit = 50;
@@ -206,32 +200,49 @@ static void opts_defaults(struct herd_opts *o)
 	o->seed = 1;
 	o->path = "/";
 	o->max_ns = 60 * NS_PER_SEC;
-	add_policies(o, HERD_DEFAULT_POLICIES, "--policies");
+	add_policies(o, HERD_DEFAULT_POLICIES, why, sizeof(why));
 }
 
-/* Parse argv; returns 0, 1 for --help (done), or 2 on a usage error. */
+/* --report DIR: an existing directory, or one that can be made; before anything runs. */
+static int check_report_dir(const char *dir, char *err, size_t errlen)
+{
+	char parent[4096];
+	const char *slash;
+	struct stat st;
+
+	if (dir == NULL)
+		return 0;
+	if (dir[0] == '\0')
+		return cli_bad_value(err, errlen, "herd", "--report", dir, "cannot be made (an empty path)");
+	if (stat(dir, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : cli_bad_value(err, errlen, "herd", "--report", dir,
+		                                                "cannot be made (a file is in the way)");
+	if (errno == ENOENT) {
+		slash = strrchr(dir, '/');
+		if (slash == NULL)
+			snprintf(parent, sizeof(parent), ".");
+		else
+			snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
+		if (access(parent, W_OK | X_OK) == 0)
+			return 0;
+	}
+	return cli_bad_value(err, errlen, "herd", "--report", dir, "cannot be made (%s)", strerror(errno));
+}
+
+/* Parse argv; returns 0, 1 for --help (done), or 2 on a usage error (reported). */
 static int opts_parse(struct herd_opts *o, int argc, char **argv)
 {
+	struct cli_group g = { HERD_OPTIONS, o };
 	struct herd_knobs def;
+	char err[640];
+	int rc;
 
 	opts_defaults(o);
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 1;
-		}
-		if (!known_flag(argv[i])) {
-			fprintf(stderr, "ratelab herd: unknown option '%s' (try 'ratelab herd --help')\n", argv[i]);
-			return 2;
-		}
-		if (i + 1 >= argc) {
-			fprintf(stderr, "ratelab herd: %s: missing value\n", argv[i]);
-			return 2;
-		}
-		if (opt_one(o, argv[i], argv[i + 1]) != 0)
-			return 2;
-		i++;
-	}
+	rc = cli_parse(&HERD_CLI, &g, 1, argc, argv, err, sizeof(err));
+	if (rc == 0)
+		rc = check_report_dir(o->report_dir, err, sizeof(err));
+	if (rc != 0)
+		return cli_exit(&HERD_CLI, rc, err) == 0 ? 1 : 2;
 	herd_knobs_defaults(o->workload, &def);
 	o->knobs.base_ns = o->base_set ? o->knobs.base_ns : def.base_ns;
 	o->knobs.cap_ns = o->cap_set ? o->knobs.cap_ns : def.cap_ns;

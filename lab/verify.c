@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
-#include "common/parse.h"
 #include "lab/verify_grade.h"
 #include "server/handlers/scenario.h"
 #include "server/server.h"
@@ -70,60 +70,32 @@ static void usage(FILE *f)
 	        scenario_builtin_names(), verify_grade_names());
 }
 
-/* Parse a flag with a value; returns 0, -1 on a bad value (message printed). */
-static int opt_value(struct verify_opts *o, const char *flag, const char *v)
-{
-	char err[200];
+static const struct cli_option VERIFY_OPTIONS[] = {
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario), .required = true },
+	{ "--expect", CLI_STRING, CLI_FIELD(struct verify_opts, expect) },
+	{ "--json", CLI_STRING, CLI_FIELD(struct verify_opts, json) },
+	{ "--clients", CLI_U64, CLI_FIELD(struct verify_opts, clients), .min = 1, .max = VERIFY_MAX_CLIENTS },
+	{ "--timeout", CLI_DURATION, CLI_FIELD(struct verify_opts, timeout_ns), .min = 1, .max = UINT64_MAX },
+	{ "--quiet", CLI_BOOL, CLI_FIELD(struct verify_opts, quiet) },
+	{ "COMMAND", CLI_REST, CLI_FIELD(struct verify_opts, cmd), .required = true },
+	{ NULL },
+};
 
-	if (strcmp(flag, "--scenario") == 0)
-		o->scenario = v;
-	else if (strcmp(flag, "--expect") == 0)
-		o->expect = v;
-	else if (strcmp(flag, "--json") == 0)
-		o->json = v;
-	else if (strcmp(flag, "--clients") == 0 && parse_u64(v, 1, VERIFY_MAX_CLIENTS, &o->clients, err, sizeof(err)) < 0)
-		return fprintf(stderr, "ratelab verify: --clients: %s\n", err), -1;
-	else if (strcmp(flag, "--timeout") == 0 &&
-	         (parse_duration(v, &o->timeout_ns, err, sizeof(err)) < 0 || o->timeout_ns == 0))
-		return o->timeout_ns ? fprintf(stderr, "ratelab verify: --timeout: %s\n", err)
-		                     : fprintf(stderr, "ratelab verify: --timeout '%s': must be > 0\n", v), -1;
-	return 0;
-}
+static const struct cli_command VERIFY_CLI = { "verify", usage };
 
-/* Returns 0 to run, 1 after --help, 2 on a usage error (message printed). */
-static int parse_args(struct verify_opts *o, int argc, char **argv)
+/* Returns 0 to run, or -1 / 1 for cli_exit (err filled on -1). */
+static int parse_args(struct verify_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
-	static const char *const VALUED[] = { "--scenario", "--expect", "--json", "--clients", "--timeout" };
-	int i;
+	struct cli_group g = { VERIFY_OPTIONS, o };
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	o->clients = 1;
 	o->timeout_ns = VERIFY_DEFAULT_TIMEOUT_NS;
-	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		size_t k = 0;
-
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-			return usage(stdout), 1;
-		if (strcmp(argv[i], "--quiet") == 0) {
-			o->quiet = true;
-			continue;
-		}
-		while (k < 5 && strcmp(argv[i], VALUED[k]) != 0)
-			k++;
-		if (k == 5)
-			return fprintf(stderr, "ratelab verify: unknown option '%s' (COMMAND goes after --)\n", argv[i]), 2;
-		if (i + 1 >= argc)
-			return fprintf(stderr, "ratelab verify: %s needs a value\n", argv[i]), 2;
-		if (opt_value(o, argv[i], argv[i + 1]) < 0)
-			return 2;
-		i++;
-	}
-	if (!o->scenario)
-		return fprintf(stderr, "ratelab verify: --scenario is required (try --help)\n"), 2;
-	if (i >= argc - 1)
-		return fprintf(stderr, "ratelab verify: no COMMAND: write it after --\n"), 2;
-	o->cmd = argv + i + 1;
-	return 0;
+	rc = cli_parse(&VERIFY_CLI, &g, 1, argc, argv, err, errlen);
+	if (rc == 0)
+		rc = cli_check_output(err, errlen, "verify", "--json", o->json);
+	return rc;
 }
 
 /* argv with every "$RATELAB_URL" replaced by url (malloc'd strings; NULL on OOM). */
@@ -347,6 +319,7 @@ static int report(const struct verify_opts *o, struct scenario *sc, const struct
 	struct verify_grade_verdict *v = calloc(nex, sizeof(*v));
 	FILE *f = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
 	size_t n = scenario_arrivals(sc, log, SCENARIO_LOG_MAX, NULL), held = 0;
+	int rc;
 
 	if (!v)
 		return 1;
@@ -365,10 +338,12 @@ static int report(const struct verify_opts *o, struct scenario *sc, const struct
 		fprintf(f, "%s  %-24s %s\n", v[i].pass ? "PASS" : "FAIL", v[i].name, v[i].evidence);
 	}
 	fprintf(f, "%zu of %zu expectations hold\n", held, nex);
-	if (o->json && write_json(o, sc, run, v, nex, held == nex) < 0)
-		fprintf(stderr, "ratelab verify: cannot write --json %s\n", o->json);
+	/* The verdicts are the product: a result file that could not be written fails the run. */
+	rc = o->json && write_json(o, sc, run, v, nex, held == nex) < 0 ? -1 : held == nex ? 0 : 1;
+	if (rc < 0)
+		fprintf(stderr, "ratelab verify: --json: cannot write '%s'\n", o->json);
 	free(v);
-	return held == nex ? 0 : 1;
+	return rc < 0 ? 1 : rc;
 }
 
 static struct server *start_server(struct scenario *sc, const struct verify_opts *o, struct server_config *cfg)
@@ -408,18 +383,18 @@ int verify_main(int argc, char **argv)
 	struct server_config *cfg = NULL;
 	struct scenario *sc;
 	struct server *srv;
-	char err[600];
+	char err[600], why[400];
 	size_t nex;
-	int rc = parse_args(&o, argc, argv);
+	int rc = parse_args(&o, argc, argv, err, sizeof(err));
 
 	if (rc != 0)
-		return rc == 1 ? 0 : 2;
-	if (!(sc = scenario_new(o.scenario, err, sizeof(err))))
-		return fprintf(stderr, "ratelab verify: --scenario '%s': %s\n", o.scenario, err), 2;
+		return cli_exit(&VERIFY_CLI, rc, err);
+	if (!(sc = scenario_new(o.scenario, why, sizeof(why))))
+		return cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "--scenario: %s", why), err);
 	rc = 2;
 	if (verify_grade_parse(o.expect ? o.expect : scenario_default_expect(sc), ex, VERIFY_GRADE_MAX_EXPECT, &nex,
-	                       err, sizeof(err)) < 0) {
-		fprintf(stderr, "ratelab verify: %s\n", err);
+	                       why, sizeof(why)) < 0) {
+		rc = cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "%s", why), err);
 		goto free_sc;
 	}
 	rc = 1;

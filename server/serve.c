@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/server.h"
@@ -35,74 +36,106 @@ static void summary(struct server *srv, uint64_t ran_ns, int sig)
 	fflush(stdout);
 }
 
-int serve_main(int argc, char **argv)
+/* serve's flags that belong to no other module. */
+struct serve_opts {
+	const char *scenario;  /* --scenario NAME|FILE (server/handlers/scenario.h) */
+};
+
+static const struct cli_option SERVE_OPTIONS[] = {
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct serve_opts, scenario) },
+	{ NULL },
+};
+
+static void usage(FILE *f)
 {
-	struct server_config *cfg = malloc(sizeof(*cfg));
+	server_usage(f);
+	occ_route_usage(f);
+	store_redis_cli_usage(f);
+	scenario_usage(f);
+}
+
+static const struct cli_command SERVE_CLI = { "serve", usage };
+
+/* What serve wires together: the server's config and the parts its flags configure. */
+struct serve_parts {
+	struct server_args args;        /* the server's own flags and config */
+	struct occ_route occ;           /* /occ and --delay (server/handlers/occ.h) */
+	struct store_redis_cli store;   /* --store, --store-prefix, --store-failure (server/store/store_redis.h) */
+	struct scenario *scn;           /* --scenario (server/handlers/scenario.h) */
+};
+
+/*
+ * Every serve flag, in one pass over the tables of the server, /occ, the
+ * Redis store and the command itself; then the scenario it names.  Returns 0
+ * to run, or -1 / 1 for cli_exit with err filled.
+ */
+static int parse(struct serve_parts *p, int argc, char **argv, char *err, size_t errlen)
+{
+	struct serve_opts o = { NULL };
+	const struct cli_group groups[] = {
+		{ server_args_options, &p->args }, { occ_route_options, &p->occ },
+		{ store_redis_cli_options, &p->store }, { SERVE_OPTIONS, &o },
+	};
+	char why[400];
+	int rc;
+
+	server_args_init(&p->args);
+	store_redis_cli_init(&p->store);
+	rc = cli_parse(&SERVE_CLI, groups, sizeof(groups) / sizeof(groups[0]), argc, argv, err, errlen);
+	if (rc == 0)
+		rc = server_args_finish(&p->args, err, errlen);
+	if (rc == 0 && o.scenario != NULL && !(p->scn = scenario_new(o.scenario, why, sizeof(why))))
+		rc = cli_fail(err, errlen, "serve", "--scenario: %s", why);
+	return rc;
+}
+
+/* Hook /occ, the store and the scenario into the config; 0, or the exit code after a message. */
+static int wire(struct serve_parts *p)
+{
+	struct server_config *cfg = &p->args.cfg;
+	char msg[512];
+
+	p->occ.seed = cfg->seed;
+	if (!(p->occ.occ = occ_new()) || occ_route_register(cfg, &p->occ) != 0) {
+		fprintf(stderr, "ratelab serve: cannot add /occ\n");
+		return 1;
+	}
+	if (p->store.o.url != NULL) {
+		p->store.o.quiet = cfg->quiet;
+		cfg->store_new = store_redis_cli_store;
+		cfg->store_ctx = &p->store;
+	} else if (server_config_fit_keys(cfg, phys_memory(), msg, sizeof(msg)) != 0) {
+		fprintf(stderr, "%s\n", msg);
+		return 2;
+	} else if (msg[0] != '\0' && !cfg->quiet) {
+		fprintf(stderr, "%s\n", msg);
+	}
+	if (p->scn && scenario_register(cfg, p->scn) != 0) {
+		fprintf(stderr, "ratelab serve: cannot add the scenario\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Start, say where, wait for SIGINT/SIGTERM, drain and summarise; the exit code. */
+static int run(const struct server_config *cfg)
+{
 	struct server *srv;
-	struct occ_route occ = { 0 };  /* /occ and --delay (server/occ.h) */
-	struct store_redis_cli store;  /* --store, --store-prefix, --store-failure (server/store_redis.h) */
-	struct scenario *scn = NULL;   /* --scenario (server/scenario.h) */
 	char err[512];
 	sigset_t set;
-	int rc = 2, sig = 0;
+	int sig = 0;
 	uint64_t t0;
 
-	if (!cfg)
-		return 1;
-	if (occ_route_from_args(&occ, &argc, argv, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ratelab serve: %s\n", err);
-		goto free_cfg;
-	}
-	if (store_redis_cli_from_args(&store, &argc, argv, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ratelab serve: %s\n", err);
-		goto free_cfg;
-	}
-	if (scenario_from_args(&scn, &argc, argv, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ratelab serve: %s\n", err);
-		goto free_cfg;
-	}
-	rc = server_config_from_args(cfg, argc, argv, err, sizeof(err));
-	if (rc != 0) {
-		if (rc == 1)
-			server_usage(stdout), occ_route_usage(stdout), store_redis_cli_usage(stdout), scenario_usage(stdout);
-		else
-			fprintf(stderr, "%s\n", err);
-		rc = rc == 1 ? 0 : 2;
-		goto free_cfg;
-	}
 	/* Block the signals before MHD starts its threads, so only sigwait sees them. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	occ.seed = cfg->seed;
-	if (!(occ.occ = occ_new()) || occ_route_register(cfg, &occ) != 0) {
-		fprintf(stderr, "ratelab serve: cannot add /occ\n");
-		rc = 1;
-		goto free_cfg;
-	}
-	if (store.o.url != NULL) {
-		store.o.quiet = cfg->quiet;
-		cfg->store_new = store_redis_cli_store;
-		cfg->store_ctx = &store;
-	} else if (server_config_fit_keys(cfg, phys_memory(), err, sizeof(err)) != 0) {
-		fprintf(stderr, "%s\n", err);
-		rc = 2;
-		goto free_cfg;
-	} else if (err[0] != '\0' && !cfg->quiet) {
-		fprintf(stderr, "%s\n", err);
-	}
-	if (scn && scenario_register(cfg, scn) != 0) {
-		fprintf(stderr, "ratelab serve: cannot add the scenario\n");
-		rc = 1;
-		goto free_cfg;
-	}
 	srv = server_start(cfg, err, sizeof(err));
 	if (!srv) {
 		fprintf(stderr, "ratelab serve: %s\n", err);
-		rc = 1;
-		goto free_cfg;
+		return 1;
 	}
 	t0 = clock_monotonic_ns();
 	/* An IPv6 address goes in brackets in a URL. */
@@ -114,10 +147,24 @@ int serve_main(int argc, char **argv)
 	server_drain(srv);
 	summary(srv, clock_monotonic_ns() - t0, sig);
 	server_stop(srv);
-	rc = 0;
-free_cfg:
-	occ_free(occ.occ);
-	scenario_free(scn);
-	free(cfg);
+	return 0;
+}
+
+int serve_main(int argc, char **argv)
+{
+	struct serve_parts *p = calloc(1, sizeof(*p));
+	char err[1024];
+	int rc;
+
+	if (!p)
+		return 1;
+	rc = parse(p, argc, argv, err, sizeof(err));
+	if (rc != 0)
+		rc = cli_exit(&SERVE_CLI, rc, err);
+	else if ((rc = wire(p)) == 0)
+		rc = run(&p->args.cfg);
+	occ_free(p->occ.occ);
+	scenario_free(p->scn);
+	free(p);
 	return rc;
 }

@@ -4,8 +4,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/store/store.h"
@@ -90,235 +92,151 @@ void server_usage(FILE *f)
 	        limiter_names());
 }
 
-struct arg_ctx {
-	struct server_config *c;
-	char *err;
-	size_t errlen;
-	const char *config_path;
-	bool limiter_set;
-};
-
-static int bad(struct arg_ctx *a, const char *flag, const char *value, const char *why)
+static int opt_bind(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	snprintf(a->err, a->errlen, "ratelab serve: %s '%s': %s", flag, value, why);
-	return -1;
-}
+	struct server_args *a = base;
+	struct in6_addr addr;
 
-/* A parse_* message already quotes the value: name only the flag. */
-static int bad_parsed(struct arg_ctx *a, const char *flag, const char *why)
-{
-	snprintf(a->err, a->errlen, "ratelab serve: %s: %s", flag, why);
-	return -1;
-}
-
-static int num(struct arg_ctx *a, const char *flag, const char *v, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char why[160];
-
-	if (parse_u64(v, min, max, out, why, sizeof(why)) < 0)
-		return bad_parsed(a, flag, why);
+	(void)o;
+	if (strlen(v) >= sizeof(a->cfg.bind) ||
+	    (inet_pton(AF_INET, v, &addr) != 1 && inet_pton(AF_INET6, v, &addr) != 1))
+		return snprintf(why, wl, "is not an IPv4 or IPv6 address"), -1;
+	snprintf(a->cfg.bind, sizeof(a->cfg.bind), "%s", v);
 	return 0;
 }
 
-static int dur(struct arg_ctx *a, const char *flag, const char *v, uint64_t *out)
+static int opt_limiter(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	char why[160];
+	struct config_route *r = &((struct server_args *)base)->cfg.routes[0];
 
-	if (parse_duration(v, out, why, sizeof(why)) < 0)
-		return bad_parsed(a, flag, why);
-	if (*out == 0)
-		return bad(a, flag, v, "must be more than 0");
+	(void)o;
+	if (!limiter_find(v))
+		return snprintf(why, wl, "is not one of %s", limiter_names()), -1;
+	snprintf(r->limiter, sizeof(r->limiter), "%s", v);
 	return 0;
 }
 
-static int pick(struct arg_ctx *a, const char *flag, const char *v, const char *const *names, int *out)
+static int opt_layer(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	char why[160];
+	struct limiter_params *p = &((struct server_args *)base)->cfg.routes[0].params;
 
-	for (int i = 0; names[i]; i++)
-		if (strcmp(v, names[i]) == 0) {
-			*out = i;
-			return 0;
-		}
-	snprintf(why, sizeof(why), "must be one of");
-	for (int i = 0; names[i]; i++)
-		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s %s", i ? "," : "", names[i]);
-	return bad(a, flag, v, why);
-}
-
-static int opt_layer(struct arg_ctx *a, const char *v)
-{
-	struct limiter_params *p = &a->c->routes[0].params;
-	char why[160];
-
+	(void)o;
 	if (p->nlayers >= LIMITER_MAX_LAYERS)
-		return bad(a, "--layer", v, "at most 8 layers");
-	if (parse_rate(v, &p->layers[p->nlayers].limit, &p->layers[p->nlayers].window_ns, why, sizeof(why)) < 0)
-		return bad_parsed(a, "--layer", why);
+		return snprintf(why, wl, "is one too many (at most %d layers)", LIMITER_MAX_LAYERS), -1;
+	if (parse_rate(v, &p->layers[p->nlayers].limit, &p->layers[p->nlayers].window_ns, NULL, 0) < 0)
+		return snprintf(why, wl, "is not a rate such as 5/s or 30/1m"), -1;
 	p->nlayers++;
 	return 0;
 }
 
-static int opt_limits(struct arg_ctx *a, const char *f, const char *v)
+static int opt_key(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	struct config_route *r = &a->c->routes[0];
-	uint64_t n;
+	struct server_config *c = &((struct server_args *)base)->cfg;
 
-	if (strcmp(f, "--limiter") == 0) {
-		if (!limiter_find(v))
-			return bad(a, f, v, "unknown limiter");
-		snprintf(r->limiter, sizeof(r->limiter), "%s", v);
-		a->limiter_set = true;
-		return 0;
-	}
-	if (strcmp(f, "--limit") == 0)
-		return num(a, f, v, 1, UINT32_MAX, &r->params.limit);
-	if (strcmp(f, "--burst") == 0)
-		return num(a, f, v, 1, UINT32_MAX, &r->params.burst);
-	if (strcmp(f, "--window") == 0)
-		return dur(a, f, v, &r->params.window_ns);
-	if (strcmp(f, "--layer") == 0)
-		return opt_layer(a, v);
-	if (strcmp(f, "--status") == 0) {
-		if (num(a, f, v, 429, 503, &n) < 0 || (n != 429 && n != 503))
-			return bad(a, f, v, "must be 429 or 503");
-		a->c->reject_status = (int)n;
-		return 0;
-	}
-	return 1;
-}
-
-static int opt_modes(struct arg_ctx *a, const char *f, const char *v)
-{
-	static const char *const ra[] = { "seconds", "http-date", "none", NULL };
-	static const char *const hd[] = { "none", "ietf", "legacy", "both", NULL };
-	struct server_config *c = a->c;
-	char why[160];
-	int i;
-
-	if (strcmp(f, "--key") == 0) {
-		if (config_parse_key(v, &c->key, c->key_header, sizeof(c->key_header), why, sizeof(why)) < 0)
-			return bad(a, f, v, "must be global, ip or header:NAME");
-		return 0;
-	}
-	if (strcmp(f, "--retry-after") == 0) {
-		if (pick(a, f, v, ra, &i) < 0)
-			return -1;
-		c->retry_after = (enum headers_retry_after)i;
-		return 0;
-	}
-	if (strcmp(f, "--headers") == 0) {
-		if (pick(a, f, v, hd, &i) < 0)
-			return -1;
-		c->headers = (enum headers_mode)i;
-		return 0;
-	}
-	if (strcmp(f, "--faults") == 0) {
-		if (faults_parse(v, &c->faults, why, sizeof(why)) < 0)
-			return bad(a, f, v, why);
-		return 0;
-	}
-	if (strcmp(f, "--bind") == 0) {
-		struct in6_addr addr;
-
-		if (strlen(v) >= sizeof(c->bind) ||
-		    (inet_pton(AF_INET, v, &addr) != 1 && inet_pton(AF_INET6, v, &addr) != 1))
-			return bad(a, f, v, "not an IPv4 or IPv6 address");
-		snprintf(c->bind, sizeof(c->bind), "%s", v);
-		return 0;
-	}
-	return 1;
-}
-
-static int opt_bounds(struct arg_ctx *a, const char *f, const char *v)
-{
-	struct server_config *c = a->c;
-	uint64_t n;
-
-	if (strcmp(f, "--port") == 0) {
-		if (num(a, f, v, 0, 65535, &n) < 0)
-			return -1;
-		c->port = (unsigned)n;
-	} else if (strcmp(f, "--threads") == 0) {
-		if (num(a, f, v, 1, 64, &n) < 0)
-			return -1;
-		c->threads = (unsigned)n;
-	} else if (strcmp(f, "--max-keys") == 0) {
-		c->max_keys_set = true;
-		return num(a, f, v, 1, 1ULL << 32, &c->max_keys);
-	} else if (strcmp(f, "--max-key-memory") == 0) {
-		char why[160];
-
-		if (parse_bytes(v, 1 << 20, SERVER_KEY_MEMORY_MAX, &c->max_key_memory, why, sizeof(why)) < 0)
-			return bad_parsed(a, f, why);
-	} else if (strcmp(f, "--max-connections") == 0) {
-		if (num(a, f, v, 1, 1000000, &n) < 0)
-			return -1;
-		c->max_connections = (unsigned)n;
-	} else if (strcmp(f, "--max-body") == 0) {
-		if (num(a, f, v, 0, 1ULL << 30, &n) < 0)
-			return -1;
-		c->max_body = (size_t)n;
-	} else if (strcmp(f, "--connection-timeout") == 0) {
-		return dur(a, f, v, &c->connection_timeout_ns);
-	} else if (strcmp(f, "--seed") == 0) {
-		return num(a, f, v, 0, UINT64_MAX, &c->seed);
-	} else if (strcmp(f, "--config") == 0) {
-		a->config_path = v;
-	} else {
-		return 1;
-	}
+	(void)o;
+	if (config_parse_key(v, &c->key, c->key_header, sizeof(c->key_header), NULL, 0) < 0)
+		return snprintf(why, wl, "is not one of global, ip, header:NAME"), -1;
 	return 0;
 }
 
-/* Apply one "--flag value"; returns 0, -1 (error), or 1 when the flag is unknown. */
-static int apply(struct arg_ctx *a, const char *f, const char *v)
+static int opt_status(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	int rc = opt_limits(a, f, v);
+	(void)o;
+	if (strcmp(v, "429") != 0 && strcmp(v, "503") != 0)
+		return snprintf(why, wl, "is not one of 429, 503"), -1;
+	((struct server_args *)base)->cfg.reject_status = atoi(v);
+	return 0;
+}
 
-	if (rc == 1)
-		rc = opt_modes(a, f, v);
-	if (rc == 1)
-		rc = opt_bounds(a, f, v);
-	return rc;
+static int opt_faults(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	char inner[160];
+
+	(void)o;
+	if (faults_parse(v, &((struct server_args *)base)->cfg.faults, inner, sizeof(inner)) < 0)
+		return snprintf(why, wl, "is not a fault list: %s", inner), -1;
+	return 0;
+}
+
+static int opt_key_memory(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	char lo[32], hi[32];
+
+	(void)o;
+	if (parse_bytes(v, 1 << 20, SERVER_KEY_MEMORY_MAX, &((struct server_args *)base)->cfg.max_key_memory, NULL,
+	                0) == 0)
+		return 0;
+	parse_format_bytes(1 << 20, lo, sizeof(lo));
+	parse_format_bytes(SERVER_KEY_MEMORY_MAX, hi, sizeof(hi));
+	return snprintf(why, wl, "is not a size such as 64M or 1G from %s to %s", lo, hi), -1;
+}
+
+static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
+static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
+
+#define SA(member) CLI_FIELD(struct server_args, member)
+
+const struct cli_option server_args_options[] = {
+	{ "--bind", CLI_CUSTOM, .fn = opt_bind },
+	{ "--port", CLI_U64, SA(cfg.port), .max = 65535 },
+	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, CLI_GIVEN(struct server_args, limiter_set) },
+	{ "--limit", CLI_U64, SA(cfg.routes[0].params.limit), .min = 1, .max = UINT32_MAX },
+	{ "--window", CLI_DURATION, SA(cfg.routes[0].params.window_ns), .min = 1, .max = UINT64_MAX },
+	{ "--burst", CLI_U64, SA(cfg.routes[0].params.burst), .min = 1, .max = UINT32_MAX },
+	{ "--layer", CLI_CUSTOM, .fn = opt_layer },
+	{ "--key", CLI_CUSTOM, .fn = opt_key },
+	{ "--status", CLI_CUSTOM, .fn = opt_status },
+	{ "--retry-after", CLI_CHOICE, SA(cfg.retry_after), .words = RETRY_AFTER_WORDS },
+	{ "--headers", CLI_CHOICE, SA(cfg.headers), .words = HEADERS_WORDS },
+	{ "--threads", CLI_U64, SA(cfg.threads), .min = 1, .max = 64 },
+	{ "--max-keys", CLI_U64, SA(cfg.max_keys), .min = 1, .max = 1ULL << 32,
+	  CLI_GIVEN(struct server_args, cfg.max_keys_set) },
+	{ "--max-key-memory", CLI_CUSTOM, .fn = opt_key_memory },
+	{ "--max-connections", CLI_U64, SA(cfg.max_connections), .min = 1, .max = 1000000 },
+	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX },
+	{ "--max-body", CLI_U64, SA(cfg.max_body), .max = 1ULL << 30 },
+	{ "--faults", CLI_CUSTOM, .fn = opt_faults },
+	{ "--query-faults", CLI_BOOL, SA(cfg.query_faults) },
+	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },
+	{ "--config", CLI_STRING, SA(config_path) },
+	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
+	{ NULL },
+};
+
+void server_args_init(struct server_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	server_config_defaults(&a->cfg);
 }
 
 /* The route "/" from --limiter/--limit/--layer...: layers imply the layered limiter. */
-static int finish_default_route(struct arg_ctx *a)
+static int finish_default_route(struct server_args *a, char *err, size_t errlen)
 {
-	struct config_route *r = &a->c->routes[0];
-	char why[200], val[24];
+	struct config_route *r = &a->cfg.routes[0];
+	char why[200];
 
 	if (r->params.nlayers > 0 && !a->limiter_set)
 		snprintf(r->limiter, sizeof(r->limiter), "layered");
 	if (r->params.nlayers > 0 && strcmp(r->limiter, "layered") != 0)
-		return bad(a, "--limiter", r->limiter, "--layer works only with --limiter layered");
+		return cli_bad_value(err, errlen, "serve", "--limiter", r->limiter, "does not take --layer (only layered does)");
 	if (strcmp(r->limiter, "layered") == 0 && r->params.nlayers == 0)
-		return bad(a, "--limiter", "layered", "needs at least one --layer RATE");
+		return cli_bad_value(err, errlen, "serve", "--limiter", "layered", "needs at least one --layer RATE");
 	/* A burst below the limit is legitimate (a bucket smaller than one window's quota): allowed. */
-	if (limiter_params_check(limiter_find(r->limiter), &r->params, why, sizeof(why)) < 0) {
-		bool burst = strstr(why, "--burst") != NULL;
-
-		snprintf(val, sizeof(val), "%llu", (unsigned long long)(burst ? r->params.burst : r->params.limit));
-		return bad(a, burst ? "--burst" : "--limit", val, why);
-	}
+	if (limiter_params_check(limiter_find(r->limiter), &r->params, why, sizeof(why)) < 0)
+		return cli_fail(err, errlen, "serve", "%s", why);
 	return 0;
 }
 
 /* Routes of --config go after "/"; a "/" route in the file replaces the command line's. */
-static int load_config(struct arg_ctx *a)
+static int load_config(struct server_args *a, char *err, size_t errlen)
 {
 	struct config_route routes[CONFIG_MAX_ROUTES];
-	struct server_config *c = a->c;
+	struct server_config *c = &a->cfg;
+	char why[400];
 	size_t n = 0;
 
-	if (config_load(a->config_path, routes, CONFIG_MAX_ROUTES, &n, a->err, a->errlen) < 0) {
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "ratelab serve: --config %s", a->err);
-		snprintf(a->err, a->errlen, "%s", msg);
-		return -1;
-	}
+	if (config_load(a->config_path, routes, CONFIG_MAX_ROUTES, &n, why, sizeof(why)) < 0)
+		return cli_fail(err, errlen, "serve", "--config: %s", why);
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(routes[i].prefix, "/") == 0)
 			c->routes[0] = routes[i];
@@ -328,40 +246,34 @@ static int load_config(struct arg_ctx *a)
 	return 0;
 }
 
+int server_args_finish(struct server_args *a, char *err, size_t errlen)
+{
+	if (finish_default_route(a, err, errlen) < 0)
+		return -1;
+	return a->config_path ? load_config(a, err, errlen) : 0;
+}
+
+static void serve_usage_only(FILE *f)
+{
+	server_usage(f);
+}
+
 int server_config_from_args(struct server_config *c, int argc, char **argv, char *err, size_t errlen)
 {
-	struct arg_ctx a = { c, err, errlen, NULL, false };
+	static const struct cli_command SERVE = { "serve", serve_usage_only };
+	struct server_args *a = malloc(sizeof(*a));
+	struct cli_group g = { server_args_options, a };
+	int rc;
 
-	server_config_defaults(c);
-	for (int i = 1; i < argc; i++) {
-		char flag[64];
-		const char *arg = argv[i], *eq = strchr(arg, '='), *v;
-		int rc;
-
-		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
-			return 1;
-		if (strcmp(arg, "--query-faults") == 0 || strcmp(arg, "--quiet") == 0) {
-			if (strcmp(arg, "--quiet") == 0)
-				c->quiet = true;
-			else
-				c->query_faults = true;
-			continue;
-		}
-		if (strncmp(arg, "--", 2) != 0 || (eq && (size_t)(eq - arg) >= sizeof(flag)))
-			return bad(&a, arg, "", "unknown option (see --help)");
-		snprintf(flag, sizeof(flag), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
-		v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-		if (!v)
-			return bad(&a, flag, "", "needs a value");
-		rc = apply(&a, flag, v);
-		if (rc == 1)
-			return bad(&a, flag, v, "unknown option (see --help)");
-		if (rc < 0)
-			return -1;
-	}
-	if (finish_default_route(&a) < 0)
-		return -1;
-	return a.config_path ? load_config(&a) : 0;
+	if (a == NULL)
+		return cli_fail(err, errlen, "serve", "out of memory");
+	server_args_init(a);
+	rc = cli_parse(&SERVE, &g, 1, argc, argv, err, errlen);
+	if (rc == 0)
+		rc = server_args_finish(a, err, errlen);
+	*c = a->cfg;
+	free(a);
+	return rc;
 }
 
 /* Bytes one key takes across every route's table; "what" names the costliest route's limiter. */

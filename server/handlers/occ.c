@@ -210,32 +210,18 @@ int occ_route_register(struct server_config *c, struct occ_route *r)
 	return server_config_add_stateful_handler(c, "/occ", occ_route_handler, occ_route_reset, r);
 }
 
-int occ_route_from_args(struct occ_route *r, int *argc, char **argv, char *err, size_t errlen)
+static int opt_delay(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	int out = 1;
-
-	for (int i = 1; i < *argc; i++) {
-		const char *v = NULL;
-
-		if (strcmp(argv[i], "--delay") == 0) {
-			if (i + 1 >= *argc) {
-				snprintf(err, errlen, "--delay: missing value");
-				return -1;
-			}
-			v = argv[++i];
-		} else if (strncmp(argv[i], "--delay=", 8) == 0) {
-			v = argv[i] + 8;
-		} else {
-			argv[out++] = argv[i];
-			continue;
-		}
-		if (occ_delay_parse(v, &r->delay, err, errlen) != 0)
-			return -1;
-	}
-	*argc = out;
-	argv[out] = NULL;
+	(void)o;
+	if (occ_delay_parse(v, &((struct occ_route *)base)->delay, NULL, 0) != 0)
+		return snprintf(why, wl, "is not a delay such as 20ms or 20ms\xc2\xb1" "5ms"), -1;
 	return 0;
 }
+
+const struct cli_option occ_route_options[] = {
+	{ "--delay", CLI_CUSTOM, .fn = opt_delay },
+	{ NULL },
+};
 
 void occ_route_usage(FILE *f)
 {

@@ -76,12 +76,8 @@ void occ_route_reset(void *ctx);
  */
 int occ_route_register(struct server_config *c, struct occ_route *r);
 
-/*
- * Take `--delay MEAN[±SD]` (and `--delay=V`) out of a `ratelab serve` argv,
- * parsing it into r->delay; *argc shrinks.  Returns 0, or -1 with one line
- * naming the flag and value in err.  Call before server_config_from_args.
- */
-int occ_route_from_args(struct occ_route *r, int *argc, char **argv, char *err, size_t errlen);
+/* `ratelab serve --delay MEAN[±SD]`: the flag table over a struct occ_route (common/cli.h). */
+extern const struct cli_option occ_route_options[];
 
 /* The --delay line of `ratelab serve --help`. */
 void occ_route_usage(FILE *f);

@@ -507,41 +507,6 @@ static int handle_log(struct server *srv, void *ctx, const struct server_request
 	return out->body ? 0 : -1;
 }
 
-int scenario_from_args(struct scenario **out, int *argc, char **argv, char *err, size_t errlen)
-{
-	char why[400];
-	int j = 1;
-
-	*out = NULL;
-	for (int i = 1; i < *argc; i++) {
-		const char *v;
-
-		if (strncmp(argv[i], "--scenario=", 11) == 0) {
-			v = argv[i] + 11;
-		} else if (strcmp(argv[i], "--scenario") == 0) {
-			v = i + 1 < *argc ? argv[++i] : NULL;
-		} else {
-			argv[j++] = argv[i];
-			continue;
-		}
-		if (!v || *out) {
-			snprintf(err, errlen, "--scenario: %s", *out ? "given twice" : "needs NAME or FILE");
-			goto fail;
-		}
-		if (!(*out = scenario_new(v, why, sizeof(why)))) {
-			snprintf(err, errlen, "--scenario '%.100s': %s", v, why);
-			goto fail;
-		}
-	}
-	*argc = j;
-	argv[j] = NULL;
-	return 0;
-fail:
-	scenario_free(*out);
-	*out = NULL;
-	return -1;
-}
-
 void scenario_usage(FILE *f)
 {
 	fprintf(f, "\nscenario (client conformance, see 'ratelab verify --help'):\n"

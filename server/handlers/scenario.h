@@ -139,13 +139,6 @@ struct server_reply;
 int scenario_server_handler(struct server *srv, void *ctx, const struct server_request *req,
                             struct server_reply *out);
 
-/*
- * Take `--scenario NAME|FILE` out of argv (shifting the rest, updating *argc).
- * Sets *out to the loaded scenario, or NULL when the flag is absent.  Returns
- * 0, or -1 with one line naming the flag and value in err.
- */
-int scenario_from_args(struct scenario **out, int *argc, char **argv, char *err, size_t errlen);
-
 /* The --scenario lines of `ratelab serve --help`. */
 void scenario_usage(FILE *f);
 

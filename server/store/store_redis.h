@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/cli.h"
 #include "server/limit/limiter.h"
 #include "server/store/store.h"
 
@@ -85,13 +86,15 @@ struct store_redis_cli {
 	unsigned routes;
 };
 
+/* No --store given: the memory store, Redis options at their defaults. */
+void store_redis_cli_init(struct store_redis_cli *c);
+
 /*
- * Take --store URL|memory, --store-prefix P and --store-failure open|closed
- * (also --flag=value) out of argv (argv[0] is kept), leaving the rest for the
- * server's own parser.  Returns 0, or -1 with one line naming the flag and
- * value in err.  The options point into argv.
+ * The flag table over a struct store_redis_cli (common/cli.h): --store
+ * URL|memory, --store-prefix P, --store-failure open|closed.  The options
+ * point into argv.
  */
-int store_redis_cli_from_args(struct store_redis_cli *c, int *argc, char **argv, char *err, size_t errlen);
+extern const struct cli_option store_redis_cli_options[];
 
 /* The --help lines of those flags. */
 void store_redis_cli_usage(FILE *f);

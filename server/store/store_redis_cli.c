@@ -1,7 +1,6 @@
 /* `ratelab serve --store/--store-prefix/--store-failure`: the Redis store's flags (store_redis.h). */
 #include "server/store/store_redis.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,76 +16,47 @@ void store_redis_cli_usage(FILE *f)
 	           STORE_REDIS_DEFAULT_PREFIX);
 }
 
-/* The value of flag `name` at argv[*i] (as "--name V" or "--name=V"), or NULL when argv[*i] is not it. */
-static const char *cli_flag(const char *name, int argc, char **argv, int *i, bool *missing)
+/* --store memory | redis://HOST:PORT[/DB]; a URL is checked now, connected to at start. */
+static int opt_store(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
-static int cli_apply(struct store_redis_cli *c, const char *flag, const char *v, char *err, size_t errlen)
-{
-	char host[256];
+	struct store_redis_cli *c = base;
+	char host[256], inner[200];
 	int port, db;
 
-	if (strcmp(flag, "--store-failure") == 0)
-		return store_redis_parse_failure(v, &c->o.fail_closed, err, errlen);
-	if (strcmp(flag, "--store-prefix") == 0) {
-		if (strlen(v) >= 100 || strpbrk(v, " \t\r\n") != NULL) {
-			snprintf(err, errlen, "--store-prefix: bad value '%s' (at most 99 bytes, no spaces)", v);
-			return -1;
-		}
-		c->o.prefix = v;
-		return 0;
-	}
+	(void)o;
 	if (strcmp(v, "memory") == 0) {
 		c->o.url = NULL;
 		return 0;
 	}
-	if (store_redis_parse_url(v, host, sizeof(host), &port, &db, err, errlen) < 0)
-		return -1;
+	if (store_redis_parse_url(v, host, sizeof(host), &port, &db, inner, sizeof(inner)) < 0)
+		return snprintf(why, wl, "is not memory or redis://HOST:PORT[/DB]"), -1;
 	c->o.url = v;
 	return 0;
 }
 
-int store_redis_cli_from_args(struct store_redis_cli *c, int *argc, char **argv, char *err, size_t errlen)
+static int opt_prefix(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
-	static const char *const flags[] = { "--store-prefix", "--store-failure", "--store" };
-	int out = 1;
+	(void)o;
+	if (strlen(v) >= 100 || strpbrk(v, " \t\r\n") != NULL)
+		return snprintf(why, wl, "is not a key prefix (at most 99 bytes, no spaces)"), -1;
+	((struct store_redis_cli *)base)->o.prefix = v;
+	return 0;
+}
 
+static const char *const FAILURE_MODES[] = { "open", "closed", NULL };  /* o.fail_closed */
+
+const struct cli_option store_redis_cli_options[] = {
+	{ "--store", CLI_CUSTOM, .fn = opt_store },
+	{ "--store-prefix", CLI_CUSTOM, .fn = opt_prefix },
+	{ "--store-failure", CLI_CHOICE, CLI_FIELD(struct store_redis_cli, o.fail_closed), .words = FAILURE_MODES },
+	{ NULL },
+};
+
+void store_redis_cli_init(struct store_redis_cli *c)
+{
 	memset(c, 0, sizeof(*c));
 	store_redis_options_init(&c->o);
 	c->o.seed = clock_wall_ns();
-	for (int i = 1; i < *argc; i++) {
-		const char *v = NULL, *flag = NULL;
-		bool missing = false;
-
-		for (size_t f = 0; f < 3 && v == NULL && !missing; f++)
-			if ((v = cli_flag(flags[f], *argc, argv, &i, &missing)) != NULL || missing)
-				flag = flags[f];
-		if (missing) {
-			snprintf(err, errlen, "%s: missing value", flag);
-			return -1;
-		}
-		if (v == NULL)
-			argv[out++] = argv[i];
-		else if (cli_apply(c, flag, v, err, errlen) < 0)
-			return -1;
-	}
-	*argc = out;
-	argv[out] = NULL;
-	return 0;
 }
 
 struct store *store_redis_cli_store(void *ctx, const struct limiter_ops *ops, const struct limiter_params *p,

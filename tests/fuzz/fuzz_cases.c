@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ftruncate(memfd, 0) != 0 || pwrite(memfd, data, size, 0) != (ssize_t)size)
 		abort();
 	err[0] = '\0';
-	if (cases_run_file(path, NULL, &passed, &failed, err, sizeof(err)) != 0) {
+	if (cases_run_file(path, -1, NULL, &passed, &failed, err, sizeof(err)) != 0) {
 		if (err[0] == '\0')
 			abort();
 		return 0;

@@ -68,21 +68,24 @@ START_TEST(cli_exit_codes)
 		const char *a[] = { "cases", good, good, NULL };
 		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
 		ck_assert_int_eq(r.status, 2);
-		ck_assert_ptr_nonnull(strstr(r.err, "one FILE only"));
-		ck_assert(testutil_one_line(r.err));
+		char want[600];
+
+		snprintf(want, sizeof(want), "ratelab cases: unexpected argument '%s'\n", good);
+		ck_assert_str_eq(r.err, want);
 		testutil_run_free(&r);
 	}
 	{
 		const char *a[] = { "cases", "--frobnicate", NULL };
 		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
 		ck_assert_int_eq(r.status, 2);
-		ck_assert_str_eq(r.err, "ratelab cases: unknown option '--frobnicate' (try --help)\n");
+		ck_assert_str_eq(r.err, "ratelab cases: unknown option '--frobnicate'\n");
 		testutil_run_free(&r);
 	}
 	{
 		const char *a[] = { "cases", NULL };
 		ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
 		ck_assert_int_eq(r.status, 2);
+		ck_assert_str_eq(r.err, "ratelab cases: missing FILE\n");
 		testutil_run_free(&r);
 	}
 	{

@@ -268,18 +268,40 @@ START_TEST(usage_errors_exit_2)
 		{ "hammer", "--method", "get", NULL }, { "hammer", "--retry-on", "99x", NULL },
 		{ "hammer", "--budget", "ratio=x", NULL }, { "hammer", "--arrivals", "poisson", NULL },
 	};
-	static const char *const name[] = { "--bogus", "--requests", "--concurrency", "--policy", "backoff",
-	                                    "--timeout", "--expect", "--requests", "--start", "URL",
-	                                    "Port number", "No host", "--connect-timeout", "--json", "--plot",
-	                                    "--rate", "--header", "--method", "--retry-on", "--budget",
-	                                    "needs --rate" };
+	static const char *const line[] = {
+		"ratelab hammer: unknown option '--bogus'\n",
+		"ratelab hammer: --requests: 'x' is not a number from 1 to 18446744073709551614\n",
+		"ratelab hammer: --concurrency: '0' is not a number from 1 to 1000000\n",
+		"ratelab hammer: --policy: 'nope' is not one of none, lab, signaldb, wasm, saia, aws-standard, grpc, naive, "
+		"sre-adaptive\n",
+		"ratelab hammer: --backoff: 'sideways' is not one of none, constant, exponential, full, equal, decorrelated, "
+		"randomized\n",
+		"ratelab hammer: --timeout: '5' is not a duration of at least 1ms\n",
+		"ratelab hammer: --expect: 'ok>>3' is not a list of checks such as ok>=30,429<=5,wall<=10s (keys: a status, "
+		"ok, failed, requests, calls, retries, errors, wall)\n",
+		"ratelab hammer: --requests needs a value\n",
+		"ratelab hammer: --start: 'later' is not one of now, herd\n",
+		"ratelab hammer: URL: 'ftp://x/' is not an http:// or https:// URL\n",
+		"ratelab hammer: URL: 'http://127.0.0.1:99999/' is not a valid URL (Port number was not a decimal number "
+		"between 0 and 65535)\n",
+		"ratelab hammer: URL: 'http://' is not a valid URL (No host part in the URL)\n",
+		"ratelab hammer: --connect-timeout: '0' is not a duration of at least 1ms\n",
+		"ratelab hammer: --json: '/nonexistent-dir/x.json' cannot be written (No such file or directory)\n",
+		"ratelab hammer: --plot: '/nonexistent-dir/x.svg' cannot be written (No such file or directory)\n",
+		"ratelab hammer: --rate: 'x' is not a rate such as 50, 2.5 or 30/1m (0.001 to 1e+07 per second)\n",
+		"ratelab hammer: --header: 'nocolon' is not a header such as 'Name: value'\n",
+		"ratelab hammer: --method: 'get' is not an upper-case method such as GET or POST\n",
+		"ratelab hammer: --retry-on: '99x' is not a list of statuses 100-599, conn and timeout\n",
+		"ratelab hammer: --budget: 'ratio=x' is not a budget such as ratio=0.2,min=10,window=10s, on, "
+		"sre,k=2,window=2m or none\n",
+		"ratelab hammer: --arrivals poisson needs --rate\n",
+	};
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(testutil_run(&r, (const char *const *)bad[i], NULL, RUN_MS), 0);
 		ck_assert_msg(r.status == 2, "%s %s: exit %d", bad[i][1], bad[i][2] ? bad[i][2] : "", r.status);
-		ck_assert_msg(strstr(r.err, name[i]) != NULL, "'%s' does not name %s", r.err, name[i]);
-		ck_assert_msg(testutil_one_line(r.err), "not one line: '%s'", r.err);
+		ck_assert_str_eq(r.err, line[i]);
 		ck_assert_str_eq(r.out, "");
 		testutil_run_free(&r);
 	}
@@ -508,7 +530,7 @@ START_TEST(too_many_urls_exit_2)
 		args[i] = "http://127.0.0.1:1/";
 	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
 	ck_assert_int_eq(r.status, 2);
-	ck_assert_str_eq(r.err, "ratelab hammer: URL 'http://127.0.0.1:1/': too many URLs (at most 16)\n");
+	ck_assert_str_eq(r.err, "ratelab hammer: URL: 'http://127.0.0.1:1/' is one too many (at most 16)\n");
 	testutil_run_free(&r);
 }
 END_TEST

@@ -490,28 +490,29 @@ START_TEST(cli_errors)
 	testutil_run_free(&r);
 	ck_assert_int_eq(testutil_run(&r, badn, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);
-	ck_assert_str_eq(r.err, "ratelab herd: --clients: bad value 'zero'\n");
+	ck_assert_str_eq(r.err, "ratelab herd: --clients: 'zero' is not a number from 1 to 100000\n");
 	testutil_run_free(&r);
 	ck_assert_int_eq(testutil_run(&r, badp, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "unknown policy 'jittery'"));
-	ck_assert_ptr_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);  /* one line */
+	ck_assert_str_eq(r.err, "ratelab herd: --policies: 'full,jittery' names an unknown policy 'jittery' "
+	                        "(none,exponential,full,equal,decorrelated, or a preset: none, lab, signaldb, wasm, "
+	                        "saia, aws-standard, grpc, naive, sre-adaptive)\n");
 	testutil_run_free(&r);
 	ck_assert_int_eq(testutil_run(&r, badw, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);
-	ck_assert_str_eq(r.err, "ratelab herd: --workload: bad value 'write': want request or occ\n");
+	ck_assert_str_eq(r.err, "ratelab herd: --workload: 'write' is not one of request, occ\n");
 	testutil_run_free(&r);
 	ck_assert_int_eq(testutil_run(&r, bogus, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);
-	ck_assert_str_eq(r.err, "ratelab herd: unknown option '--bogus' (try 'ratelab herd --help')\n");
+	ck_assert_str_eq(r.err, "ratelab herd: unknown option '--bogus'\n");
 	testutil_run_free(&r);
 	ck_assert_int_eq(testutil_run(&r, extra, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);
-	ck_assert_str_eq(r.err, "ratelab herd: unknown option 'extra' (try 'ratelab herd --help')\n");
+	ck_assert_str_eq(r.err, "ratelab herd: unexpected argument 'extra'\n");
 	testutil_run_free(&r);
 	ck_assert_int_eq(testutil_run(&r, badr, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);
-	ck_assert_str_eq(r.err, "ratelab herd: --report '/nonexistent-dir/report': No such file or directory\n");
+	ck_assert_str_eq(r.err, "ratelab herd: --report: '/nonexistent-dir/report' cannot be made (No such file or directory)\n");
 	ck_assert_str_eq(r.out, "");
 	testutil_run_free(&r);
 }

@@ -413,37 +413,47 @@ END_TEST
 
 START_TEST(bad_flags_exit_2)
 {
-	static const char *const bad[][4] = {
-		{ "--limit", "abc", "--limit", "abc" },   { "--status", "404", "--status", "404" },
-		{ "--headers", "xml", "--headers", "xml" }, { "--key", "cookie", "--key", "cookie" },
-		{ "--retry-after", "later", "--retry-after", "later" }, { "--faults", "teapot:5", "--faults", "teapot" },
-		{ "--window", "0", "--window", "'0'" },   { "--bogus", "1", "--bogus", "" },
-		{ "--limiter", "magic", "--limiter", "magic" }, { "--threads", "0", "--threads", "'0'" },
-		{ "--connection-timeout", "soon", "--connection-timeout", "soon" },
-		{ "--bind", "localhost", "localhost", "not an IPv4 or IPv6 address" },
-		{ "--scenario=nope", NULL, "--scenario", "nope" },
-		{ "--delay", NULL, "--delay", "missing value" },
-		{ "--port", "70000", "--port", "out of range" }, { "--max-keys", "0", "--max-keys", "out of range" },
-		{ "--max-connections", "0", "--max-connections", "out of range" },
-		{ "--max-body", "x", "--max-body", "not a whole number" }, { "--burst", "0", "--burst", "out of range" },
-		{ "--store-failure", "sideways", "--store-failure", "want open or closed" },
-		{ "--layer", "5", "--layer", "bad rate" },
-		{ "--limiter", "layered", "layered", "needs at least one --layer" },
-		{ "--config", "/nonexistent-dir/routes.json", "/nonexistent-dir/routes.json", "cannot open" },
+	/* { flag, value or NULL (the flag alone, last on the line), the whole of stderr } */
+	static const char *const bad[][3] = {
+		{ "--limit", "abc", "ratelab serve: --limit: 'abc' is not a number from 1 to 4294967295\n" },
+		{ "--status", "404", "ratelab serve: --status: '404' is not one of 429, 503\n" },
+		{ "--headers", "xml", "ratelab serve: --headers: 'xml' is not one of none, ietf, legacy, both\n" },
+		{ "--key", "cookie", "ratelab serve: --key: 'cookie' is not one of global, ip, header:NAME\n" },
+		{ "--retry-after", "later", "ratelab serve: --retry-after: 'later' is not one of seconds, http-date, none\n" },
+		{ "--faults", "teapot:5", "ratelab serve: --faults: 'teapot:5' is not a fault list: unknown fault "
+		                          "'teapot' (STATUS, reset, no-retry-after, delay=DUR)\n" },
+		{ "--window", "0", "ratelab serve: --window: '0' is not a duration above 0\n" },
+		{ "--bogus", "1", "ratelab serve: unknown option '--bogus'\n" },
+		{ "--limiter", "magic", "ratelab serve: --limiter: 'magic' is not one of token-bucket, leaky-bucket, "
+		                        "fixed-window, sliding-log, sliding-window, gcra, concurrency, layered, none\n" },
+		{ "--threads", "0", "ratelab serve: --threads: '0' is not a number from 1 to 64\n" },
+		{ "--connection-timeout", "soon", "ratelab serve: --connection-timeout: 'soon' is not a duration above 0\n" },
+		{ "--bind", "localhost", "ratelab serve: --bind: 'localhost' is not an IPv4 or IPv6 address\n" },
+		{ "--scenario=nope", NULL, "ratelab serve: --scenario: 'nope' is neither a built-in scenario "
+		                           "(retry-after-seconds, retry-after-date, no-retry-after, retry-after-too-long, "
+		                           "post-503, post-429, server-errors, persistent-429, layered) nor a readable file\n" },
+		{ "--delay", NULL, "ratelab serve: --delay needs a value\n" },
+		{ "--delay", "20", "ratelab serve: --delay: '20' is not a delay such as 20ms or 20ms\xc2\xb1" "5ms\n" },
+		{ "--port", "70000", "ratelab serve: --port: '70000' is not a number from 0 to 65535\n" },
+		{ "--max-keys", "0", "ratelab serve: --max-keys: '0' is not a number from 1 to 4294967296\n" },
+		{ "--max-connections", "0", "ratelab serve: --max-connections: '0' is not a number from 1 to 1000000\n" },
+		{ "--max-body", "x", "ratelab serve: --max-body: 'x' is not a number from 0 to 1073741824\n" },
+		{ "--burst", "0", "ratelab serve: --burst: '0' is not a number from 1 to 4294967295\n" },
+		{ "--store-failure", "sideways", "ratelab serve: --store-failure: 'sideways' is not one of open, closed\n" },
+		{ "--layer", "5", "ratelab serve: --layer: '5' is not a rate such as 5/s or 30/1m\n" },
+		{ "--limiter", "layered", "ratelab serve: --limiter: 'layered' needs at least one --layer RATE\n" },
+		{ "--config", "/nonexistent-dir/routes.json", "ratelab serve: --config: /nonexistent-dir/routes.json: cannot open\n" },
+		{ "--quiet=yes", NULL, "ratelab serve: --quiet takes no value\n" },
 	};
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		/* A NULL value: the flag alone, last on the line. */
 		const char *args[] = { "serve", "--port", "0", bad[i][0], bad[i][1], NULL };
 		const char *val = bad[i][1] ? bad[i][1] : "";
 
 		ck_assert_int_eq(testutil_run(&r, args, NULL, 5000), 0);
 		ck_assert_msg(r.status == 2, "%s %s: exit %d", bad[i][0], val, r.status);
-		ck_assert_msg(strstr(r.err, bad[i][2]) && strstr(r.err, bad[i][3]), "%s %s: stderr '%s'", bad[i][0],
-		              val, r.err);
-		ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
-		ck_assert_msg(strstr(r.err, "ratelab serve: ratelab serve") == NULL, "prefix twice: '%s'", r.err);
+		ck_assert_str_eq(r.err, bad[i][2]);
 		ck_assert_str_eq(r.out, "");
 		testutil_run_free(&r);
 	}

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lab/cases.h"
 #include "tests/harness/testutil.h"
@@ -30,7 +31,7 @@ START_TEST(replays_the_project_table)
 	char *text;
 
 	testutil_path("tests/retry-cases.json", path, sizeof(path));
-	ck_assert_msg(cases_run_file(path, out, &passed, &failed, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(cases_run_file(path, -1, out, &passed, &failed, err, sizeof(err)) == 0, "%s", err);
 	text = slurp(out);
 	ck_assert_msg(failed == 0, "%u failing rows, the first: %.300s", failed,
 	              strstr(text, "FAIL") ? strstr(text, "FAIL") : "?");
@@ -58,7 +59,7 @@ START_TEST(wrong_row_is_one_failure)
 	char *text;
 
 	testutil_path("tests/fixtures/cases-wrong.json", path, sizeof(path));
-	ck_assert_int_eq(cases_run_file(path, out, &passed, &failed, err, sizeof(err)), 0);
+	ck_assert_int_eq(cases_run_file(path, -1, out, &passed, &failed, err, sizeof(err)), 0);
 	ck_assert_uint_eq(passed, 1);
 	ck_assert_uint_eq(failed, 1);
 	text = slurp(out);
@@ -79,15 +80,58 @@ START_TEST(malformed_table_names_file_and_line)
 	char *text;
 
 	testutil_path("tests/fixtures/cases-malformed.json", path, sizeof(path));
-	ck_assert_int_eq(cases_run_file(path, out, &passed, &failed, err, sizeof(err)), -1);
+	ck_assert_int_eq(cases_run_file(path, -1, out, &passed, &failed, err, sizeof(err)), -1);
 	snprintf(want, sizeof(want), "%s:4: row 2: unknown policy 'nosuch'", path);
 	ck_assert_str_eq(err, want);
 	text = slurp(out);
 	ck_assert_str_eq(text, "");  /* nothing replayed from a malformed table */
 	free(text);
 	fclose(out);
-	ck_assert_int_eq(cases_run_file("/nonexistent/t.json", NULL, &passed, &failed, err, sizeof(err)), -1);
+	ck_assert_int_eq(cases_run_file("/nonexistent/t.json", -1, NULL, &passed, &failed, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "/nonexistent/t.json: cannot open");
+}
+END_TEST
+
+/* The table's output (its FAIL lines show the waits drawn) with seed_given. */
+static char *replay_text(const char *path, int64_t seed_given)
+{
+	unsigned passed = 0, failed = 0;
+	char err[512] = "";
+	FILE *out = tmpfile();
+	char *text;
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(cases_run_file(path, seed_given, out, &passed, &failed, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(failed, 2);
+	text = slurp(out);
+	fclose(out);
+	return text;
+}
+
+START_TEST(given_seed_replaces_the_tables)
+{
+	/* Full-jitter waits expected to be exactly 0: each row fails and prints the wait it drew. */
+	static const char TABLE[] = "{\"rng_seed\": 5, \"cases\": [\n"
+		"{\"id\": 1, \"policy\": \"signaldb\", \"method\": \"GET\", \"status\": 429, \"attempt\": 3,\n"
+		" \"expect\": {\"retry\": true, \"wait_ms\": 0}},\n"
+		"{\"id\": 2, \"policy\": \"signaldb\", \"method\": \"GET\", \"status\": 503, \"attempt\": 3,\n"
+		" \"expect\": {\"retry\": true, \"wait_ms\": 0}}]}\n";
+	char path[] = "/tmp/ratelab-cases-XXXXXX";
+	int fd = mkstemp(path);
+	char *own, *five, *six;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, TABLE, sizeof(TABLE) - 1), (ssize_t)(sizeof(TABLE) - 1));
+	close(fd);
+	own = replay_text(path, -1);
+	five = replay_text(path, 5);
+	six = replay_text(path, 6);
+	unlink(path);
+	ck_assert_str_eq(own, five);        /* the table's rng_seed is 5 */
+	ck_assert_str_ne(own, six);         /* another seed draws other waits */
+	free(own);
+	free(five);
+	free(six);
 }
 END_TEST
 
@@ -99,6 +143,7 @@ Suite *cases_suite(void)
 	tcase_add_test(tc, replays_the_project_table);
 	tcase_add_test(tc, wrong_row_is_one_failure);
 	tcase_add_test(tc, malformed_table_names_file_and_line);
+	tcase_add_test(tc, given_seed_replaces_the_tables);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;

@@ -14,11 +14,10 @@ START_TEST(bad_burst_names_value)
 	char err[512] = "";
 
 	ck_assert_int_eq(server_config_from_args(&cfg, 7, too_big, err, sizeof(err)), -1);
-	ck_assert_msg(strstr(err, "--burst '4000000000'") != NULL, "%s", err);
-	ck_assert_ptr_null(strchr(err, '\n'));
+	ck_assert_str_eq(err, "ratelab serve: token-bucket: --burst 4000000000 is too large for a 3600000000000 ns window");
 	ck_assert_int_eq(server_config_from_args(&cfg, 3, zero, err, sizeof(err)), -1);
-	/* the value once: parse_u64's message quotes it, the flag is named before it */
-	ck_assert_str_eq(err, "ratelab serve: --burst: '0' out of range (1 to 4294967295)");
+	/* the value once, after the flag */
+	ck_assert_str_eq(err, "ratelab serve: --burst: '0' is not a number from 1 to 4294967295");
 }
 END_TEST
 

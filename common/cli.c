@@ -1,0 +1,468 @@
+/* One table-driven flag parser: getopt_long semantics, one wording per mistake. */
+#include "common/cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/parse.h"
+
+#define CLI_QUOTE_MAX 120
+
+struct cli_state {
+	const struct cli_command *cmd;
+	const struct cli_group *groups;
+	size_t ngroups;
+	char *err;
+	size_t errlen;
+	bool dashdash;  /* "--" was seen: the rest is positional */
+	bool done;      /* a CLI_REST took the rest of argv */
+};
+
+typedef int (*cli_setter)(struct cli_state *st, const struct cli_option *o, void *base, const char *v);
+
+/* v with control characters escaped and cut at max bytes, so it prints on one line. */
+static void escape(const char *v, size_t max, char *out, size_t len)
+{
+	static const char HEX[] = "0123456789abcdef";
+	size_t n = 0;
+
+	for (size_t i = 0; v[i] != '\0' && n + 5 < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if (i == max) {
+			memcpy(out + n, "...", 3);
+			n += 3;
+			break;
+		}
+		if (c >= 0x20 && c != 0x7f) {
+			out[n++] = (char)c;
+			continue;
+		}
+		out[n++] = '\\';
+		if (c == '\r' || c == '\n' || c == '\t') {
+			out[n++] = c == '\r' ? 'r' : c == '\n' ? 'n' : 't';
+			continue;
+		}
+		out[n++] = 'x';
+		out[n++] = HEX[c >> 4];
+		out[n++] = HEX[c & 15];
+	}
+	out[n] = '\0';
+}
+
+static void quote(const char *v, char *out, size_t len)
+{
+	escape(v, CLI_QUOTE_MAX, out, len);
+}
+
+/* err[n..] = the formatted text with control characters escaped: whatever it quotes, one line. */
+static void append_line(char *err, size_t errlen, int n, const char *fmt, va_list ap)
+{
+	char text[1024];
+
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	vsnprintf(text, sizeof(text), fmt, ap);
+	escape(text, sizeof(text), err + n, errlen - (size_t)n);
+}
+
+static int vbad(char *err, size_t errlen, const char *cmd, const char *flag, const char *value,
+                const char *fmt, va_list ap)
+{
+	char q[4 * CLI_QUOTE_MAX + 8];
+
+	if (err == NULL || errlen == 0)
+		return -1;
+	quote(value, q, sizeof(q));
+	append_line(err, errlen, snprintf(err, errlen, "ratelab %s: %s: '%s' ", cmd, flag, q), fmt, ap);
+	return -1;
+}
+
+int cli_bad_value(char *err, size_t errlen, const char *cmd, const char *flag, const char *value,
+                  const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbad(err, errlen, cmd, flag, value, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return -1;
+	va_start(ap, fmt);
+	append_line(err, errlen, snprintf(err, errlen, "ratelab %s: ", cmd), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path)
+{
+	char dir[4096];
+	const char *slash;
+	struct stat st;
+
+	if (path == NULL || strcmp(path, "-") == 0)
+		return 0;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return cli_bad_value(err, errlen, cmd, flag, path, "cannot be written (a directory)");
+		if (access(path, W_OK) == 0)
+			return 0;
+	} else if (errno == ENOENT && path[0] != '\0') {
+		slash = strrchr(path, '/');
+		if (slash == NULL)
+			snprintf(dir, sizeof(dir), ".");
+		else
+			snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		if (access(dir, W_OK | X_OK) == 0)
+			return 0;
+	}
+	return cli_bad_value(err, errlen, cmd, flag, path, "cannot be written (%s)",
+	                     path[0] == '\0' ? "an empty path" : strerror(errno));
+}
+
+bool cli_has_crlf(const char *s)
+{
+	return s != NULL && strpbrk(s, "\r\n") != NULL;
+}
+
+/* The bad-value message for option o; returns -1. */
+static int bad(struct cli_state *st, const struct cli_option *o, const char *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbad(st->err, st->errlen, st->cmd->name, o->name, v, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void store_uint(void *p, size_t size, uint64_t v)
+{
+	uint8_t u8 = (uint8_t)v;
+	uint16_t u16 = (uint16_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	if (size == 1)
+		memcpy(p, &u8, 1);
+	else if (size == 2)
+		memcpy(p, &u16, 2);
+	else if (size == 4)
+		memcpy(p, &u32, 4);
+	else if (size == 8)
+		memcpy(p, &v, 8);
+}
+
+static uint64_t load_uint(const void *p, size_t size)
+{
+	uint8_t u8 = 0;
+	uint16_t u16 = 0;
+	uint32_t u32 = 0;
+	uint64_t u64 = 0;
+
+	if (size == 1)
+		return memcpy(&u8, p, 1), u8;
+	if (size == 2)
+		return memcpy(&u16, p, 2), u16;
+	if (size == 4)
+		return memcpy(&u32, p, 4), u32;
+	return size == 8 ? (memcpy(&u64, p, 8), u64) : 0;
+}
+
+/* ns as an exact short duration in its largest whole unit ("1ms", "90s", "1500us"). */
+static void exact_duration(uint64_t ns, char *out, size_t len)
+{
+	static const struct { const char *unit; uint64_t ns; } U[] = {
+		{ "d", 86400 * NS_PER_SEC }, { "h", 3600 * NS_PER_SEC }, { "m", 60 * NS_PER_SEC },
+		{ "s", NS_PER_SEC }, { "ms", NS_PER_MS }, { "us", NS_PER_US },
+	};
+
+	for (size_t i = 0; i < sizeof(U) / sizeof(U[0]); i++)
+		if (ns != 0 && ns % U[i].ns == 0) {
+			snprintf(out, len, "%llu%s", (unsigned long long)(ns / U[i].ns), U[i].unit);
+			return;
+		}
+	snprintf(out, len, "%lluns", (unsigned long long)ns);
+}
+
+static int set_bool(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	(void)st;
+	(void)v;
+	*(bool *)((char *)base + o->at) = true;
+	return 0;
+}
+
+static int set_call(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	char why[256] = "is not valid";
+
+	if (o->fn(base, o, v, why, sizeof(why)) == 0)
+		return 0;
+	if (v == NULL)
+		return cli_fail(st->err, st->errlen, st->cmd->name, "%s %s", o->name, why);
+	return bad(st, o, v, "%s", why);
+}
+
+static int set_string(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	(void)st;
+	*(const char **)((char *)base + o->at) = v;
+	return 0;
+}
+
+static int set_list(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	uint64_t n = load_uint((char *)base + o->count_at, o->count_size);
+
+	if (n >= o->max)
+		return bad(st, o, v, "is one too many (at most %llu)", (unsigned long long)o->max);
+	((const char **)((char *)base + o->at))[n] = v;
+	store_uint((char *)base + o->count_at, o->count_size, n + 1);
+	return 0;
+}
+
+static int set_u64(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	uint64_t n;
+
+	if (parse_u64(v, o->min, o->max, &n, NULL, 0) != 0)
+		return bad(st, o, v, "is not a number from %llu to %llu", (unsigned long long)o->min,
+		           (unsigned long long)o->max);
+	store_uint((char *)base + o->at, o->size, n);
+	return 0;
+}
+
+static int set_duration(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	char lo[32], hi[32];
+	uint64_t ns;
+
+	if (parse_duration(v, &ns, NULL, 0) == 0 && ns >= o->min && ns <= o->max) {
+		*(uint64_t *)((char *)base + o->at) = ns;
+		return 0;
+	}
+	exact_duration(o->min, lo, sizeof(lo));
+	exact_duration(o->max, hi, sizeof(hi));
+	if (o->min == 0 && o->max == UINT64_MAX)
+		return bad(st, o, v, "is not a duration such as 250ms, 2s or 1m");
+	if (o->max == UINT64_MAX)
+		return o->min == 1 ? bad(st, o, v, "is not a duration above 0")
+		                   : bad(st, o, v, "is not a duration of at least %s", lo);
+	return bad(st, o, v, "is not a duration from %s to %s", lo, hi);
+}
+
+static int set_rate(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	uint64_t count, period;
+	double r = -1;
+
+	if (strchr(v, '/') != NULL) {
+		if (parse_rate(v, &count, &period, NULL, 0) == 0)
+			r = (double)count * 1e9 / (double)period;
+	} else if (parse_double(v, 0, 1e300, &r, NULL, 0) != 0) {
+		r = -1;
+	}
+	if (!(r >= o->dmin && r <= o->dmax))
+		return bad(st, o, v, "is not a rate such as 50, 2.5 or 30/1m (%g to %g per second)", o->dmin, o->dmax);
+	*(double *)((char *)base + o->at) = r;
+	return 0;
+}
+
+static int set_double(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	double d;
+
+	if (parse_double(v, o->dmin, o->dmax, &d, NULL, 0) != 0)
+		return bad(st, o, v, "is not a number from %g to %g", o->dmin, o->dmax);
+	*(double *)((char *)base + o->at) = d;
+	return 0;
+}
+
+static int set_choice(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	char list[256] = "";
+	size_t n = 0;
+
+	for (size_t i = 0; o->words[i] != NULL; i++)
+		if (strcmp(v, o->words[i]) == 0) {
+			store_uint((char *)base + o->at, o->size, i);
+			return 0;
+		}
+	for (size_t i = 0; o->words[i] != NULL && n < sizeof(list); i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", o->words[i]);
+	return bad(st, o, v, "is not one of %s", list);
+}
+
+static int set_rest(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
+{
+	(void)st;
+	(void)o;
+	(void)base;
+	(void)v;
+	return 0;  /* cli_parse hands over the tail of argv itself */
+}
+
+static const cli_setter SETTERS[] = {
+	[CLI_BOOL] = set_bool,         [CLI_ACTION] = set_call,     [CLI_STRING] = set_string,
+	[CLI_LIST] = set_list,         [CLI_U64] = set_u64,         [CLI_DURATION] = set_duration,
+	[CLI_RATE] = set_rate,         [CLI_DOUBLE] = set_double,   [CLI_CHOICE] = set_choice,
+	[CLI_CUSTOM] = set_call,       [CLI_REST] = set_rest,
+};
+
+static bool takes_value(const struct cli_option *o)
+{
+	return o->kind != CLI_BOOL && o->kind != CLI_ACTION;
+}
+
+static bool is_positional(const struct cli_option *o)
+{
+	return o->name[0] != '-';
+}
+
+/* The option named name[0..len) (or the positional entry, for name NULL), and its group. */
+static const struct cli_option *find(const struct cli_state *st, const char *name, size_t len, size_t *group)
+{
+	for (size_t g = 0; g < st->ngroups; g++)
+		for (const struct cli_option *o = st->groups[g].options; o->name != NULL; o++) {
+			bool hit = name == NULL ? is_positional(o)
+			                        : !is_positional(o) && strlen(o->name) == len && memcmp(o->name, name, len) == 0;
+
+			if (hit) {
+				*group = g;
+				return o;
+			}
+		}
+	return NULL;
+}
+
+static int apply(struct cli_state *st, const struct cli_option *o, size_t g, const char *v)
+{
+	void *base = st->groups[g].base;
+
+	if (SETTERS[o->kind](st, o, base, v) != 0)
+		return -1;
+	if (o->given_at != 0)
+		*(bool *)((char *)base + o->given_at - 1) = true;
+	return 0;
+}
+
+/* argv[*i] is "--name" or "--name=value"; may consume argv[*i + 1]. */
+static int take_flag(struct cli_state *st, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *eq = strchr(a, '='), *v = eq ? eq + 1 : NULL;
+	const struct cli_option *o;
+	size_t g, len = eq ? (size_t)(eq - a) : strlen(a);
+	char q[4 * CLI_QUOTE_MAX + 8];
+
+	o = a[1] == '-' ? find(st, a, len, &g) : NULL;
+	if (o == NULL) {
+		char name[4 * CLI_QUOTE_MAX + 8];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(len < CLI_QUOTE_MAX ? len : CLI_QUOTE_MAX + 1), a);
+		quote(name, q, sizeof(q));
+		return cli_fail(st->err, st->errlen, st->cmd->name, "unknown option '%s'", q);
+	}
+	if (!takes_value(o) && eq != NULL)
+		return cli_fail(st->err, st->errlen, st->cmd->name, "%s takes no value", o->name);
+	if (takes_value(o) && v == NULL) {
+		if (*i + 1 >= argc)
+			return cli_fail(st->err, st->errlen, st->cmd->name, "%s needs a value", o->name);
+		v = argv[++*i];
+	}
+	return apply(st, o, g, v);
+}
+
+/* A positional argument, or (CLI_REST after "--") the whole tail argv + i. */
+static int take_positional(struct cli_state *st, char **argv, int i, size_t *nargs)
+{
+	char q[4 * CLI_QUOTE_MAX + 8];
+	size_t g;
+	const struct cli_option *o = find(st, NULL, 0, &g);
+	bool rest = o != NULL && o->kind == CLI_REST;
+
+	if (o == NULL || (o->kind == CLI_STRING && *nargs == 1) || (rest && !st->dashdash)) {
+		quote(argv[i], q, sizeof(q));
+		return cli_fail(st->err, st->errlen, st->cmd->name, "unexpected argument '%s'%s%s%s", q,
+		                rest ? " (" : "", rest ? o->name : "", rest ? " goes after --)" : "");
+	}
+	(*nargs)++;
+	if (rest) {
+		*(char ***)((char *)st->groups[g].base + o->at) = argv + i;
+		st->done = true;
+		return 0;
+	}
+	return apply(st, o, g, argv[i]);
+}
+
+/* Whether flag o was given: its CLI_GIVEN bool, or for a CLI_STRING without one, a value set. */
+static bool was_given(const struct cli_option *o, const void *base)
+{
+	if (o->given_at != 0)
+		return *(const bool *)((const char *)base + o->given_at - 1);
+	return o->kind == CLI_STRING && *(const char *const *)((const char *)base + o->at) != NULL;
+}
+
+/* Required flags given, and at least one positional argument when the command needs one. */
+static int check_required(struct cli_state *st, size_t nargs)
+{
+	for (size_t g = 0; g < st->ngroups; g++)
+		for (const struct cli_option *o = st->groups[g].options; o->name != NULL; o++) {
+			if (!o->required)
+				continue;
+			if (is_positional(o) && nargs == 0)
+				return cli_fail(st->err, st->errlen, st->cmd->name, "missing %s%s", o->name,
+				                o->kind == CLI_REST ? " after --" : "");
+			if (!is_positional(o) && !was_given(o, st->groups[g].base))
+				return cli_fail(st->err, st->errlen, st->cmd->name, "%s is required", o->name);
+		}
+	return 0;
+}
+
+int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, size_t ngroups,
+              int argc, char **argv, char *err, size_t errlen)
+{
+	struct cli_state st = { cmd, groups, ngroups, err, errlen, false, false };
+	size_t nargs = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int rc;
+
+		if (!st.dashdash && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0))
+			return 1;
+		if (!st.dashdash && strcmp(a, "--") == 0) {
+			st.dashdash = true;
+			continue;
+		}
+		if (!st.dashdash && a[0] == '-' && a[1] != '\0')
+			rc = take_flag(&st, argc, argv, &i);
+		else
+			rc = take_positional(&st, argv, i, &nargs);
+		if (rc != 0)
+			return -1;
+		if (st.done)
+			break;
+	}
+	return check_required(&st, nargs);
+}
+
+int cli_exit(const struct cli_command *cmd, int rc, const char *err)
+{
+	if (rc == 1) {
+		cmd->usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "%s\n", err);
+	return 2;
+}
