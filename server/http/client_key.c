@@ -12,7 +12,14 @@
 #define HASH_HEX 16
 #define HASH_SEED 0x9e3779b97f4a7c15ULL
 
-/* tag + the value; a value too long to fit keeps its head and ends in the hex of its whole hash. */
+/*
+ * tag + the value; a value too long to fit keeps its head and ends in the hex
+ * of its whole hash.  That hash is unkeyed on purpose: replicas sharing one
+ * Redis store must turn the same header into the same key.  It cannot flood
+ * the memory table (which hashes keys under its own random key); forging a
+ * long value that digests like another client's would only share that
+ * client's limit.
+ */
 static size_t key_set(char *key, char tag, const void *p, size_t n)
 {
 	key[0] = tag;

@@ -90,7 +90,7 @@ size_t store_memory_key_bytes(const struct limiter_ops *ops, const struct limite
 /*
  * An unkeyed 64-bit hash of len bytes of key (wyhash-like, not cryptographic):
  * the same seed, the same value, on every run, so anyone can compute
- * collisions.  The key table does not use it.
+ * collisions.  The key table does not use it; client keys do (client_key.c).
  */
 uint64_t store_memory_hash(const void *key, size_t len, uint64_t seed);
 

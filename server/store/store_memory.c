@@ -29,98 +29,10 @@
  * recycled through a free list, so once the table is full, decide() never
  * allocates.  A reset gives the memory back.
  */
-#include <sched.h>
-#include <stdalign.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/siphash.h"
-#include "server/store/store.h"
-
-#define STORE_KEY_INLINE   27
-#define STORE_KEY_HASHED   (STORE_KEY_INLINE + 1)  /* keylen marker of a hashed-down key */
-#define STORE_SHARDS_DEFAULT 16
-#define STORE_EXPIRE_SCAN  2                      /* idle tail keys checked per new key */
-#define STORE_NIL          UINT32_MAX             /* the null node index */
-#define STORE_SHARD_MAX    (1ULL << 31)           /* keys per shard: indices stay below STORE_NIL */
-#define STORE_CHUNK_BYTES  (256 * 1024)           /* nodes are allocated this much at a time */
-#define STORE_CHUNK_SHIFT_MAX 12                  /* at most 4096 nodes per chunk */
-#define STORE_SPINS        64                     /* pauses before a waiting thread yields */
-#define STORE_BUCKETS_MIN  256                    /* a new or reset shard's buckets */
-/*
- * An idle key is expired only once it has also gone unused for
- * STORE_GRACE_TICKS ticks of 2^20 ns (about 1.07 s): a client whose bucket
- * refilled between two requests keeps its node instead of churning through
- * expire and re-create.  Ticks are 32 bits and wrap after ~52 days; a
- * comparison across a wrap only delays an expiry.
- */
-#define STORE_TICK_SHIFT   20
-#define STORE_GRACE_TICKS  1024u
-
-struct store_node {
-	uint32_t prev, next;             /* LRU: prev is newer, next older; STORE_NIL at the ends */
-	uint32_t chain;                  /* next in bucket, or in the free list */
-	uint32_t hash;                   /* low half of the key's hash: bucket and quick compare */
-	uint32_t used;                   /* last use, in STORE_TICK units of monotonic time */
-	uint8_t keylen;
-	char key[STORE_KEY_INLINE];
-	uint64_t state[];                /* the limiter's blob, at byte 48, 8-byte aligned */
-};
-
-_Static_assert(sizeof(struct store_node) == 48, "a token-bucket node must fill one cache line");
-
-struct store_shard {
-	/* First cache line: everything a decision on a known key touches. */
-	alignas(64) atomic_uint lock;    /* 0 free, 1 held */
-	uint32_t head, tail;             /* LRU ends: newest, oldest */
-	uint32_t mask;                   /* nbuckets - 1; grows up to max_mask */
-	uint32_t *buckets;               /* node index of each chain's first node */
-	char **chunks;                   /* node storage, chunk i >> chunk_shift */
-	size_t node_size;
-	unsigned chunk_shift;
-	uint32_t live, cap;
-	uint32_t free;                   /* recycled nodes, linked by chain */
-	uint32_t fresh;                  /* nodes at or past this index were never used */
-	/* Second line: the rarely touched. */
-	size_t nchunks;                  /* slots in chunks[]: doubled as the shard fills */
-	uint32_t max_mask;               /* buckets at the cap, minus one */
-	uint64_t evictions, expirations;
-};
-
-struct store_memory {
-	struct store base;
-	const struct limiter_ops *ops;
-	struct limiter_params params;
-	size_t node_size;
-	size_t nshards;
-	struct store_shard *shards;
-	struct siphash_key hash_key;
-};
-
-/* A key as looked up: the caller's bytes when short, else prefix + two hashes in buf. */
-struct store_key {
-	const char *bytes;
-	uint8_t len;
-	char buf[STORE_KEY_INLINE];
-};
-
-static inline uint64_t store_read64(const char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static inline uint64_t store_read32(const char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
+#include "server/store/store_memory_impl.h"
 
 /* 64x64 -> 128-bit multiply, folded: the mixing step of wyhash. */
 static inline uint64_t store_mum(uint64_t a, uint64_t b)
@@ -183,28 +95,11 @@ static uint64_t store_key_make(const struct store_memory *m, struct store_key *k
 	return w.lo;
 }
 
-static inline size_t store_key_bytes(const struct store_key *k)
-{
-	return k->len == STORE_KEY_HASHED ? STORE_KEY_INLINE : k->len;
-}
-
-static inline uint32_t store_tick(uint64_t now)
-{
-	return (uint32_t)(now >> STORE_TICK_SHIFT);
-}
-
-static inline void store_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 /*
  * Take the shard's lock: one atomic exchange when free.  A waiter spins
  * briefly, then yields, so a holder preempted on a busy machine gets the CPU.
  */
-static void shard_lock(struct store_shard *sh)
+void store_memory_lock(struct store_shard *sh)
 {
 	unsigned spins = 0;
 
@@ -220,15 +115,14 @@ static void shard_lock(struct store_shard *sh)
 	}
 }
 
-static inline void shard_unlock(struct store_shard *sh)
+/* Buckets for nbuckets chains, every one empty; NULL when out of memory. */
+uint32_t *store_memory_buckets_new(size_t nbuckets)
 {
-	atomic_store_explicit(&sh->lock, 0, memory_order_release);
-}
+	uint32_t *b = malloc(nbuckets * sizeof(*b));
 
-static inline struct store_node *node_at(const struct store_shard *sh, uint32_t i)
-{
-	return (struct store_node *)(void *)(sh->chunks[i >> sh->chunk_shift] +
-	                                     (size_t)(i & ((1u << sh->chunk_shift) - 1)) * sh->node_size);
+	if (b != NULL)
+		memset(b, 0xff, nbuckets * sizeof(*b));
+	return b;
 }
 
 static void lru_unlink(struct store_shard *sh, struct store_node *n)
@@ -362,16 +256,6 @@ static uint32_t shard_take(struct store_memory *m, struct store_shard *sh, uint6
 	return shard_fresh(sh);
 }
 
-/* Buckets for nbuckets chains, every one empty; NULL when out of memory. */
-static uint32_t *store_buckets_new(size_t nbuckets)
-{
-	uint32_t *b = malloc(nbuckets * sizeof(*b));
-
-	if (b != NULL)
-		memset(b, 0xff, nbuckets * sizeof(*b));
-	return b;
-}
-
 /*
  * Double a locked shard's buckets and move every chain over: O(keys), once
  * per doubling.  Out of memory, the shard keeps its buckets: chains grow
@@ -380,7 +264,7 @@ static uint32_t *store_buckets_new(size_t nbuckets)
 static void shard_grow(struct store_shard *sh)
 {
 	size_t n = ((size_t)sh->mask + 1) * 2;
-	uint32_t *b = store_buckets_new(n);
+	uint32_t *b = store_memory_buckets_new(n);
 
 	if (b == NULL)
 		return;
@@ -449,7 +333,7 @@ static struct store_node *shard_get(struct store_memory *m, struct store_shard *
 	return n;
 }
 
-static int memory_decide(struct store *s, const char *key, size_t keylen, uint64_t now, uint64_t cost,
+int store_memory_decide(struct store *s, const char *key, size_t keylen, uint64_t now, uint64_t cost,
                          struct limiter_decision *d)
 {
 	struct store_memory *m = (struct store_memory *)s;
@@ -458,15 +342,15 @@ static int memory_decide(struct store *s, const char *key, size_t keylen, uint64
 	struct store_shard *sh = store_shard_of(m, hash);
 	struct store_node *n;
 
-	shard_lock(sh);
+	store_memory_lock(sh);
 	n = shard_get(m, sh, hash, &k, now);
 	if (n != NULL)
 		m->ops->decide(&m->params, n->state, now, cost, d);
-	shard_unlock(sh);
+	store_memory_unlock(sh);
 	return n != NULL ? 0 : -1;
 }
 
-static void memory_release(struct store *s, const char *key, size_t keylen, uint64_t now)
+void store_memory_release(struct store *s, const char *key, size_t keylen, uint64_t now)
 {
 	struct store_memory *m = (struct store_memory *)s;
 	struct store_key k;
@@ -480,214 +364,14 @@ static void memory_release(struct store *s, const char *key, size_t keylen, uint
 		return;
 	hash = store_key_make(m, &k, key, keylen);
 	sh = store_shard_of(m, hash);
-	shard_lock(sh);
+	store_memory_lock(sh);
 	i = shard_find(sh, hash, &k);
 	/* A key evicted while in flight was already forgotten: nothing to give back. */
 	if (i != STORE_NIL)
 		m->ops->release(&m->params, node_at(sh, i)->state);
-	shard_unlock(sh);
+	store_memory_unlock(sh);
 }
 
-/* The buckets a new or reset shard starts with: STORE_BUCKETS_MIN, or fewer for a small cap. */
-static size_t shard_first_buckets(const struct store_shard *sh)
-{
-	return (size_t)sh->max_mask + 1 < STORE_BUCKETS_MIN ? (size_t)sh->max_mask + 1 : STORE_BUCKETS_MIN;
-}
-
-/* Free every node chunk of a locked shard, shrink its buckets back to the first size, zero its counters. */
-static void shard_clear(struct store_shard *sh)
-{
-	size_t first = shard_first_buckets(sh);
-	uint32_t *b;
-
-	for (size_t c = 0; c < sh->nchunks; c++) {
-		free(sh->chunks[c]);
-		sh->chunks[c] = NULL;
-	}
-	/* Out of memory for the small array, the large one is kept and emptied. */
-	if ((size_t)sh->mask + 1 > first && (b = store_buckets_new(first)) != NULL) {
-		free(sh->buckets);
-		sh->buckets = b;
-		sh->mask = (uint32_t)(first - 1);
-	}
-	memset(sh->buckets, 0xff, ((size_t)sh->mask + 1) * sizeof(*sh->buckets));
-	sh->head = sh->tail = sh->free = STORE_NIL;
-	sh->fresh = 0;
-	sh->live = 0;
-	sh->evictions = 0;
-	sh->expirations = 0;
-}
-
-static void memory_reset(struct store *s)
-{
-	struct store_memory *m = (struct store_memory *)s;
-
-	for (size_t i = 0; i < m->nshards; i++) {
-		shard_lock(&m->shards[i]);
-		shard_clear(&m->shards[i]);
-		shard_unlock(&m->shards[i]);
-	}
-}
-
-static void memory_stats(struct store *s, struct store_stats *out)
-{
-	struct store_memory *m = (struct store_memory *)s;
-
-	*out = (struct store_stats){ 0 };
-	for (size_t i = 0; i < m->nshards; i++) {
-		struct store_shard *sh = &m->shards[i];
-
-		shard_lock(sh);
-		out->live_keys += sh->live;
-		out->evictions += sh->evictions;
-		out->expirations += sh->expirations;
-		shard_unlock(sh);
-	}
-}
-
-static void shard_destroy(struct store_shard *sh)
-{
-	for (size_t c = 0; c < sh->nchunks; c++)
-		free(sh->chunks[c]);
-	free(sh->chunks);
-	free(sh->buckets);
-}
-
-static void memory_free(struct store *s)
-{
-	struct store_memory *m = (struct store_memory *)s;
-
-	if (m == NULL)
-		return;
-	for (size_t i = 0; i < m->nshards; i++)
-		shard_destroy(&m->shards[i]);
-	free(m->shards);
-	free(m);
-}
-
-static const struct store_ops STORE_MEMORY_OPS = {
-	.name = "memory",
-	.decide = memory_decide,
-	.release = memory_release,
-	.reset = memory_reset,
-	.stats = memory_stats,
-	.free = memory_free,
-};
-
-static size_t store_pow2_at_least(size_t n)
-{
-	size_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-/* Nodes per chunk, as a shift: about STORE_CHUNK_BYTES, at least one node. */
-static unsigned store_chunk_shift(size_t node_size)
-{
-	unsigned s = 0;
-
-	while (s < STORE_CHUNK_SHIFT_MAX && (node_size << (s + 1)) <= STORE_CHUNK_BYTES)
-		s++;
-	return s;
-}
-
-/* Set up shard i of m (its share of max_keys); returns 0 or -1 (nothing to undo). */
-static int shard_init(struct store_memory *m, size_t i, size_t max_keys)
-{
-	struct store_shard *sh = &m->shards[i];
-
-	memset(sh, 0, sizeof(*sh));
-	atomic_init(&sh->lock, 0);
-	sh->cap = (uint32_t)(max_keys / m->nshards + (i < max_keys % m->nshards));
-	sh->node_size = m->node_size;
-	sh->chunk_shift = store_chunk_shift(m->node_size);
-	sh->nchunks = 1;
-	sh->max_mask = (uint32_t)(store_pow2_at_least(sh->cap) - 1);
-	sh->mask = (uint32_t)(shard_first_buckets(sh) - 1);
-	sh->chunks = calloc(sh->nchunks, sizeof(*sh->chunks));
-	sh->buckets = store_buckets_new((size_t)sh->mask + 1);
-	if (sh->buckets == NULL || sh->chunks == NULL) {
-		free(sh->buckets);
-		free(sh->chunks);
-		return -1;
-	}
-	shard_clear(sh);
-	return 0;
-}
-
-/* Shards: a power of two, at most max_keys (every shard holds at least one key), and enough
- * that no shard holds more than STORE_SHARD_MAX. */
-static size_t store_shard_count(size_t shards, size_t max_keys)
-{
-	size_t n = shards == 0 ? STORE_SHARDS_DEFAULT : shards;
-
-	if (n > (1u << 20))
-		n = 1u << 20;
-	n = store_pow2_at_least(n);
-	while (n > 1 && n > max_keys)
-		n >>= 1;
-	while (max_keys / n >= STORE_SHARD_MAX)
-		n <<= 1;
-	return n;
-}
-
-/* A node's bytes for ops and p: whole cache lines, so that a small limiter's node is exactly one. */
-static size_t store_node_size(const struct limiter_ops *ops, const struct limiter_params *p)
-{
-	return (sizeof(struct store_node) + ops->state_size(p) + 63) / 64 * 64;
-}
-
-size_t store_memory_key_bytes(const struct limiter_ops *ops, const struct limiter_params *p)
-{
-	/* A full shard's buckets are a power of two at or above its cap: at most two per key. */
-	return store_node_size(ops, p) + 2 * sizeof(uint32_t);
-}
-
-struct store *store_memory_new_keyed(const struct limiter_ops *ops, const struct limiter_params *p,
-                                     size_t max_keys, size_t shards, const struct siphash_key *key)
-{
-	struct store_memory *m;
-	size_t i;
-
-	if (ops == NULL || p == NULL || key == NULL || max_keys == 0)
-		return NULL;
-	m = calloc(1, sizeof(*m));
-	if (m == NULL)
-		return NULL;
-	m->base.ops = &STORE_MEMORY_OPS;
-	m->ops = ops;
-	m->params = *p;
-	m->hash_key = *key;
-	m->node_size = store_node_size(ops, p);
-	m->nshards = store_shard_count(shards, max_keys);
-	m->shards = aligned_alloc(alignof(struct store_shard), m->nshards * sizeof(*m->shards));
-	if (m->shards == NULL)
-		goto free_store;
-	for (i = 0; i < m->nshards; i++)
-		if (shard_init(m, i, max_keys) != 0)
-			goto free_shards;
-	return &m->base;
-
-free_shards:
-	while (i-- > 0)
-		shard_destroy(&m->shards[i]);
-	free(m->shards);
-free_store:
-	free(m);
-	return NULL;
-}
-
-struct store *store_memory_new(const struct limiter_ops *ops, const struct limiter_params *p,
-                               size_t max_keys, size_t shards)
-{
-	struct siphash_key key;
-
-	if (siphash_key_random(&key) != 0)
-		return NULL;
-	return store_memory_new_keyed(ops, p, max_keys, shards, &key);
-}
 
 uint64_t store_memory_hash(const void *key, size_t len, uint64_t seed)
 {
