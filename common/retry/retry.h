@@ -176,6 +176,9 @@ const char *retry_preset_names(void);
  */
 void retry_policy_describe(const struct retry_policy *p, char *buf, size_t len);
 
+/* The flag name of a backoff kind ("full", "decorrelated", ...), or "?". */
+const char *retry_backoff_name(enum backoff_kind k);
+
 /*
  * Override one knob by its hammer flag name without the dashes ("backoff",
  * "base", "cap", "multiplier", "max-attempts", "deadline", "retry-on",
