@@ -24,6 +24,7 @@
 #include "server/limit/limiter.h"
 #include "server/store/store.h"
 #include "server/store/store_redis.h"
+#include "tests/harness/redis_proc.h"
 #include "tests/harness/testutil.h"
 
 #define SEC NS_PER_SEC
@@ -31,32 +32,7 @@
 
 /* ---- a private redis-server ---- */
 
-struct redis_proc {
-	pid_t pid;
-	int port;
-	char url[64];
-};
-
 static struct redis_proc shared_redis;
-
-static bool redis_ping(int port)
-{
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-	redisReply *r = NULL;
-	bool ok = false;
-
-	if (c != NULL && !c->err) {
-		redisSetTimeout(c, tv);
-		r = redisCommand(c, "PING");
-		ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
-	}
-	if (r != NULL)
-		freeReplyObject(r);
-	if (c != NULL)
-		redisFree(c);
-	return ok;
-}
 
 static void sleep_ms(long ms)
 {
@@ -65,60 +41,11 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* redis-server on PATH, installing it through scripts/install-deps (CI) when missing. */
-static bool redis_server_present(void)
-{
-	char buf[512];
-
-	if (system("command -v redis-server >/dev/null 2>&1") == 0)
-		return true;
-	snprintf(buf, sizeof(buf), "%s redis-server >&2",
-	         testutil_path("scripts/install-deps", (char[512]){ 0 }, 512));
-	return system(buf) == 0 && system("command -v redis-server >/dev/null 2>&1") == 0;
-}
-
-/* Start redis-server on `port` (0 picks one) and wait up to 3 s for PONG. */
-static int redis_start(struct redis_proc *r, int port)
-{
-	char portbuf[16];
-
-	r->port = port > 0 ? port : testutil_free_port();
-	snprintf(portbuf, sizeof(portbuf), "%d", r->port);
-	snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d", r->port);
-	r->pid = fork();
-	if (r->pid < 0)
-		return -1;
-	if (r->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);  /* never outlive the tests */
-		freopen("/dev/null", "w", stdout);
-		execlp("redis-server", "redis-server", "--port", portbuf, "--bind", "127.0.0.1", "--save", "",
-		       "--appendonly", "no", "--dir", "/tmp", "--logfile", "", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 300; i++) {
-		if (redis_ping(r->port))
-			return 0;
-		if (waitpid(r->pid, NULL, WNOHANG) == r->pid)
-			break;
-		sleep_ms(10);
-	}
-	return -1;
-}
-
-static void redis_kill(struct redis_proc *r)
-{
-	if (r->pid <= 0)
-		return;
-	kill(r->pid, SIGKILL);
-	waitpid(r->pid, NULL, 0);
-	r->pid = 0;
-}
-
 /* Unchecked fixture (runs in the runner): failures are reported by need_redis() in each test. */
 static void shared_up(void)
 {
-	if (!redis_server_present() || redis_start(&shared_redis, 0) < 0)
-		redis_kill(&shared_redis);
+	if (!redis_proc_available() || redis_proc_start(&shared_redis, 0) < 0)
+		redis_proc_stop(&shared_redis);
 }
 
 static void need_redis(void)
@@ -128,7 +55,7 @@ static void need_redis(void)
 
 static void shared_down(void)
 {
-	redis_kill(&shared_redis);
+	redis_proc_stop(&shared_redis);
 }
 
 /* ---- stores ---- */
@@ -585,13 +512,13 @@ START_TEST(outage_open_and_closed)
 	int port;
 
 	store_timeout_ns = STORE_REDIS_DEFAULT_TIMEOUT;
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	port = rp.port;
 	open_s = redis_store(rp.url, ops, &p, "out:", false, false, 5 * SEC);
 	closed_s = redis_store(rp.url, ops, &p, "out:", false, true, 5 * SEC);
 	ck_assert_int_eq(closed_s->ops->decide(closed_s, "k", 1, 0, 1, &d), 0);
 	ck_assert_uint_eq(d.remaining, 99);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 	/* 1000 decisions during the outage: none stalls (timeout 50 ms, then backoff), all counted. */
 	t0 = clock_monotonic_ns();
 	for (int i = 0; i < 500; i++) {
@@ -606,7 +533,7 @@ START_TEST(outage_open_and_closed)
 	closed_s->ops->stats(closed_s, &st);
 	ck_assert_uint_eq(st.errors, 500);
 	/* Redis comes back on the same port: both stores reconnect within their backoff. */
-	ck_assert_int_eq(redis_start(&rp, port), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, port), 0);
 	ck_assert(wait_recovered(open_s));
 	ck_assert(wait_recovered(closed_s));
 	ck_assert_int_eq(closed_s->ops->decide(closed_s, "k", 1, 0, 1, &d), 0);
@@ -614,7 +541,7 @@ START_TEST(outage_open_and_closed)
 	ck_assert_uint_eq(d.remaining, 99);   /* no persistence: a fresh bucket */
 	open_s->ops->free(open_s);
 	closed_s->ops->free(closed_s);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -634,13 +561,13 @@ START_TEST(redis_absent_at_start)
 	s = redis_store(url, ops, &p, "absent:", false, true, 5 * SEC);
 	ck_assert_int_eq(s->ops->decide(s, "k", 1, 0, 1, &d), -1);
 	/* Redis arrives later: the script was never loaded, so the first call goes by EVAL. */
-	ck_assert_int_eq(redis_start(&rp, port), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, port), 0);
 	ck_assert(wait_recovered(s));
 	ck_assert_int_eq(s->ops->decide(s, "k", 1, 0, 1, &d), 0);
 	ck_assert(d.admitted);
 	ck_assert_uint_eq(d.remaining, 4);
 	s->ops->free(s);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -967,7 +894,7 @@ START_TEST(three_replicas_through_the_server)
 	uint64_t t0;
 	double secs;
 
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_servers(red, 3, rp.url, "closed", "10");
 	start_servers(mem, 3, "memory", "closed", "10");
 	t0 = clock_monotonic_ns();
@@ -987,7 +914,7 @@ START_TEST(three_replicas_through_the_server)
 	              "3 replicas on Redis admitted %d in %.2f s", on_redis, secs);
 	ck_assert_msg(on_memory >= 3 * (10 + 10 * secs) - 12 && on_memory <= 3 * (10 + 10 * secs) + 6,
 	              "3 replicas on memory admitted %d in %.2f s", on_memory, secs);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -1013,21 +940,21 @@ START_TEST(server_outage_open_and_closed)
 	uint64_t t0;
 	int port;
 
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	port = rp.port;
 	start_servers(&open_s, 1, rp.url, "open", "1000");
 	start_servers(&closed_s, 1, rp.url, "closed", "1000");
 	ck_assert_int_eq(get_status(&open_s), 200);
 	ck_assert_int_eq(get_status(&closed_s), 200);
 	ck_assert(metrics_has(&closed_s, "ratelab_store_errors_total{route=\"/\"} 0\n"));
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 	for (int i = 0; i < 20; i++) {
 		ck_assert_int_eq(get_status(&open_s), 200);
 		ck_assert_int_eq(get_status(&closed_s), 503);
 	}
 	ck_assert(metrics_has(&closed_s, "ratelab_store_errors_total{route=\"/\"} 20\n"));
 	ck_assert(metrics_has(&open_s, "ratelab_store_errors_total{route=\"/\"} 20\n"));
-	ck_assert_int_eq(redis_start(&rp, port), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, port), 0);
 	/* Reconnection backs off at most 2 s (jittered); poll for up to 5 s. */
 	t0 = clock_monotonic_ns();
 	while (get_status(&closed_s) != 200 && elapsed_ms(t0) < 5000)
@@ -1036,7 +963,7 @@ START_TEST(server_outage_open_and_closed)
 	ck_assert_int_eq(get_status(&open_s), 200);
 	stop_servers(&open_s, 1);
 	stop_servers(&closed_s, 1);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -1119,7 +1046,7 @@ START_TEST(server_concurrent_one_key_exact)
 	struct hammer_arg sum;
 	char url[128];
 
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_pipe_server(&srv, rp.url, "40");
 	snprintf(url, sizeof(url), "%s/", srv.url);
 	hammer_all(url, 16, 10, &sum, NULL, NULL);
@@ -1128,7 +1055,7 @@ START_TEST(server_concurrent_one_key_exact)
 	ck_assert_int_eq(sum.other, 0);
 	ck_assert(metrics_has(&srv, "ratelab_store_errors_total{route=\"/\"} 0\n"));
 	stop_servers(&srv, 1);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -1162,7 +1089,7 @@ START_TEST(server_sigterm_drains_pipeline)
 	struct stop_ctx stop = { &srv, -1, 0 };
 	char url[128];
 
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_pipe_server(&srv, rp.url, "100000");
 	snprintf(url, sizeof(url), "%s/", srv.url);
 	hammer_all(url, 8, 0, &sum, stop_meanwhile, &stop);
@@ -1173,7 +1100,7 @@ START_TEST(server_sigterm_drains_pipeline)
 	ck_assert_msg(stop.ms < 2000, "drain took %" PRIu64 " ms", stop.ms);
 	ck_assert_msg(sum.ok > 0, "no request was answered before SIGTERM");
 	ck_assert_int_eq(sum.rejected, 0);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -1215,7 +1142,7 @@ START_TEST(server_concurrency_releases_every_slot)
 	char url[128], prefix[64];
 	uint64_t t0;
 
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_concurrency_server(&srv, rp.url, "2", "closed", test_prefix(prefix, sizeof(prefix), "srvrel"));
 	snprintf(url, sizeof(url), "%s/", srv.url);
 	hammer_all(url, 2, 100, &sum, NULL, NULL);
@@ -1228,7 +1155,7 @@ START_TEST(server_concurrency_releases_every_slot)
 	ck_assert_int_eq(redis_count_keys(rp.port, prefix), 0);
 	ck_assert(metrics_has(&srv, "ratelab_store_errors_total{route=\"/\"} 0\n"));
 	stop_servers(&srv, 1);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -1318,7 +1245,7 @@ START_TEST(server_redis_stopped_stays_responsive)
 	long long before = -1;
 
 	ck_assert(r != NULL && c != NULL);
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_concurrency_server(&srv, rp.url, "1000", "open", test_prefix(prefix, sizeof(prefix), "srvstop"));
 	ck_assert_int_eq(fire_timed(c, srv.url, "/", r, &ms), 200);
 	ck_assert_int_eq(kill(rp.pid, SIGSTOP), 0);
@@ -1346,7 +1273,7 @@ START_TEST(server_redis_stopped_stays_responsive)
 	free(r);
 	curl_easy_cleanup(c);
 	stop_servers(&srv, 1);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 }
 END_TEST
 
@@ -1397,7 +1324,7 @@ static long long reset_rounds(long long *held)
 	long long errors;
 	uint64_t t0;
 
-	ck_assert_int_eq(redis_start(&rp, 0), 0);
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_concurrency_server(&srv, rp.url, "1000", "closed", test_prefix(prefix, sizeof(prefix), "srvrst"));
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(pthread_create(&busy, NULL, redis_busy_20ms, &rp.port), 0);
@@ -1410,7 +1337,7 @@ static long long reset_rounds(long long *held)
 		sleep_ms(10);
 	errors = store_errors(&srv);
 	stop_servers(&srv, 1);
-	redis_kill(&rp);
+	redis_proc_stop(&rp);
 	return errors;
 }
 
