@@ -244,11 +244,18 @@ hey_run() {
 }
 
 # hammer_rps NAME URL [ARGS...]: ratelab hammer --concurrency 64 --duration SECS ARGS; req/s from its summary line.
+# hammer_rps NAME URL [ARGS]: one hammer run of SECS against URL, recorded under NAME.
+# hammer_rps_with is the same with the binary in $HAMMER_BIN (a baseline build).
 hammer_rps() {
+	HAMMER_BIN=$RATELAB_BIN
+	hammer_rps_with "$@"
+}
+
+hammer_rps_with() {
 	_n=$1
 	_u=$2
 	shift 2
-	timed timeout $((SECS + 30)) "$RATELAB_BIN" hammer --concurrency 64 --duration "${SECS}s" "$_u" "$@" \
+	timed timeout $((SECS + 30)) "$HAMMER_BIN" hammer --concurrency 64 --duration "${SECS}s" "$_u" "$@" \
 		>"$TMP/hammer.last" 2>"$TMP/hammer.err"
 	line=$(grep -m1 -E '^[0-9]+ requests in [0-9.]+s' "$TMP/hammer.last")
 	if [ -z "$line" ]; then
