@@ -92,9 +92,11 @@ start_server() {
 	[ -n "$URL" ]
 }
 
+# POST /reset to the chapter's server, if one runs; 1 when it did not answer 2xx.
 reset_server() {
-	[ -n "$SPID" ] && "$BIN" hammer "$URL/reset" --method POST --requests 1 --concurrency 1 --quiet </dev/null >/dev/null 2>&1
-	return 0
+	[ -z "$SPID" ] && return 0
+	"$BIN" hammer "$URL/reset" --method POST --requests 1 --concurrency 1 --quiet --expect 'ok>=1' \
+		</dev/null >/dev/null 2>&1
 }
 
 # ---------------------------------------------------------------- reading a chapter
@@ -363,6 +365,7 @@ free_ports() {
 	probes=""
 	i=0
 	while [ $i -lt "$1" ]; do
+		: >"$TMP/probe$i"
 		"$BIN" serve --port 0 --quiet </dev/null >"$TMP/probe$i" 2>/dev/null &
 		probes="$probes $!"
 		i=$((i + 1))
@@ -468,7 +471,11 @@ attempt_block() {   # attempt_block CHAPTER LINE SCRIPT SHOWN RULES END
 	AGAIN=0
 	WHERE=$2
 	map_ports "$3" || { WHY="no free ports for$PORTS"; return; }
-	[ "$RESET" = 1 ] && reset_server
+	if [ "$RESET" = 1 ] && ! reset_server; then
+		WHY="POST $URL/reset before the block failed (is the chapter's server still up?)"
+		AGAIN=1
+		return
+	fi
 	exec_block "$SCRIPT" "$TMP/out" "$TMP/portmap"
 	[ -n "${LABGUIDE_OUT:-}" ] && cp "$TMP/out" "$LABGUIDE_OUT/$(basename "$1" .md)-$2.txt"
 	if [ "$STATUS" = 124 ]; then
