@@ -105,7 +105,15 @@ layering:
 
 # `make check`: the layering, the pure suites, the suites against a real server,
 # then the script-level tests (lab guide, CLI) in tests/shell/.  CK_RUN_SUITE=name runs one suite.
-check: layering check-unit check-integration check-shell
+# The three runs go one after the other, even under -j: the integration suites and the
+# lab guide time real servers, and running them side by side doubles their spread.
+RUN_SHELL = @set -e; for t in $(sort $(wildcard tests/shell/*.sh)); do \
+		echo "== $$t"; $(TEST_ENV) sh $$t; done
+
+check: layering $(BIN) $(UNIT_BIN) $(INTEG_BIN)
+	$(TEST_ENV) $(UNIT_BIN)
+	$(TEST_ENV) $(INTEG_BIN)
+	$(RUN_SHELL)
 
 check-unit: $(UNIT_BIN)
 	$(TEST_ENV) $(UNIT_BIN)
@@ -114,8 +122,7 @@ check-integration: $(BIN) $(INTEG_BIN)
 	$(TEST_ENV) $(INTEG_BIN)
 
 check-shell: $(BIN)
-	@set -e; for t in $(sort $(wildcard tests/shell/*.sh)); do \
-		echo "== $$t"; $(TEST_ENV) sh $$t; done
+	$(RUN_SHELL)
 
 demo: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo
