@@ -102,6 +102,7 @@ struct server_config {
 	bool query_faults;
 	uint64_t seed;
 	bool quiet;                      /* no log lines on stderr */
+	unsigned top_clients;            /* clients /stats, /metrics and /events name; the rest summed; default 50 */
 	struct server_handler handlers[SERVER_MAX_HANDLERS];
 	size_t nhandlers;
 	server_store_fn store_new;       /* NULL: store_memory_new */

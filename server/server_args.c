@@ -10,6 +10,7 @@
 #include "common/cli.h"
 #include "common/clock.h"
 #include "common/parse.h"
+#include "server/clients.h"
 #include "server/store/store.h"
 
 #define SERVER_MAX_KEYS_DEFAULT   100000
@@ -34,6 +35,7 @@ void server_config_defaults(struct server_config *c)
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
 	c->seed = 1;
+	c->top_clients = CLIENTS_TOP_DEFAULT;
 }
 
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx)
@@ -56,6 +58,8 @@ void server_usage(FILE *f)
 	        "\n"
 	        "A rate-limited HTTP lab server.  Every path is limited except /stats (JSON),\n"
 	        "/metrics (Prometheus), POST /reset (clear limiter state and stats) and /healthz.\n"
+	        "/stats and /metrics count each client's early retries; a client may name itself\n"
+	        "there with an X-Client-Name header.\n"
 	        "Prints 'listening on http://ADDR:PORT' when ready; SIGINT/SIGTERM drain and exit 0.\n"
 	        "\n"
 	        "  --bind ADDR               listen address (default 127.0.0.1)\n"
@@ -87,6 +91,8 @@ void server_usage(FILE *f)
 	        "  --seed N                  seed of the fault draws (default 1)\n"
 	        "  --config FILE             JSON routes: {\"routes\":[{\"prefix\":\"/api\",\"limiter\":\"gcra\",\n"
 	        "                            \"limit\":5,\"window\":\"1s\",\"burst\":10,\"key\":\"ip\"}]}\n"
+	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
+	        "                            the most active first; the rest in one row (default 50)\n"
 	        "  --quiet                   no log lines on stderr\n"
 	        "  --help                    this text\n",
 	        limiter_names());
@@ -200,6 +206,7 @@ const struct cli_option server_args_options[] = {
 	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },
 	{ "--config", CLI_STRING, SA(config_path) },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
+	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000 },
 	{ NULL },
 };
 

@@ -46,20 +46,32 @@ bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t d
 	return true;
 }
 
+void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p)
+{
+	p->stats = s->stats;
+	p->clients = s->clients;
+	p->top = s->cfg.top_clients ? s->cfg.top_clients : CLIENTS_TOP_DEFAULT;
+	p->routes = ri;
+	p->nroutes = routes_infos(&s->routes, ri);
+	p->reject_status = s->cfg.reject_status;
+}
+
 char *daemon_stats_json(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
-	size_t n = routes_infos(&s->routes, ri);
+	struct live_parts p;
 
-	return stats_json(s->stats, clock_monotonic_ns(), ri, n);
+	daemon_live_parts(s, ri, &p);
+	return live_stats_json(&p, clock_monotonic_ns());
 }
 
 char *daemon_stats_metrics(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
-	size_t n = routes_infos(&s->routes, ri);
+	struct live_parts p;
 
-	return stats_metrics(s->stats, clock_monotonic_ns(), ri, n);
+	daemon_live_parts(s, ri, &p);
+	return live_metrics(&p, clock_monotonic_ns());
 }
 
 /* True when Content-Length already says the body is over the limit. */
@@ -163,6 +175,7 @@ void server_reset(struct server *s)
 {
 	routes_reset(&s->routes);
 	stats_reset(s->stats, clock_monotonic_ns());
+	clients_reset(s->clients);
 	hooks_reset(&s->hooks);
 }
 
@@ -251,7 +264,18 @@ static void free_parts(struct server *s)
 	responses_destroy(&s->resp);
 	routes_free(&s->routes);
 	stats_free(s->stats);
+	clients_free(s->clients);
 	free(s);
+}
+
+/* The per-client table, its hash keyed at random (from the time and the generation when the kernel has none). */
+static struct clients *new_clients(const struct server *s)
+{
+	struct siphash_key key;
+
+	if (siphash_key_random(&key) < 0)
+		key = (struct siphash_key){ clock_wall_ns(), s->gen * 0x9e3779b97f4a7c15ULL };
+	return clients_new(&key, s->epoch_ns);
 }
 
 /* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
@@ -261,7 +285,8 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 		return -1;
 	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
-	if (!s->stats || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
+	s->clients = new_clients(s);
+	if (!s->stats || !s->clients || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
