@@ -54,6 +54,7 @@ void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_R
 	p->routes = ri;
 	p->nroutes = routes_infos(&s->routes, ri);
 	p->reject_status = s->cfg.reject_status;
+	p->subscribers = events_subscribers(s->events);
 }
 
 char *daemon_stats_json(struct server *s)
@@ -236,8 +237,8 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 	}
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	if (needs_suspend(&s->cfg) || routes_any_async(&s->routes))
-		flags |= MHD_ALLOW_SUSPEND_RESUME;
+	/* /events streams are suspended between events, and the delays and asynchronous stores hold requests. */
+	flags |= MHD_ALLOW_SUSPEND_RESUME;
 	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	                             MHD_OPTION_NOTIFY_CONNECTION, request_on_connection, s,
@@ -265,6 +266,7 @@ static void free_parts(struct server *s)
 	routes_free(&s->routes);
 	stats_free(s->stats);
 	clients_free(s->clients);
+	events_free(s->events);
 	free(s);
 }
 
@@ -286,7 +288,8 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
 	s->clients = new_clients(s);
-	if (!s->stats || !s->clients || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
+	s->events = events_new(s, s->cfg.max_subscribers);
+	if (!s->stats || !s->clients || !s->events || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -314,6 +317,11 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 		free_parts(s);
 		return NULL;
 	}
+	if (events_start(s->events) < 0) {
+		snprintf(err, errlen, "cannot start the /events thread");
+		server_stop(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -325,6 +333,8 @@ void server_drain(struct server *s)
 	if (!s || !s->daemon)
 		return;
 	atomic_store(&s->stopping, true);
+	/* Streams end now: they would hold the drain, and none may stay suspended when the daemon stops. */
+	events_stop(s->events);
 	/*
 	 * Known hazard: libmicrohttpd 0.9.75's quiesce aborts the process ("Failed
 	 * to remove listen FD from epoll set") when a pool thread drops the

@@ -11,6 +11,7 @@
 #include "server/http/responses.h"
 #include "server/http/routes.h"
 #include "server/clients.h"
+#include "server/handlers/events.h"
 #include "server/live.h"
 #include "server/server.h"
 #include "server/stats.h"
@@ -30,6 +31,7 @@ struct server {
 	struct responses resp;
 	struct stats *stats;
 	struct clients *clients;             /* the per-client figures (server/clients.h) */
+	struct events *events;               /* the /events hub (server/handlers/events.h) */
 	struct delayq *delays;               /* NULL when no answer is ever held */
 	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
 	/*

@@ -1,12 +1,25 @@
-/* The live lab against a real server: per-client figures in /stats and /metrics (early retries counted exactly). */
+/*
+ * The live lab against a real server: per-client figures in /stats and
+ * /metrics (early retries counted exactly), and /events (its rate under
+ * load, the last minute for a late subscriber, and subscribers that never
+ * read, which must cost a normal client nothing).
+ */
+#include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "tests/harness/testutil.h"
+
+#define IDLE_SUBSCRIBERS 100
 
 static json_t *get_json(const struct test_server *s, const char *path)
 {
@@ -142,6 +155,234 @@ START_TEST(top_clients_in_stats_and_metrics)
 }
 END_TEST
 
+/* An /events reader: everything the stream sent in timeout_ms (at most 4 MB kept). */
+struct reader {
+	char url[128];
+	long timeout_ms;
+	char *bytes;
+	size_t len;
+};
+
+#define READER_MAX (4u << 20)
+
+static size_t on_bytes(char *p, size_t sz, size_t nm, void *ud)
+{
+	struct reader *rd = ud;
+	size_t n = sz * nm, k = n < READER_MAX - rd->len ? n : READER_MAX - rd->len;
+
+	memcpy(rd->bytes + rd->len, p, k);
+	rd->len += k;
+	rd->bytes[rd->len] = '\0';
+	return n;
+}
+
+/* The events in rd: lines that start with "data: ". */
+static int reader_events(const struct reader *rd)
+{
+	int n = strncmp(rd->bytes, "data: ", 6) == 0;
+
+	for (const char *p = rd->bytes; (p = strstr(p, "\ndata: ")) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* The first event's JSON, parsed (the caller decrefs), or NULL. */
+static json_t *reader_first(const struct reader *rd)
+{
+	const char *p = strstr(rd->bytes, "data: "), *eol;
+	char *line;
+	json_t *j;
+
+	if (!p || !(eol = strchr(p, '\n')))
+		return NULL;
+	line = strndup(p + 6, (size_t)(eol - p - 6));
+	j = json_loads(line, 0, NULL);
+	free(line);
+	return j;
+}
+
+static struct reader *reader_new(const struct test_server *s, long timeout_ms)
+{
+	struct reader *rd = calloc(1, sizeof(*rd));
+
+	ck_assert_ptr_nonnull(rd);
+	rd->bytes = malloc(READER_MAX + 1);
+	ck_assert_ptr_nonnull(rd->bytes);
+	rd->bytes[0] = '\0';
+	snprintf(rd->url, sizeof(rd->url), "%s/events", s->url);
+	rd->timeout_ms = timeout_ms;
+	return rd;
+}
+
+static void reader_free(struct reader *rd)
+{
+	free(rd->bytes);
+	free(rd);
+}
+
+static void *read_events(void *arg)
+{
+	struct reader *rd = arg;
+	CURL *c = curl_easy_init();
+
+	curl_easy_setopt(c, CURLOPT_URL, rd->url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rd->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_bytes);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, rd);
+	curl_easy_perform(c);
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+/* A reader fed for 3 s while a hammer loads the server gets at least 4 events a second. */
+START_TEST(events_four_a_second_under_load)
+{
+	const char *args[] = { "--limit", "200", "--quiet", NULL };
+	const char *load[] = { "--duration", "2500ms", "--concurrency", "8", NULL };
+	struct test_server s;
+	struct reader *rd;
+	pthread_t tid;
+	json_t *h;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	rd = reader_new(&s, 3000);
+	ck_assert_int_eq(pthread_create(&tid, NULL, read_events, rd), 0);
+	h = hammer(&s, "load", load);
+	pthread_join(tid, NULL);
+	ck_assert_int_gt(testutil_jint(h, "calls", NULL), 1000);
+	ck_assert_msg(reader_events(rd) >= 12, "%d events in 3 s", reader_events(rd));
+	json_decref(h);
+	reader_free(rd);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static long long sum_array(json_t *a)
+{
+	long long sum = 0;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+		sum += json_integer_value(v);
+	return sum;
+}
+
+/* A subscriber that comes after the run gets the last 60 s first: every decision of the run is in it. */
+START_TEST(late_subscriber_gets_the_last_minute)
+{
+	const char *args[] = { "--limit", "5", "--quiet", NULL };
+	const char *load[] = { "--requests", "30", "--concurrency", "2", NULL };
+	struct test_server s;
+	struct reader *rd;
+	json_t *h, *ev, *series, *st;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	h = hammer(&s, "early-bird", load);
+	rd = reader_new(&s, 500);
+	read_events(rd);
+	ev = reader_first(rd);
+	ck_assert_msg(ev != NULL, "first event is not JSON: %.200s", rd->bytes);
+	series = json_object_get(ev, "series");
+	ck_assert_int_eq(json_array_size(json_object_get(series, "admitted")), 600);
+	ck_assert_int_eq(testutil_jint(series, "bucket_ms", NULL), 100);
+	st = get_json(&s, "/stats");
+	ck_assert_int_eq(sum_array(json_object_get(series, "admitted")), testutil_jint(st, "admitted", NULL));
+	ck_assert_int_eq(sum_array(json_object_get(series, "rejected")), testutil_jint(st, "rejected", NULL));
+	ck_assert_int_eq(testutil_jint(st, "admitted", NULL) + testutil_jint(st, "rejected", NULL), 30);
+	ck_assert_int_eq(testutil_jint(json_object_get(ev, "totals"), "rejected", NULL), testutil_jint(st, "rejected", NULL));
+	ck_assert_ptr_nonnull(client_row(st, "early-bird"));
+	json_decref(st);
+	json_decref(ev);
+	json_decref(h);
+	reader_free(rd);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static long rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* A socket that asks for /events and never reads: a receive buffer as small as the kernel allows. */
+static int idle_subscriber(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 1024;
+	static const char req[] = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
+	return fd;
+}
+
+/* Poll /stats (at most 5 s) until it shows `subs` subscribers and `refused` 503s. */
+static void wait_subscribers(const struct test_server *s, long long subs, long long refused)
+{
+	long long got_subs = -1, got_refused = -1;
+
+	for (int i = 0; i < 500; i++) {
+		json_t *st = get_json(s, "/stats");
+
+		got_subs = testutil_jint(st, "subscribers", NULL);
+		got_refused = testutil_jint(st, "status", "503");
+		json_decref(st);
+		if (got_subs == subs && got_refused == refused)
+			return;
+		poll(NULL, 0, 10);
+	}
+	ck_abort_msg("subscribers %lld (want %lld), 503s %lld (want %lld)", got_subs, subs, got_refused, refused);
+}
+
+/*
+ * 100 subscribers that never read: 32 are fed (the default cap), 68 get
+ * 503.  A normal client's p99 stays under 5 ms while they sit there, and
+ * the server's memory grows by no more than their bounded buffers.
+ */
+START_TEST(idle_subscribers_cost_nothing)
+{
+	const char *args[] = { "--limit", "1000000", "--quiet", NULL };
+	const char *load[] = { "--requests", "4000", "--concurrency", "2", NULL };
+	struct test_server s;
+	int fds[IDLE_SUBSCRIBERS];
+	long before, after;
+	json_t *h, *lat;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	before = rss_kb(s.pid);
+	for (int i = 0; i < IDLE_SUBSCRIBERS; i++)
+		fds[i] = idle_subscriber(s.port);
+	wait_subscribers(&s, 32, IDLE_SUBSCRIBERS - 32);
+	h = hammer(&s, "normal", load);
+	lat = json_object_get(h, "latency_ms");
+	ck_assert_msg(json_real_value(json_object_get(lat, "p99")) < 5.0, "p99 %.3f ms",
+	              json_real_value(json_object_get(lat, "p99")));
+	ck_assert_int_eq(testutil_jint(h, "ok", NULL), 4000);
+	after = rss_kb(s.pid);
+	ck_assert_msg(after - before < 32 * 1024, "RSS %ld kB -> %ld kB", before, after);
+	json_decref(h);
+	for (int i = 0; i < IDLE_SUBSCRIBERS; i++)
+		close(fds[i]);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 Suite *live_lab_suite(void)
 {
 	Suite *s = suite_create("live_lab");
@@ -150,6 +391,9 @@ Suite *live_lab_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, early_retries_exact);
 	tcase_add_test(tc, top_clients_in_stats_and_metrics);
+	tcase_add_test(tc, events_four_a_second_under_load);
+	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
+	tcase_add_test(tc, idle_subscribers_cost_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
