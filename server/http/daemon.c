@@ -235,8 +235,9 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 		snprintf(err, errlen, "--bind '%s': not an IPv4 or IPv6 address", s->cfg.bind);
 		return -1;
 	}
+	/* "::" is every address, IPv4 ones too; another IPv6 address is that one only. */
 	if (v6)
-		flags |= MHD_USE_IPv6;
+		flags |= strcmp(s->cfg.bind, "::") == 0 ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	/* /events streams are suspended between events, and the delays and asynchronous stores hold requests. */
 	flags |= MHD_ALLOW_SUSPEND_RESUME;
 	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,

@@ -6,6 +6,8 @@
  */
 #include <arpa/inet.h>
 #include <check.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -383,6 +385,71 @@ START_TEST(idle_subscribers_cost_nothing)
 }
 END_TEST
 
+/* The next line of the server's stdout (at most 5 s) into buf; false at the end. */
+static bool next_line(const struct test_server *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		struct pollfd p = { s->stdout_fd, POLLIN, 0 };
+
+		if (poll(&p, 1, 5000) <= 0 || read(s->stdout_fd, buf + n, 1) != 1)
+			return false;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return true;
+}
+
+/* This machine's up, non-loopback IPv4 addresses, as text, one after another in list (count returned). */
+static int lan_ipv4(char list[][INET_ADDRSTRLEN], int max)
+{
+	struct ifaddrs *ifs, *a;
+	int n = 0;
+
+	ck_assert_int_eq(getifaddrs(&ifs), 0);
+	for (a = ifs; a && n < max; a = a->ifa_next)
+		if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && (a->ifa_flags & IFF_UP) &&
+		    !(a->ifa_flags & IFF_LOOPBACK))
+			inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)a->ifa_addr)->sin_addr, list[n++], INET_ADDRSTRLEN);
+	freeifaddrs(ifs);
+	return n;
+}
+
+/*
+ * --bind 0.0.0.0: the first line as ever (testutil reads it), then one URL
+ * per LAN address, each of which answers, then the dashboard's URL.
+ */
+START_TEST(workshop_banner)
+{
+	const char *args[] = { "--bind", "0.0.0.0", NULL };
+	char lan[8][INET_ADDRSTRLEN], line[256], want[256], url[200], *body = NULL;
+	struct test_server s;
+	int n = lan_ipv4(lan, 8);
+	long code = 0;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	for (int i = 0; i < n; i++) {
+		ck_assert(next_line(&s, line, sizeof(line)));
+		snprintf(want, sizeof(want), "attendees:   http://%s:%d/", lan[i], s.port);
+		ck_assert_str_eq(line, want);
+		snprintf(url, sizeof(url), "http://%s:%d/healthz", lan[i], s.port);
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, NULL), 0);
+		ck_assert_int_eq(code, 200);
+	}
+	ck_assert(next_line(&s, line, sizeof(line)));
+	snprintf(want, sizeof(want), "dashboard:   http://%s:%d/dashboard", n > 0 ? lan[0] : "127.0.0.1", s.port);
+	ck_assert_str_eq(line, want);
+	ck_assert_int_eq(testutil_http("GET", want + 13, NULL, &code, NULL, &body), 0);
+	ck_assert_int_eq(code, 200);
+	ck_assert_ptr_nonnull(strstr(body, "data-metric=\"rejected_total\""));
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 Suite *live_lab_suite(void)
 {
 	Suite *s = suite_create("live_lab");
@@ -394,6 +461,7 @@ Suite *live_lab_suite(void)
 	tcase_add_test(tc, events_four_a_second_under_load);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
 	tcase_add_test(tc, idle_subscribers_cost_nothing);
+	tcase_add_test(tc, workshop_banner);
 	suite_add_tcase(s, tc);
 	return s;
 }
