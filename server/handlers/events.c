@@ -283,8 +283,12 @@ static void sub_free(void *ctx)
 	free(sb);
 }
 
-/* A new subscriber on conn, linked and counted; NULL when the hub is full or stopping, or out of memory. */
-static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn)
+/*
+ * A new subscriber on conn, its buffer holding the stream's head and then
+ * `first` (n bytes), linked and counted in one step, so no event can go out
+ * ahead of `first`.  NULL when the hub is full or stopping, or out of memory.
+ */
+static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn, const char *first, size_t n)
 {
 	struct subscriber *sb = calloc(1, sizeof(*sb));
 
@@ -296,6 +300,10 @@ static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn
 		return NULL;
 	sb->ev = ev;
 	sb->conn = conn;
+	memcpy(sb->buf, STREAM_HEAD, sizeof(STREAM_HEAD) - 1);
+	sb->len = sizeof(STREAM_HEAD) - 1;
+	if (first)
+		sub_append(sb, first, n);
 	pthread_mutex_lock(&ev->lock);
 	if (ev->stopping || atomic_load(&ev->fed) >= ev->max) {
 		pthread_mutex_unlock(&ev->lock);
@@ -306,33 +314,23 @@ static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn
 	sb->next = ev->subs;
 	ev->subs = sb;
 	ev->fed++;
-	memcpy(sb->buf, STREAM_HEAD, sizeof(STREAM_HEAD) - 1);
-	sb->len = sizeof(STREAM_HEAD) - 1;
 	pthread_mutex_unlock(&ev->lock);
 	return sb;
 }
 
-/* The first event: the last 60 s of the timeline, with the rates of the last second. */
-static void send_history(struct events *ev, struct subscriber *sb)
+/* The first event of a stream (malloc'd, *n set): the last 60 s of the timeline, the rates of the last second. */
+static char *history_text(struct events *ev, size_t *n)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
 	struct live_parts p;
 	struct live_totals now, then;
-	size_t n = 0;
-	char *text;
 
 	parts_now(ev, ri, &p);
 	live_totals_at(&p, clock_monotonic_ns(), &now);
 	pthread_mutex_lock(&ev->lock);
 	then = rates_since(ev, &now);
 	pthread_mutex_unlock(&ev->lock);
-	text = event_text(&p, &now, &then, STATS_BUCKETS, &n);
-	pthread_mutex_lock(&ev->lock);
-	/* sb is not yet queued, so no read or drop ran: its buffer is there. */
-	if (text)
-		sub_append(sb, text, n);
-	pthread_mutex_unlock(&ev->lock);
-	free(text);
+	return event_text(&p, &now, &then, STATS_BUCKETS, n);
 }
 
 static int refuse(struct server_reply *out, const char *why)
@@ -348,15 +346,21 @@ static int refuse(struct server_reply *out, const char *why)
 int events_subscribe(struct events *ev, const struct server_request *req, struct server_reply *out)
 {
 	struct MHD_Connection *conn = req->conn;
-	struct subscriber *sb = sub_new(ev, conn);
-	char why[96];
+	struct subscriber *sb = NULL;
+	char why[96], *first;
+	size_t n = 0;
 
+	/* A full hub refuses before building anything: refusals stay cheap. */
+	if (atomic_load(&ev->fed) < ev->max) {
+		first = history_text(ev, &n);
+		sb = sub_new(ev, conn, first, n);
+		free(first);
+	}
 	if (!sb) {
 		snprintf(why, sizeof(why), "no room for another /events stream (at most %u; --max-subscribers)\n",
 		         ev->max);
 		return refuse(out, why);
 	}
-	send_history(ev, sb);
 	/* A healthy stream sends every EVENTS_PERIOD_NS: one that makes no progress this long is closed. */
 	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)EVENTS_STALL_S);
 	out->status = MHD_HTTP_OK;
