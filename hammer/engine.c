@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/progress.h"
 #include "hammer/loop.h"
 #include "hammer/transport.h"
 
@@ -312,26 +313,26 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static void show_progress(const struct run *run, FILE *f, uint64_t total)
+static void show_progress(const struct run *run, const struct hammer_config *cfg)
 {
-	uint64_t req = 0, calls = 0, r, c;
+	const char *unit = cfg->progress_unit ? cfg->progress_unit : "requests";
+	uint64_t req = 0, calls = 0, r, c, now = clock_monotonic_ns();
 	bool fin;
-	char line[128];
+	char done[64];
 
 	for (uint32_t i = 0; i < run->nloops; i++) {
 		loop_progress(run->loops[i], &r, &c, &fin);
 		req += r;
 		calls += c;
 	}
-	if (total)
-		snprintf(line, sizeof(line), "%llu/%llu requests, %llu calls", (unsigned long long)req,
-		         (unsigned long long)total, (unsigned long long)calls);
+	if (cfg->requests)
+		snprintf(done, sizeof(done), "%llu/%llu", (unsigned long long)req, (unsigned long long)cfg->requests);
 	else
-		snprintf(line, sizeof(line), "%llu requests, %llu calls", (unsigned long long)req,
-		         (unsigned long long)calls);
-	fprintf(f, "\r%s, %.1fs\033[K", line,
-	        (double)(clock_monotonic_ns() - run->sh.start_ns) / 1e9);
-	fflush(f);
+		snprintf(done, sizeof(done), "%llu", (unsigned long long)req);
+	/* A herd start lies a moment ahead: the clock shows 0.0s until then. */
+	progress_line(cfg->progress, "%s%s%s %s, %llu calls, %.1fs", cfg->progress_label ? cfg->progress_label : "",
+	              cfg->progress_label ? ": " : "", done, unit, (unsigned long long)calls,
+	              now > run->sh.start_ns ? (double)(now - run->sh.start_ns) / 1e9 : 0.0);
 }
 
 /* Wait for every worker, drawing the progress line meanwhile when asked. */
@@ -350,10 +351,10 @@ static void wait_workers(struct run *run, const struct hammer_config *cfg)
 			loop_progress(run->loops[i], &r, &c, &fin);
 			all = all && fin;
 		}
-		show_progress(run, cfg->progress, cfg->requests);
+		show_progress(run, cfg);
 	}
 	if (cfg->progress != NULL)
-		fprintf(cfg->progress, "\r\033[K");
+		progress_done(cfg->progress);
 	for (uint32_t i = 0; i < run->nstarted; i++)
 		pthread_join(run->tids[i], NULL);
 }

@@ -59,6 +59,8 @@ struct hammer_config {
 	uint64_t by_start_ns;          /* also count each call in rows of this width by its start; 0 = no */
 	FILE *notes;                   /* one line per retry, naming the client (--verbose), or NULL */
 	FILE *progress;                /* a progress line while running (a terminal), or NULL */
+	const char *progress_label;    /* the progress line starts "LABEL: " (herd: the policy), or NULL */
+	const char *progress_unit;     /* what finished requests are called there; NULL: "requests" */
 	atomic_int *cancel;            /* set non-zero (e.g. from SIGINT) to stop; may be NULL */
 };
 

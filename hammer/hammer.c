@@ -373,7 +373,7 @@ static void write_outputs(const struct hammer_opts *o, const struct hammer_resul
 {
 	struct report_info info = { o->cfg.url, o->cfg.method, o->policy_name, o->cfg.concurrency,
 	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd };
-	char err[ERRLEN], title[160];
+	char err[ERRLEN], title[160], how[300], subtitle[360];
 	bool json_stdout = o->json_path != NULL && strcmp(o->json_path, "-") == 0;
 
 	if (!o->quiet)
@@ -387,13 +387,15 @@ static void write_outputs(const struct hammer_opts *o, const struct hammer_resul
 		fprintf(stderr, "ratelab hammer: %s\n", err);
 		*rc = 1;
 	}
+	/* The subtitle names the backoff and the Retry-After handling: two plots on a slide differ in it. */
 	if (o->cfg.nurls > 1)
-		snprintf(title, sizeof(title), "%s %s (+%u more), policy %s, %u clients", o->cfg.method,
-		         o->cfg.url, o->cfg.nurls - 1, o->policy_name, o->cfg.concurrency);
+		snprintf(title, sizeof(title), "%s %s (+%u more), %u clients", o->cfg.method, o->cfg.url,
+		         o->cfg.nurls - 1, o->cfg.concurrency);
 	else
-		snprintf(title, sizeof(title), "%s %s, policy %s, %u clients", o->cfg.method, o->cfg.url,
-		         o->policy_name, o->cfg.concurrency);
-	if (o->plot_path != NULL && plot_write_svg(o->plot_path, r->timeline, title, err, sizeof(err)) != 0) {
+		snprintf(title, sizeof(title), "%s %s, %u clients", o->cfg.method, o->cfg.url, o->cfg.concurrency);
+	retry_policy_describe(&o->policy, how, sizeof(how));
+	snprintf(subtitle, sizeof(subtitle), "policy %s: %s", o->policy_name, how);
+	if (o->plot_path != NULL && plot_write_svg(o->plot_path, r->timeline, title, subtitle, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ratelab hammer: %s\n", err);
 		*rc = 1;
 	}

@@ -9,7 +9,8 @@
 /*
  * SVG drawings of a timeline: answers per interval stacked by status code
  * (2xx green, 429 orange, other 4xx yellow, 5xx red, transport errors dark
- * grey), with title, axes and a legend.
+ * grey), with a title, axes on 1-2-5 ticks (common/ticks.h) and a legend of
+ * what the timeline holds.
  */
 
 struct plot_box {
@@ -20,12 +21,18 @@ struct plot_box {
 
 /*
  * Write one lane (a <g> element) into f, an SVG document the caller opened.
- * `title` is drawn above it.  Not thread-safe only in sharing f.
+ * `title` is drawn above it, and `subtitle` (or NULL) under the title.  The
+ * y axis tops at a whole tick over the peak.  Not thread-safe only in sharing f.
  */
-void plot_lane(FILE *f, const struct timeline *t, const struct plot_box *box, const char *title);
+void plot_lane(FILE *f, const struct timeline *t, const struct plot_box *box, const char *title,
+               const char *subtitle);
 
-/* A whole SVG file (path, "-" = stdout) with one lane.  Returns 0, or -1 with err. */
-int plot_write_svg(const char *path, const struct timeline *t, const char *title, char *err, size_t errlen);
+/*
+ * A whole SVG file (path, "-" = stdout) with one lane, sized by its viewBox
+ * (it scales to where it is shown).  Returns 0, or -1 with err.
+ */
+int plot_write_svg(const char *path, const struct timeline *t, const char *title, const char *subtitle, char *err,
+                   size_t errlen);
 
 /* The largest stacked bar of t (answers plus errors in one interval). */
 uint64_t plot_peak(const struct timeline *t);

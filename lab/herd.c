@@ -4,15 +4,18 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/progress.h"
 #include "hammer/engine.h"
 #include "lab/herd_occ.h"
 #include "lab/herd_report.h"
@@ -37,7 +40,17 @@ struct herd_opts {
 	bool base_set, cap_set, attempts_set, limiter_set;
 	struct occ_delay delay;
 	uint64_t max_ns;
+	char server_policy[256];   /* --url: the RateLimit-Policy the server sent, or "" */
 };
+
+/* Set by the first Ctrl-C (SIGINT): the policy running stops, the finished ones are reported. */
+static atomic_int herd_cancel;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	atomic_store(&herd_cancel, 1);
+}
 
 static void usage(FILE *f)
 {
@@ -69,7 +82,9 @@ static void usage(FILE *f)
 	"\n"
 	"Columns: calls are all HTTP requests; done in is the time of the last success;\n"
 	"peak/100ms is the most attempts in any 100 ms window, retries/100ms the most\n"
-	"retries (the first volley is the same for every policy, so this is the echo).\n",
+	"retries (the first volley is the same for every policy, so this is the echo).\n"
+	"On a terminal a progress line shows the policy running.  Ctrl-C stops the run:\n"
+	"the policies that finished are reported (with --report too) and herd exits 130.\n",
 	HERD_DEFAULT_POLICIES, retry_preset_names());
 }
 
@@ -359,6 +374,48 @@ static int post_reset(const char *base, char *err, size_t errlen)
 	return 0;
 }
 
+/* A header line of the probe: keep RateLimit-Policy's value (trimmed) in ud. */
+static size_t policy_header(char *p, size_t sz, size_t n, void *ud)
+{
+	static const char NAME[] = "ratelimit-policy:";
+	size_t len = sz * n, k = sizeof(NAME) - 1;
+	char *out = ud;
+
+	if (len > k && strncasecmp(p, NAME, k) == 0) {
+		while (k < len && (p[k] == ' ' || p[k] == '\t'))
+			k++;
+		while (len > k && (p[len - 1] == '\r' || p[len - 1] == '\n' || p[len - 1] == ' '))
+			len--;
+		snprintf(out, 256, "%.*s", (int)(len - k), p + k);
+	}
+	return sz * n;
+}
+
+/*
+ * --url: one GET of the path, before the first reset clears what it took,
+ * to learn the policy the server announces (RateLimit-Policy) for the report.
+ * out stays "" when it sends none or does not answer.
+ */
+static void probe_policy(const char *base, const char *path, char out[256])
+{
+	CURL *e = curl_easy_init();
+	char url[640];
+
+	out[0] = '\0';
+	if (!e)
+		return;
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, policy_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, out);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	if (curl_easy_perform(e) != CURLE_OK)
+		out[0] = '\0';
+	curl_easy_cleanup(e);
+}
+
 /* Build every policy first, so a bad name fails before anything runs. */
 static int build_policies(const struct herd_opts *o, struct retry_policy *pol)
 {
@@ -375,67 +432,100 @@ static int build_policies(const struct herd_opts *o, struct retry_policy *pol)
 /*
  * One policy's herd on the hammer's engine: every client fires at the same
  * instant and makes one request (the workload's attempts, retried under pol)
- * until it succeeds, gives up, or --max-time ends the run.
+ * until it succeeds, gives up, or --max-time ends the run.  Policy i of n:
+ * the progress line names it.  Returns 0 when it finished, 1 when Ctrl-C
+ * stopped it (out is left empty), or -1 with err filled.
  */
-static int run_policy(const struct herd_opts *o, const char *url, const struct retry_policy *pol,
+static int run_policy(const struct herd_opts *o, const char *url, const struct retry_policy *pol, size_t i,
                       struct herd_result *out, char *err, size_t errlen)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	char label[96];
 	struct hammer_config c = {
 		.url = url, .method = "GET", .requests = o->clients, .concurrency = o->clients,
 		.workload = o->workload == HERD_WORKLOAD_OCC ? &HERD_OCC : NULL,
 		.duration_ns = o->max_ns, .threads = cores > 0 ? (uint32_t)cores : 1, .herd = true,
 		.timeout_ns = 10 * NS_PER_SEC, .connect_timeout_ns = 5 * NS_PER_SEC, .seed = o->seed,
 		.policy = pol, .interval_ns = HERD_PEAK_NS, .by_start_ns = HERD_BIN_NS,
+		.progress = progress_wanted(stderr) ? stderr : NULL, .progress_label = label,
+		.progress_unit = "clients done", .cancel = &herd_cancel,
 	};
 	struct hammer_result r;
 	int rc;
 
+	snprintf(label, sizeof(label), "policy %zu of %zu (%.40s)", i + 1, o->npolicies, pol->name);
 	if (hammer_result_init(&r, c.interval_ns) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	rc = hammer_run(&c, &r, err, errlen);
-	if (rc == 0 && (rc = herd_result_from_run(out, pol->name, o->clients, &r)) != 0)
+	if (rc == 0 && r.interrupted)
+		rc = 1;
+	else if (rc == 0 && (rc = herd_result_from_run(out, pol->name, o->clients, &r)) != 0)
 		snprintf(err, errlen, "out of memory");
 	hammer_result_destroy(&r);
 	return rc;
 }
 
+/*
+ * Every policy in turn, a table row as each finishes; *done gets how many
+ * finished.  Returns 0, 130 when Ctrl-C stopped the run, or 1 (reported).
+ */
 static int run_all(const struct herd_opts *o, const char *base, const struct retry_policy *pol,
-                   struct herd_result *res)
+                   struct herd_result *res, size_t *done)
 {
 	char err[256], url[640];
+	int rc = 0;
 
 	/* the occ workload names its own path */
 	snprintf(url, sizeof(url), "%s%s", base, o->workload == HERD_WORKLOAD_OCC ? "/" : o->path);
-	for (size_t i = 0; i < o->npolicies; i++) {
-		if (post_reset(base, err, sizeof(err)) != 0 || run_policy(o, url, &pol[i], &res[i], err, sizeof(err)) != 0) {
-			fprintf(stderr, "ratelab herd: %s\n", err);
-			return 1;
-		}
+	for (*done = 0; *done < o->npolicies && rc == 0; ++*done) {
+		size_t i = *done;
+
+		if (atomic_load(&herd_cancel) || post_reset(base, err, sizeof(err)) != 0 ||
+		    (rc = run_policy(o, url, &pol[i], i, &res[i], err, sizeof(err))) != 0)
+			break;
 		herd_report_row(stdout, &res[i], i == 0);
 		fflush(stdout);
+	}
+	if (atomic_load(&herd_cancel) || rc == 1)
+		return 130;
+	if (*done < o->npolicies) {
+		fprintf(stderr, "ratelab herd: %s\n", err);
+		return 1;
 	}
 	return 0;
 }
 
-static int write_report(const struct herd_opts *o, const struct herd_result *res)
+/* DIR/report.html, results.json and the CSVs of the n policies that finished; 0, or 1 (reported). */
+static int write_report(const struct herd_opts *o, const struct herd_result *res, size_t n)
 {
 	char err[256];
 	struct herd_report_info info = {
 		.workload = o->workload == HERD_WORKLOAD_OCC ? "occ" : "request",
 		.clients = o->clients, .seed = o->seed, .limiter = o->url ? NULL : o->limiter,
-		.limit = o->limit, .burst = o->burst, .base_ns = o->knobs.base_ns, .cap_ns = o->knobs.cap_ns,
-		.max_attempts = o->knobs.max_attempts,
+		.url = o->url, .limit = o->limit, .burst = o->burst, .base_ns = o->knobs.base_ns,
+		.cap_ns = o->knobs.cap_ns, .max_attempts = o->knobs.max_attempts, .planned = o->npolicies,
+		.interrupted = n < o->npolicies, .server_policy = o->server_policy[0] ? o->server_policy : NULL,
 	};
 
-	if (herd_report_write(o->report_dir, &info, res, o->npolicies, err, sizeof(err)) != 0) {
+	if (herd_report_write(o->report_dir, &info, res, n, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ratelab herd: %s\n", err);
 		return 1;
 	}
 	printf("report: %s/report.html (results.json, one CSV per policy)\n", o->report_dir);
 	return 0;
+}
+
+/* Ctrl-C: stop the policy running and say so; a second Ctrl-C ends herd at once. */
+static void catch_sigint(void)
+{
+	struct sigaction sa = { 0 };
+
+	atomic_store(&herd_cancel, 0);
+	sa.sa_handler = on_sigint;
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGINT, &sa, NULL);
 }
 
 int herd_main(int argc, char **argv)
@@ -446,6 +536,7 @@ int herd_main(int argc, char **argv)
 	struct occ_route oc = { 0 };
 	struct server *srv = NULL;
 	char url[128], err[256] = "";
+	size_t done = 0;
 	int rc = opts_parse(&o, argc, argv);
 
 	if (rc != 0)
@@ -474,9 +565,14 @@ int herd_main(int argc, char **argv)
 		}
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port(srv));
 	}
-	if (run_all(&o, o.url ? o.url : url, pol, res) != 0)
-		goto stop;
-	rc = o.report_dir ? write_report(&o, res) : 0;
+	if (o.url)
+		probe_policy(o.url, o.workload == HERD_WORKLOAD_OCC ? "/" : o.path, o.server_policy);
+	catch_sigint();
+	rc = run_all(&o, o.url ? o.url : url, pol, res, &done);
+	if (rc == 130)
+		fprintf(stderr, "ratelab herd: interrupted: %zu of %zu policies finished\n", done, o.npolicies);
+	if (rc != 1 && o.report_dir && write_report(&o, res, done) != 0)
+		rc = 1;
 stop:
 	server_stop(srv);
 	occ_free(oc.occ);

@@ -8,12 +8,10 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/ticks.h"
 #include "common/timeline.h"
 #include "hammer/report.h"
 
-#define LANE_W 900
-#define LANE_H 110
-#define LANE_LEFT 110
 #define FINE_PER_ROW ((uint32_t)(HERD_PEAK_NS / HERD_BIN_NS))
 
 /* The count of status `code` in row `row` of t (0 when it has no column). */
@@ -158,6 +156,14 @@ static int write_csv(const char *dir, const struct herd_result *r, char *err, si
 	return report_close_out(f, name, err, errlen);
 }
 
+/* Text into HTML: the markup characters escaped. */
+static void html_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputs(*s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;"
+		                                                           : (char[2]){ *s, 0 }, f);
+}
+
 static json_t *result_json(const struct herd_result *r)
 {
 	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:f}",
@@ -186,6 +192,10 @@ static int write_json(const char *dir, const struct herd_report_info *in, const 
 
 	if (!doc)
 		goto fail;
+	json_object_set_new(doc, "interrupted", json_boolean(in->interrupted));
+	json_object_set_new(doc, "policies_planned", json_integer((json_int_t)(in->planned ? in->planned : n)));
+	json_object_set_new(doc, "server", json_pack("{s:b, s:s?, s:s?}", "external", in->url != NULL, "url", in->url,
+	                                             "ratelimit_policy", in->server_policy));
 	for (size_t i = 0; i < n; i++)
 		if (json_array_append_new(pol, result_json(&res[i])) != 0)
 			goto fail;
@@ -200,16 +210,29 @@ fail:
 
 static const char HTML_HEAD[] =
 	"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	"<title>ratelab herd</title>\n<style>\n"
-	"body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1060px}\n"
-	"table{border-collapse:collapse;margin:12px 0}td,th{padding:3px 10px;text-align:right;"
-	"border-bottom:1px solid #ddd}td:first-child,th:first-child{text-align:left}\n"
-	"svg.lane{display:block;margin:0 0 6px 0;background:#fafafa}\n"
-	".key span{display:inline-block;width:12px;height:12px;margin:0 4px 0 14px;vertical-align:middle}\n"
-	"#lane-sizes{color:#999;font-size:11px}\n</style></head><body>\n";
+	"body{font:clamp(15px,1.3vw,24px)/1.4 system-ui,sans-serif;margin:1em;color:#111;max-width:1500px}\n"
+	"h1{font-size:1.5em;margin:.2em 0}\n"
+	"table{border-collapse:collapse;margin:.8em 0;font-variant-numeric:tabular-nums}"
+	"td,th{padding:.15em .6em;text-align:right;border-bottom:1px solid #ccc}"
+	"td:first-child,th:first-child{text-align:left}\n"
+	"svg.lane{display:block;width:100%;height:auto;margin:0 0 .3em 0;background:#f7f7f7}\n"
+	".key span{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em;vertical-align:-.1em}\n"
+	".note{font-weight:600}\n</style></head><body>\n";
 
-/* Outcome colours: admitted, rejected (429/503), conflict (409), other. */
-static const char *const COLOUR[4] = { "#2e9d4f", "#d9412b", "#8e44ad", "#888888" };
+/* Outcome colours (Okabe-Ito, the same under the common colour-vision deficiencies):
+ * admitted, rejected (429/503), conflict (409), other. */
+static const char *const COLOUR[4] = { "#0072b2", "#e69f00", "#cc79a7", "#8c8c8c" };
+
+/* A lane's geometry in its viewBox units: the lane scales with the window. */
+#define VB_W 1000.0
+#define VB_H 150.0
+#define PLOT_X 190.0                 /* the policy's name and figures go left of it */
+#define PLOT_W (VB_W - PLOT_X - 16)
+#define BAND 22.0                    /* above the bars: the labels of cut bars, nothing else */
+#define PLOT_Y BAND
+#define PLOT_H (VB_H - BAND - 30)    /* below: the time axis */
 
 static void html_table(FILE *f, const struct herd_result *res, size_t n)
 {
@@ -232,99 +255,138 @@ static void html_table(FILE *f, const struct herd_result *res, size_t n)
 	fprintf(f, "</table>\n");
 }
 
-/* The shared y scale: the tallest 100 ms bar after the first volley, at least `floor`. */
-static uint32_t lanes_ymax(const struct herd_result *res, size_t n, uint32_t floor)
+/*
+ * The lane's own scale: its tallest 100 ms bar after the first volley (the
+ * volley is every client at once, the same for every policy), at least 1.
+ * *volley gets the first bar's height.
+ */
+static uint32_t lane_scale(const struct herd_result *r, uint32_t *volley)
 {
 	struct herd_bin b;
-	uint32_t ymax = floor ? floor : 1;
+	uint32_t top = 1;
 
-	for (size_t i = 0; i < n; i++)
-		for (uint32_t row = 1; herd_report_row100(&res[i], row, &b); row++)
-			if (herd_bin_attempts(&b) > ymax)
-				ymax = herd_bin_attempts(&b);
-	return ymax;
+	*volley = herd_report_row100(r, 0, &b) ? herd_bin_attempts(&b) : 0;
+	for (uint32_t row = 1; herd_report_row100(r, row, &b); row++)
+		if (herd_bin_attempts(&b) > top)
+			top = herd_bin_attempts(&b);
+	return top;
 }
 
-/* One stacked bar; taller than the lane is clipped and labelled with its count. */
-static void lane_bar(FILE *f, const struct herd_bin *b, double x, double bw, uint32_t ymax)
+/* One stacked bar at x; a bar over the scale is cut at the top of the plot. */
+static void lane_bar(FILE *f, const struct herd_bin *b, double x, double bw, uint32_t scale)
 {
 	const uint32_t parts[4] = { b->ok, b->rejected, b->conflict, b->other };
-	double plot_h = LANE_H - 22, y = LANE_H - 18, scale = plot_h / ymax;
-	uint32_t total = herd_bin_attempts(b);
+	double y = PLOT_Y + PLOT_H, unit = PLOT_H / scale;
 
-	if (total > ymax)
-		scale = plot_h / total;
 	for (int k = 0; k < 4; k++) {
-		double h = parts[k] * scale;
+		double h = parts[k] * unit;
 
-		if (parts[k] == 0)
+		if (parts[k] == 0 || y <= PLOT_Y)
 			continue;
+		if (y - h < PLOT_Y)
+			h = y - PLOT_Y;
 		y -= h;
 		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>", x, y,
 		        bw > 1.5 ? bw - 0.5 : bw, h, COLOUR[k]);
 	}
-	if (total > ymax)
-		fprintf(f, "<text x=\"%.1f\" y=\"10\" font-size=\"10\">&#9650;%u</text>", x + bw + 2, total);
 }
 
-static void lane_axis(FILE *f, uint32_t rows, double bw)
+/* The time axis: 1-2-5 steps in seconds, labels that never repeat, the last kept inside the lane. */
+static void lane_time_axis(FILE *f, uint32_t rows)
 {
-	uint32_t step = rows > 300 ? 100 : rows > 100 ? 50 : 10;
+	double span = rows / 10.0, step = ticks_step(span, 10);
+	int dec = ticks_decimals(step);
+	char label[32];
 
-	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>", LANE_LEFT, LANE_H - 18,
-	        LANE_LEFT + LANE_W, LANE_H - 18);
-	for (uint32_t row = 0; row <= rows; row += step)
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" fill=\"#444\">%.0fs</text>",
-		        LANE_LEFT + row * bw, LANE_H - 5, row / 10.0);
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>", PLOT_X, PLOT_Y + PLOT_H,
+	        PLOT_X + PLOT_W, PLOT_Y + PLOT_H);
+	for (int k = 0; k * step <= span + 1e-9; k++) {
+		double x = PLOT_X + PLOT_W * (k * step) / span;
+
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#333\" text-anchor=\"%s\">%s</text>", x,
+		        PLOT_Y + PLOT_H + 18, x > PLOT_X + PLOT_W - 20 ? "end" : k == 0 ? "start" : "middle",
+		        ticks_label(k * step, dec, "s", label, sizeof(label)));
+	}
 }
 
-static void html_lane(FILE *f, const struct herd_result *r, uint32_t rows, uint32_t ymax)
+/* The lane's scale, marked: a line at its top bar with the count, left of the plot. */
+static void lane_scale_mark(FILE *f, uint32_t scale)
 {
-	double bw = (double)LANE_W / rows;
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>"
+	        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#333\" text-anchor=\"end\">%u</text>",
+	        PLOT_X, PLOT_Y, PLOT_X + PLOT_W, PLOT_Y, PLOT_X - 4, PLOT_Y + 5, scale);
+}
+
+static void html_lane(FILE *f, const struct herd_result *r, uint32_t rows)
+{
+	double bw = PLOT_W / rows;
+	uint32_t volley, scale = lane_scale(r, &volley);
 	struct herd_bin b;
 
-	fprintf(f, "<svg class=\"lane\" data-policy=\"%s\" width=\"%d\" height=\"%d\" "
-	        "viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">", r->policy,
-	        LANE_LEFT + LANE_W + 40, LANE_H, LANE_LEFT + LANE_W + 40, LANE_H);
-	fprintf(f, "<text x=\"4\" y=\"40\" font-size=\"14\" font-weight=\"bold\">%s</text>"
-	        "<text x=\"4\" y=\"58\" font-size=\"11\">%llu calls</text>", r->policy,
-	        (unsigned long long)r->calls);
+	fprintf(f, "<svg class=\"lane\" data-policy=\"%s\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
+	        "aria-label=\"%s: attempts per 100 ms\" xmlns=\"http://www.w3.org/2000/svg\">", r->policy, VB_W, VB_H,
+	        r->policy);
+	fprintf(f, "<text x=\"6\" y=\"%.1f\" font-size=\"18\" font-weight=\"bold\">%s</text>"
+	        "<text x=\"6\" y=\"%.1f\" font-size=\"14\">%llu calls</text>"
+	        "<text x=\"6\" y=\"%.1f\" font-size=\"14\">scale %u/100 ms</text>", PLOT_Y + 30, r->policy,
+	        PLOT_Y + 52, (unsigned long long)r->calls, PLOT_Y + 72, scale);
 	for (uint32_t row = 0; herd_report_row100(r, row, &b); row++)
 		if (herd_bin_attempts(&b))
-			lane_bar(f, &b, LANE_LEFT + row * bw, bw, ymax);
-	lane_axis(f, rows, bw);
+			lane_bar(f, &b, PLOT_X + row * bw, bw, scale);
+	/* Only the first volley can be over the scale: its height goes in the band above, left-aligned. */
+	if (volley > scale)
+		fprintf(f, "<text class=\"cut\" x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#333\">&#9650; %u in the "
+		        "first 100 ms (cut)</text>", PLOT_X, BAND - 6, volley);
+	lane_scale_mark(f, scale);
+	lane_time_axis(f, rows);
 	fprintf(f, "</svg>\n");
 }
 
-static const char HTML_SCRIPT[] =
-	"<pre id=\"lane-sizes\"></pre>\n<script>\n"
-	"(function(){var out=[];document.querySelectorAll('svg.lane').forEach(function(s){"
-	"var r=s.getBoundingClientRect();out.push('lane '+s.getAttribute('data-policy')+' '+"
-	"Math.round(r.width)+'x'+Math.round(r.height)+' bars '+s.querySelectorAll('rect').length);});"
-	"document.getElementById('lane-sizes').textContent=out.join('\\n');})();\n</script>\n";
+/* What ran on the other end: the in-process server's limiter, or the external one as it described itself. */
+static void html_server(FILE *f, const struct herd_report_info *in)
+{
+	if (!in->url) {
+		fprintf(f, "server: in process, %s %llu/s burst %llu, one key for every client", in->limiter,
+		        (unsigned long long)in->limit, (unsigned long long)in->burst);
+		return;
+	}
+	fprintf(f, "server: external, ");
+	html_text(f, in->url);
+	if (in->server_policy) {
+		fprintf(f, ", RateLimit-Policy <code>");
+		html_text(f, in->server_policy);
+		fprintf(f, "</code>");
+	} else {
+		fprintf(f, " (it sent no RateLimit-Policy)");
+	}
+}
 
 static void html_body(FILE *f, const struct herd_report_info *in, const struct herd_result *res, size_t n)
 {
-	uint32_t rows = 10, ymax = lanes_ymax(res, n, in->clients);
+	uint32_t rows = 10;
 
 	for (size_t i = 0; i < n; i++)
 		if (herd_report_rows100(&res[i]) > rows)
 			rows = herd_report_rows100(&res[i]);
-	fprintf(f, "<h1>Thundering herd: %u clients, %s workload</h1>\n<p>Every client fires at t=0 and "
-	        "retries under its policy. Each lane shows attempts per 100&nbsp;ms on one shared time axis "
-	        "and one shared scale (a bar taller than the lane is squeezed and marked &#9650; with its "
-	        "count). Without jitter the retries come back in synchronized waves; with jitter they "
-	        "spread out.</p>\n", in->clients, in->workload);
+	fprintf(f, "<h1>Thundering herd: %u clients, %s workload</h1>\n", in->clients, in->workload);
+	if (in->interrupted)
+		fprintf(f, "<p class=\"note\">Interrupted (Ctrl-C) after %zu of %zu policies: the lanes and rows below "
+		        "are the policies that finished.</p>\n", n, in->planned);
+	fprintf(f, "<p>Every client fires at t=0 and retries under its policy. Each lane shows attempts per "
+	        "100&nbsp;ms on one shared time axis, on its own scale: the dashed line is the lane's tallest bar "
+	        "after the first volley, its count at the left. The first volley is the same for every policy; "
+	        "where it is taller it is cut, its height written above it. Without jitter the retries come back "
+	        "in synchronized waves; with jitter they spread out.</p>\n");
 	fprintf(f, "<p class=\"key\"><span style=\"background:%s\"></span>admitted (2xx)<span style=\"background:"
 	        "%s\"></span>rejected (429/503)<span style=\"background:%s\"></span>conflict (409)<span "
 	        "style=\"background:%s\"></span>other</p>\n", COLOUR[0], COLOUR[1], COLOUR[2], COLOUR[3]);
 	for (size_t i = 0; i < n; i++)
-		html_lane(f, &res[i], rows, ymax);
+		html_lane(f, &res[i], rows);
 	html_table(f, res, n);
-	fprintf(f, "<p>seed %llu; backoff base %.3gs, cap %.3gs, %u attempts; server: %s %llu/s burst %llu.</p>\n",
-	        (unsigned long long)in->seed, (double)in->base_ns / NS_PER_SEC, (double)in->cap_ns / NS_PER_SEC,
-	        in->max_attempts, in->limiter ? in->limiter : "(--url)", (unsigned long long)in->limit,
-	        (unsigned long long)in->burst);
+	fprintf(f, "<p>seed %llu; backoff base %.3gs, cap %.3gs, %u attempts; ", (unsigned long long)in->seed,
+	        (double)in->base_ns / NS_PER_SEC, (double)in->cap_ns / NS_PER_SEC, in->max_attempts);
+	html_server(f, in);
+	fprintf(f, ".</p>\n");
 }
 
 int herd_report_write(const char *dir, const struct herd_report_info *info, const struct herd_result *res,
@@ -345,7 +407,6 @@ int herd_report_write(const char *dir, const struct herd_report_info *info, cons
 		return -1;
 	fputs(HTML_HEAD, f);
 	html_body(f, info, res, n);
-	fputs(HTML_SCRIPT, f);
 	fputs("</body></html>\n", f);
 	return report_close_out(f, "report.html", err, errlen);
 }

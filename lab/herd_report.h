@@ -11,9 +11,11 @@
 /*
  * What `ratelab herd` shows: the table on the terminal, and with --report
  * DIR an offline report.html (one SVG lane per policy on a shared time axis,
- * calls per 100 ms coloured by outcome, plus the table), results.json
- * (every table figure, one object per policy) and DIR/<policy>.csv.  The
- * figures of one policy are read from the engine's result of its run.
+ * calls per 100 ms coloured by outcome, each lane on its own scale with its
+ * peak marked, scaled to the window; plus the table and the server that
+ * ran), results.json (every table figure, one object per policy) and
+ * DIR/<policy>.csv.  The figures of one policy are read from the engine's
+ * result of its run.
  */
 
 #define HERD_BIN_NS (10ULL * 1000 * 1000)    /* fine bins: 10 ms */
@@ -64,9 +66,13 @@ struct herd_report_info {
 	uint32_t clients;
 	uint64_t seed;
 	const char *limiter;     /* in-process server's limiter, or NULL (--url) */
+	const char *url;         /* --url: the external server, else NULL */
+	const char *server_policy;  /* --url: the RateLimit-Policy it sent, or NULL */
 	uint64_t limit, burst;
 	uint64_t base_ns, cap_ns;
 	unsigned max_attempts;
+	size_t planned;          /* policies asked for; more than the results when interrupted */
+	bool interrupted;        /* Ctrl-C stopped the run: the results are the policies that finished */
 };
 
 /* Print one table row, with the header line first when `header`. */

@@ -14,6 +14,7 @@
 
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/progress.h"
 #include "lab/verify_grade.h"
 #include "server/handlers/scenario.h"
 #include "server/server.h"
@@ -235,13 +236,21 @@ static void kill_all(struct verify_child *ch, unsigned n)
 			ch[i].done = true;
 }
 
-/* Run the copies and wait, bounded by the timeout; fills *run. */
+/* The progress line while the copies run: how many finished, and the time so far. */
+static void show_progress(const struct verify_opts *o, unsigned running, unsigned n, uint64_t t0)
+{
+	progress_line(stderr, "scenario %s: %u of %u clients done, %.1fs", o->scenario, n - running, n,
+	              (double)(clock_monotonic_ns() - t0) / 1e9);
+}
+
+/* Run the copies and wait, bounded by the timeout; fills *run.  On a terminal a progress line shows. */
 static int run_clients(const struct verify_opts *o, int port, struct verify_child *ch,
                        struct verify_grade_run *run)
 {
 	struct timespec ts = { 0, 2 * 1000000L };
 	uint64_t t0 = clock_monotonic_ns(), deadline = t0 + o->timeout_ns;
 	unsigned n = (unsigned)o->clients;
+	bool show = !o->quiet && progress_wanted(stderr);
 
 	memset(run, 0, sizeof(*run));
 	run->timeout_ns = o->timeout_ns;
@@ -257,8 +266,15 @@ static int run_clients(const struct verify_opts *o, int port, struct verify_chil
 			return rc;
 		}
 	}
-	while (reap(ch, n) > 0 && clock_monotonic_ns() < deadline && !verify_interrupted)
+	for (unsigned tick = 0, running; (running = reap(ch, n)) > 0 && clock_monotonic_ns() < deadline &&
+	                                 !verify_interrupted; tick++) {
+		/* every 200 ms: the loop naps 2 ms */
+		if (show && tick % 100 == 0)
+			show_progress(o, running, n, t0);
 		nanosleep(&ts, NULL);
+	}
+	if (show)
+		progress_done(stderr);
 	run->wall_ns = clock_monotonic_ns() - t0;
 	run->killed = reap(ch, n) > 0;
 	kill_all(ch, n);

@@ -1,7 +1,12 @@
 /* `ratelab serve`: parse, start, wait for SIGINT/SIGTERM, drain, summarise. */
 #include "server/serve.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +122,61 @@ static int wire(struct serve_parts *p)
 	return 0;
 }
 
+/* An interface address a browser on the LAN can use: up, not loopback, not IPv6 link-local; its text into buf. */
+static bool lan_address(const struct ifaddrs *a, bool v6, char *buf, size_t len)
+{
+	const void *addr;
+
+	if (!a->ifa_addr || !(a->ifa_flags & IFF_UP) || (a->ifa_flags & IFF_LOOPBACK))
+		return false;
+	if (a->ifa_addr->sa_family == AF_INET) {
+		addr = &((const struct sockaddr_in *)(const void *)a->ifa_addr)->sin_addr;
+	} else if (v6 && a->ifa_addr->sa_family == AF_INET6) {
+		const struct in6_addr *in6 = &((const struct sockaddr_in6 *)(const void *)a->ifa_addr)->sin6_addr;
+
+		if (IN6_IS_ADDR_LINKLOCAL(in6))
+			return false;
+		addr = in6;
+	} else {
+		return false;
+	}
+	return inet_ntop(a->ifa_addr->sa_family, addr, buf, (socklen_t)len) != NULL;
+}
+
+/*
+ * The banner.  The first line says where the server listens, as it always
+ * has (scripts read it).  Bound to every address (0.0.0.0 or ::), one line
+ * per LAN address for the attendees follows; then the dashboard's URL, on
+ * the first LAN address when there is one.
+ */
+static void banner(const struct server_config *cfg, int port)
+{
+	bool v6 = strchr(cfg->bind, ':') != NULL, any = strcmp(cfg->bind, "0.0.0.0") == 0 || strcmp(cfg->bind, "::") == 0;
+	char first[80] = "", addr[64];
+	struct ifaddrs *ifs = NULL;
+
+	/* An IPv6 address goes in brackets in a URL. */
+	printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", cfg->bind[0] == '0' && cfg->bind[1] == '.' ? "127.0.0.1" : cfg->bind,
+	       v6 ? "]" : "", port);
+	if (any && getifaddrs(&ifs) == 0) {
+		for (const struct ifaddrs *a = ifs; a; a = a->ifa_next) {
+			bool br;
+
+			if (!lan_address(a, v6, addr, sizeof(addr)))
+				continue;
+			br = strchr(addr, ':') != NULL;
+			printf("attendees:   http://%s%s%s:%d/\n", br ? "[" : "", addr, br ? "]" : "", port);
+			if (first[0] == '\0')
+				snprintf(first, sizeof(first), "%s%s%s", br ? "[" : "", addr, br ? "]" : "");
+		}
+		freeifaddrs(ifs);
+	}
+	if (first[0] == '\0')
+		snprintf(first, sizeof(first), "%s%s%s", v6 ? "[" : "", any ? (v6 ? "::1" : "127.0.0.1") : cfg->bind, v6 ? "]" : "");
+	printf("dashboard:   http://%s:%d/dashboard\n", first, port);
+	fflush(stdout);
+}
+
 /* Start, say where, wait for SIGINT/SIGTERM, drain and summarise; the exit code. */
 static int run(const struct server_config *cfg)
 {
@@ -138,11 +198,7 @@ static int run(const struct server_config *cfg)
 		return 1;
 	}
 	t0 = clock_monotonic_ns();
-	/* An IPv6 address goes in brackets in a URL. */
-	printf("listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "",
-	       cfg->bind[0] == '0' && cfg->bind[1] == '.' ? "127.0.0.1" : cfg->bind, strchr(cfg->bind, ':') ? "]" : "",
-	       server_port(srv));
-	fflush(stdout);
+	banner(cfg, server_port(srv));
 	sigwait(&set, &sig);
 	server_drain(srv);
 	summary(srv, clock_monotonic_ns() - t0, sig);

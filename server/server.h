@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "common/cli.h"
 #include "server/config.h"
@@ -51,6 +52,17 @@ struct server_reply {
 	char headers[512];       /* extra "Name: value\n" lines */
 	uint64_t delay_ns;       /* > 0: send the answer this long after the handler returned,
 	                          * without blocking a server thread (sent at once when stopping) */
+	/*
+	 * Instead of body, a stream of unknown length (chunked): the server calls
+	 * stream_read(stream_ctx, pos, buf, max) for the next bytes, which returns
+	 * their count, -1 at the end, -2 on an error (the connection closes), or 0
+	 * after suspending the connection (req->conn) until it has more; and
+	 * stream_free(stream_ctx) once the answer is over (also when it could not
+	 * be sent).  stream_read may run on any server thread, one call at a time.
+	 */
+	ssize_t (*stream_read)(void *ctx, uint64_t pos, char *buf, size_t max);
+	void (*stream_free)(void *ctx);
+	void *stream_ctx;
 };
 
 /* Header `name` of the request, or NULL. */
@@ -102,6 +114,8 @@ struct server_config {
 	bool query_faults;
 	uint64_t seed;
 	bool quiet;                      /* no log lines on stderr */
+	unsigned top_clients;            /* clients /stats, /metrics and /events name; the rest summed; default 50 */
+	unsigned max_subscribers;        /* /events streams at once; default 32 */
 	struct server_handler handlers[SERVER_MAX_HANDLERS];
 	size_t nhandlers;
 	server_store_fn store_new;       /* NULL: store_memory_new */

@@ -10,11 +10,13 @@
 #include "common/cli.h"
 #include "common/clock.h"
 #include "common/parse.h"
+#include "server/clients.h"
 #include "server/store/store.h"
 
 #define SERVER_MAX_KEYS_DEFAULT   100000
 #define SERVER_KEY_MEMORY_DEFAULT (64ULL << 20)
 #define SERVER_KEY_MEMORY_MAX     (1ULL << 50)
+#define SERVER_SUBSCRIBERS_DEFAULT 32
 
 void server_config_defaults(struct server_config *c)
 {
@@ -34,6 +36,8 @@ void server_config_defaults(struct server_config *c)
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
 	c->seed = 1;
+	c->top_clients = CLIENTS_TOP_DEFAULT;
+	c->max_subscribers = SERVER_SUBSCRIBERS_DEFAULT;
 }
 
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx)
@@ -54,11 +58,16 @@ void server_usage(FILE *f)
 	fprintf(f,
 	        "usage: ratelab serve [options]\n"
 	        "\n"
-	        "A rate-limited HTTP lab server.  Every path is limited except /stats (JSON),\n"
+	        "A rate-limited HTTP lab server.  Every path is limited except /dashboard (the live\n"
+	        "page for a projector), /events (its figures as Server-Sent Events), /stats (JSON),\n"
 	        "/metrics (Prometheus), POST /reset (clear limiter state and stats) and /healthz.\n"
-	        "Prints 'listening on http://ADDR:PORT' when ready; SIGINT/SIGTERM drain and exit 0.\n"
+	        "A client may name itself in the dashboard with an X-Client-Name header.\n"
+	        "Prints 'listening on http://ADDR:PORT' when ready, then the dashboard's URL (with\n"
+	        "--bind 0.0.0.0 or ::, first one URL per LAN address for the attendees);\n"
+	        "SIGINT/SIGTERM drain and exit 0.\n"
 	        "\n"
-	        "  --bind ADDR               listen address (default 127.0.0.1)\n"
+	        "  --bind ADDR               listen address (default 127.0.0.1; 0.0.0.0 or :: for a\n"
+	        "                            room: every address, :: IPv4 ones too)\n"
 	        "  --port N                  port (default 8080; 0 picks a free one)\n"
 	        "  --limiter NAME            %s (default token-bucket)\n"
 	        "  --limit N                 requests per window (default 10)\n"
@@ -87,6 +96,9 @@ void server_usage(FILE *f)
 	        "  --seed N                  seed of the fault draws (default 1)\n"
 	        "  --config FILE             JSON routes: {\"routes\":[{\"prefix\":\"/api\",\"limiter\":\"gcra\",\n"
 	        "                            \"limit\":5,\"window\":\"1s\",\"burst\":10,\"key\":\"ip\"}]}\n"
+	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
+	        "                            the most active first; the rest in one row (default 50)\n"
+	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n"
 	        "  --quiet                   no log lines on stderr\n"
 	        "  --help                    this text\n",
 	        limiter_names());
@@ -200,6 +212,8 @@ const struct cli_option server_args_options[] = {
 	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },
 	{ "--config", CLI_STRING, SA(config_path) },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
+	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000 },
+	{ "--max-subscribers", CLI_U64, SA(cfg.max_subscribers), .min = 1, .max = 1024 },
 	{ NULL },
 };
 

@@ -22,6 +22,7 @@ struct stats_bucket {
 struct stats_shard {
 	_Alignas(64) _Atomic uint64_t status[STATS_NSTATUS];
 	_Atomic uint64_t route[STATS_MAX_ROUTES][2];
+	_Atomic uint64_t faults;
 	struct stats_bucket timeline[STATS_BUCKETS];
 };
 
@@ -97,6 +98,25 @@ void stats_record(struct stats *s, int route, int status, enum stats_decision d,
 	timeline_record(sh, d, now_ns);
 }
 
+uint64_t stats_uptime_ns(const struct stats *s, uint64_t now_ns)
+{
+	return now_ns > s->start_ns ? now_ns - s->start_ns : 0;
+}
+
+void stats_record_fault(struct stats *s)
+{
+	bump(&shard_of(s)->faults);
+}
+
+uint64_t stats_faults(struct stats *s)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < STATS_SHARDS; i++)
+		sum += atomic_load_explicit(&s->shards[i].faults, memory_order_relaxed);
+	return sum;
+}
+
 void stats_reset(struct stats *s, uint64_t now_ns)
 {
 	for (size_t i = 0; i < STATS_SHARDS; i++) {
@@ -110,6 +130,7 @@ void stats_reset(struct stats *s, uint64_t now_ns)
 		}
 		for (size_t b = 0; b < STATS_BUCKETS; b++)
 			atomic_store_explicit(&sh->timeline[b].epoch, 0, memory_order_relaxed);
+		atomic_store_explicit(&sh->faults, 0, memory_order_relaxed);
 	}
 	atomic_store(&s->reset_ns, now_ns);
 }
@@ -130,6 +151,15 @@ uint64_t stats_total(struct stats *s)
 	uint64_t sum = 0;
 
 	for (int k = 0; k < STATS_NSTATUS; k++)
+		sum += stats_status_count(s, k);
+	return sum;
+}
+
+uint64_t stats_status_range(struct stats *s, int lo, int hi)
+{
+	uint64_t sum = 0;
+
+	for (int k = lo; k <= hi; k++)
 		sum += stats_status_count(s, k);
 	return sum;
 }
@@ -159,6 +189,16 @@ static void timeline_at(struct stats *s, uint64_t epoch, uint64_t *adm, uint64_t
 	}
 }
 
+void stats_buckets(struct stats *s, uint64_t now_ns, size_t n, uint64_t *adm, uint64_t *rej, uint64_t *first)
+{
+	uint64_t last = now_ns / STATS_BUCKET_NS + 1;
+
+	n = n < STATS_BUCKETS ? n : STATS_BUCKETS;
+	for (uint64_t k = 0; k < n; k++)
+		timeline_at(s, last + k + 1 - n, &adm[k], &rej[k]);
+	*first = last + 1 - n;
+}
+
 static json_t *timeline_json(struct stats *s, uint64_t now_ns)
 {
 	json_t *t = json_object(), *adm = json_array(), *rej = json_array();
@@ -173,6 +213,7 @@ static json_t *timeline_json(struct stats *s, uint64_t now_ns)
 	}
 	json_object_set_new(t, "bucket_ms", json_integer(STATS_BUCKET_NS / NS_PER_MS));
 	json_object_set_new(t, "buckets", json_integer(STATS_BUCKETS));
+	json_object_set_new(t, "first", json_integer((json_int_t)(last + 1 - STATS_BUCKETS)));
 	json_object_set_new(t, "admitted", adm);
 	json_object_set_new(t, "rejected", rej);
 	return t;
@@ -222,11 +263,10 @@ static json_t *routes_json(struct stats *s, const struct stats_route_info *ri, s
 	return arr;
 }
 
-char *stats_json(struct stats *s, uint64_t now_ns, const struct stats_route_info *ri, size_t n)
+json_t *stats_json_value(struct stats *s, uint64_t now_ns, const struct stats_route_info *ri, size_t n)
 {
 	json_t *root = json_object(), *by_limiter = json_object();
 	uint64_t total, live = 0, evicted = 0;
-	char *text;
 
 	for (size_t i = 0; i < n; i++) {
 		live += ri[i].store.live_keys;
@@ -240,8 +280,16 @@ char *stats_json(struct stats *s, uint64_t now_ns, const struct stats_route_info
 	json_object_set_new(root, "decisions", by_limiter);
 	json_object_set_new(root, "live_keys", json_integer((json_int_t)live));
 	json_object_set_new(root, "evictions", json_integer((json_int_t)evicted));
+	json_object_set_new(root, "faults", json_integer((json_int_t)stats_faults(s)));
 	json_object_set_new(root, "timeline", timeline_json(s, now_ns));
-	text = json_dumps(root, JSON_COMPACT);
+	return root;
+}
+
+char *stats_json(struct stats *s, uint64_t now_ns, const struct stats_route_info *ri, size_t n)
+{
+	json_t *root = stats_json_value(s, now_ns, ri, n);
+	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+
 	json_decref(root);
 	return text;
 }

@@ -1,6 +1,7 @@
 #ifndef RATELAB_STATS_H
 #define RATELAB_STATS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,8 @@ struct stats_route_info {
 	const char *prefix;
 	const char *limiter;
 	struct store_stats store;
+	const char *policy;      /* its RateLimit-Policy value, or NULL */
+	const char *key;         /* what it keys on: "global", "ip" or "header:NAME", or NULL */
 };
 
 /* A stats table for nroutes routes (<= STATS_MAX_ROUTES), started at now_ns.  NULL on failure. */
@@ -35,6 +38,26 @@ void stats_free(struct stats *s);
 
 /* Count one answered request.  status 0 means reset; route -1 means not limited.  Thread-safe, lock-free. */
 void stats_record(struct stats *s, int route, int status, enum stats_decision d, uint64_t now_ns);
+
+/* Time since the stats started (they start with the server). */
+uint64_t stats_uptime_ns(const struct stats *s, uint64_t now_ns);
+
+/* Count one answer an injected fault changed (a fault status, a reset).  Thread-safe, lock-free. */
+void stats_record_fault(struct stats *s);
+
+/* Answers changed by injected faults so far. */
+uint64_t stats_faults(struct stats *s);
+
+/* Answers with a status from lo to hi (inclusive), e.g. 200..299. */
+uint64_t stats_status_range(struct stats *s, int lo, int hi);
+
+/*
+ * The last n (<= STATS_BUCKETS) timeline buckets up to the one now_ns falls
+ * in (still filling), oldest first, into adm[] and rej[]; *first gets the
+ * oldest one's number (monotonic time / STATS_BUCKET_NS + 1: consecutive
+ * buckets have consecutive numbers).
+ */
+void stats_buckets(struct stats *s, uint64_t now_ns, size_t n, uint64_t *adm, uint64_t *rej, uint64_t *first);
 
 /* Zero every counter and the timeline; uptime keeps counting.  Thread-safe (racing records may survive). */
 void stats_reset(struct stats *s, uint64_t now_ns);
@@ -47,6 +70,9 @@ uint64_t stats_total(struct stats *s);
 
 /* Admitted (d = STATS_ADMITTED) or rejected decisions of one route. */
 uint64_t stats_decisions(struct stats *s, int route, enum stats_decision d);
+
+/* /stats as a JSON object (the caller decrefs it), or NULL on allocation failure. */
+json_t *stats_json_value(struct stats *s, uint64_t now_ns, const struct stats_route_info *routes, size_t n);
 
 /* /stats as JSON text (malloc'd, caller frees), or NULL on allocation failure. */
 char *stats_json(struct stats *s, uint64_t now_ns, const struct stats_route_info *routes, size_t n);

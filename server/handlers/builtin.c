@@ -1,10 +1,12 @@
-/* /stats, /metrics, /reset and /healthz. */
+/* /dashboard, /events, /stats, /metrics, /reset and /healthz. */
 #include "server/handlers/builtin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/handlers/dashboard.h"
+#include "server/handlers/events.h"
 #include "server/http/daemon.h"
 
 static int reply_text(struct server_reply *out, int status, const char *type, char *body)
@@ -55,6 +57,24 @@ static int handle_reset(struct server *s, void *ctx, const struct server_request
 	return reply_text(out, 200, "application/json", strdup("{\"reset\":true}\n"));
 }
 
+static int handle_dashboard(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)s;
+	(void)ctx;
+	if (get_only(req, out))
+		return 0;
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: no-store\n");
+	return reply_text(out, 200, "text/html; charset=utf-8", dashboard_page());
+}
+
+static int handle_events(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)ctx;
+	if (get_only(req, out))
+		return 0;
+	return events_subscribe(s->events, req, out);
+}
+
 static int handle_healthz(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
 	(void)s;
@@ -70,6 +90,7 @@ void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS])
 		const char *path;
 		server_handler_fn fn;
 	} table[BUILTIN_HANDLERS] = {
+		{ "/dashboard", handle_dashboard }, { "/events", handle_events },
 		{ "/stats", handle_stats }, { "/metrics", handle_metrics },
 		{ "/reset", handle_reset }, { "/healthz", handle_healthz },
 	};

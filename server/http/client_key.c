@@ -46,6 +46,11 @@ size_t client_key_header(char key[CLIENT_KEY_LEN], const char *value, size_t n)
 	return key_set(key, 'h', value, n);
 }
 
+size_t client_key_named(char key[CLIENT_KEY_LEN], const char *name, size_t n)
+{
+	return key_set(key, 'n', name, n);
+}
+
 size_t client_key_address(char key[CLIENT_KEY_LEN], const struct sockaddr *sa)
 {
 	if (sa && sa->sa_family == AF_INET)
@@ -73,7 +78,7 @@ void client_key_name(const char *key, size_t keylen, char *buf, size_t len)
 	} else if (key[0] == 'i' && (keylen == 5 || keylen == 17)) {
 		if (!inet_ntop(af, key + 1, buf, (socklen_t)len))
 			snprintf(buf, len, "?");
-	} else if ((key[0] == 'h' || key[0] == 'i') && keylen > 1) {
+	} else if ((key[0] == 'h' || key[0] == 'i' || key[0] == 'n') && keylen > 1) {
 		printable(key + 1, keylen - 1, buf, len);
 	} else {
 		printable(key, keylen, buf, len);

@@ -11,6 +11,8 @@
  *   '*'                   nothing: every client is one (--key global)
  *   'h' + header value    the value of the keying header (--key header:NAME)
  *   'i' + address         4 bytes (IPv4) or 16 (IPv6), or "?" when unknown
+ *   'n' + name            the name a client gives itself (X-Client-Name): the
+ *                         per-client figures' identity only, never a limiter's key
  *
  * A value too long to fit keeps its head and ends in 16 hex digits of a hash
  * of the whole value, so that long values still make distinct keys.  This
@@ -26,12 +28,15 @@ size_t client_key_global(char key[CLIENT_KEY_LEN]);
 /* The key of a header value (n bytes, any content) into key; returns its length. */
 size_t client_key_header(char key[CLIENT_KEY_LEN], const char *value, size_t n);
 
+/* The identity of a client that names itself (n bytes of X-Client-Name) into key; returns its length. */
+size_t client_key_named(char key[CLIENT_KEY_LEN], const char *name, size_t n);
+
 /* The key of a client address (AF_INET or AF_INET6; anything else or NULL is "?"); returns its length. */
 size_t client_key_address(char key[CLIENT_KEY_LEN], const struct sockaddr *sa);
 
 /*
  * A key as one printable word into buf: the address ("127.0.0.1", "::1"),
- * the header value, or "*", with bytes outside printable ASCII as '?';
+ * the header value, the client's own name, or "*", with bytes outside printable ASCII as '?';
  * "-" for no key (NULL or empty).  Always NUL-terminates (len > 0).
  */
 void client_key_name(const char *key, size_t keylen, char *buf, size_t len);

@@ -46,20 +46,33 @@ bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t d
 	return true;
 }
 
+void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p)
+{
+	p->stats = s->stats;
+	p->clients = s->clients;
+	p->top = s->cfg.top_clients ? s->cfg.top_clients : CLIENTS_TOP_DEFAULT;
+	p->routes = ri;
+	p->nroutes = routes_infos(&s->routes, ri);
+	p->reject_status = s->cfg.reject_status;
+	p->subscribers = events_subscribers(s->events);
+}
+
 char *daemon_stats_json(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
-	size_t n = routes_infos(&s->routes, ri);
+	struct live_parts p;
 
-	return stats_json(s->stats, clock_monotonic_ns(), ri, n);
+	daemon_live_parts(s, ri, &p);
+	return live_stats_json(&p, clock_monotonic_ns());
 }
 
 char *daemon_stats_metrics(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
-	size_t n = routes_infos(&s->routes, ri);
+	struct live_parts p;
 
-	return stats_metrics(s->stats, clock_monotonic_ns(), ri, n);
+	daemon_live_parts(s, ri, &p);
+	return live_metrics(&p, clock_monotonic_ns());
 }
 
 /* True when Content-Length already says the body is over the limit. */
@@ -163,6 +176,7 @@ void server_reset(struct server *s)
 {
 	routes_reset(&s->routes);
 	stats_reset(s->stats, clock_monotonic_ns());
+	clients_reset(s->clients);
 	hooks_reset(&s->hooks);
 }
 
@@ -221,10 +235,11 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 		snprintf(err, errlen, "--bind '%s': not an IPv4 or IPv6 address", s->cfg.bind);
 		return -1;
 	}
+	/* "::" is every address, IPv4 ones too; another IPv6 address is that one only. */
 	if (v6)
-		flags |= MHD_USE_IPv6;
-	if (needs_suspend(&s->cfg) || routes_any_async(&s->routes))
-		flags |= MHD_ALLOW_SUSPEND_RESUME;
+		flags |= strcmp(s->cfg.bind, "::") == 0 ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+	/* /events streams are suspended between events, and the delays and asynchronous stores hold requests. */
+	flags |= MHD_ALLOW_SUSPEND_RESUME;
 	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	                             MHD_OPTION_NOTIFY_CONNECTION, request_on_connection, s,
@@ -251,7 +266,19 @@ static void free_parts(struct server *s)
 	responses_destroy(&s->resp);
 	routes_free(&s->routes);
 	stats_free(s->stats);
+	clients_free(s->clients);
+	events_free(s->events);
 	free(s);
+}
+
+/* The per-client table, its hash keyed at random (from the time and the generation when the kernel has none). */
+static struct clients *new_clients(const struct server *s)
+{
+	struct siphash_key key;
+
+	if (siphash_key_random(&key) < 0)
+		key = (struct siphash_key){ clock_wall_ns(), s->gen * 0x9e3779b97f4a7c15ULL };
+	return clients_new(&key, s->epoch_ns);
 }
 
 /* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
@@ -261,7 +288,9 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 		return -1;
 	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
-	if (!s->stats || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
+	s->clients = new_clients(s);
+	s->events = events_new(s, s->cfg.max_subscribers);
+	if (!s->stats || !s->clients || !s->events || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -289,6 +318,11 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 		free_parts(s);
 		return NULL;
 	}
+	if (events_start(s->events) < 0) {
+		snprintf(err, errlen, "cannot start the /events thread");
+		server_stop(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -300,6 +334,8 @@ void server_drain(struct server *s)
 	if (!s || !s->daemon)
 		return;
 	atomic_store(&s->stopping, true);
+	/* Streams end now: they would hold the drain, and none may stay suspended when the daemon stops. */
+	events_stop(s->events);
 	/*
 	 * Known hazard: libmicrohttpd 0.9.75's quiesce aborts the process ("Failed
 	 * to remove listen FD from epoll set") when a pool thread drops the

@@ -10,6 +10,9 @@
 #include "server/http/hooks.h"
 #include "server/http/responses.h"
 #include "server/http/routes.h"
+#include "server/clients.h"
+#include "server/handlers/events.h"
+#include "server/live.h"
 #include "server/server.h"
 #include "server/stats.h"
 
@@ -27,6 +30,8 @@ struct server {
 	struct hooks hooks;
 	struct responses resp;
 	struct stats *stats;
+	struct clients *clients;             /* the per-client figures (server/clients.h) */
+	struct events *events;               /* the /events hub (server/handlers/events.h) */
 	struct delayq *delays;               /* NULL when no answer is ever held */
 	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
 	/*
@@ -49,6 +54,12 @@ struct server {
  * at once and the answer goes out on the next call.
  */
 bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t deadline);
+
+/*
+ * The parts the live figures are made of (server/live.h), with the routes'
+ * infos read now into ri (which must outlive *p).
+ */
+void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p);
 
 /* /stats as JSON and /metrics as Prometheus text, now: malloc'd (the caller frees), NULL when out of memory. */
 char *daemon_stats_json(struct server *s);

@@ -96,17 +96,33 @@ static enum MHD_Result send_kept(struct server *s, struct MHD_Connection *c, str
 	return responses_send(c, rq->kept_status, r);
 }
 
-/* A reply's body and headers as a response (the body is handed over); NULL when out of memory. */
+/* A reply's stream as a response of unknown length; NULL (the stream freed) when out of memory. */
+static struct MHD_Response *stream_response(struct server_reply *out)
+{
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, out->stream_read,
+	                                                           out->stream_ctx, out->stream_free);
+
+	if (!r && out->stream_free)
+		out->stream_free(out->stream_ctx);
+	return r;
+}
+
+/* A reply's body (or stream) and headers as a response (the body is handed over); NULL when out of memory. */
 static struct MHD_Response *reply_response(struct server_reply *out)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(out->body_len, out->body ? out->body : (void *)"",
-	                                                         out->body ? MHD_RESPMEM_MUST_FREE
-	                                                                   : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r;
 
-	if (!r) {
+	if (out->stream_read) {
 		free(out->body);
-		return NULL;
+		r = stream_response(out);
+	} else {
+		r = MHD_create_response_from_buffer(out->body_len, out->body ? out->body : (void *)"",
+		                                    out->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			free(out->body);
 	}
+	if (!r)
+		return NULL;
 	if (out->content_type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, out->content_type);
 	add_reply_headers(r, out->headers);

@@ -117,6 +117,31 @@ static void abort_connection(struct MHD_Connection *c)
 	}
 }
 
+/*
+ * Count rq in the per-client figures: under the name the client gives
+ * itself, else its limiter key when the limiter keys per client, else its
+ * address.
+ */
+static void count_client(struct server *s, struct MHD_Connection *c, const struct route *rt,
+                         const struct request *rq, uint64_t now)
+{
+	const char *name = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Client-Name");
+	struct clients_event e = { rq->key, rq->keylen, rq->route, rq->d.admitted, 0, rq->d.remaining, rq->d.limit };
+	char own[CLIENT_KEY_LEN];
+
+	if (name) {
+		e.idlen = client_key_named(own, name, strlen(name));
+		e.id = own;
+	} else if (rq->keylen == 0 || rt->key == CONFIG_KEY_GLOBAL) {
+		e.idlen = routes_client_address(c, own);
+		e.id = own;
+	}
+	if (!rq->d.admitted)
+		e.announced_ns = responses_announced_ns(&s->resp, rq,
+		                                        s->resp.retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0);
+	clients_record(s->clients, &e, now);
+}
+
 /* The answer of a decided (or held, or failed) request, counted. */
 static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
@@ -134,11 +159,13 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 	} else if (rq->fault.status) {
 		ret = responses_fault(c, rq->fault.status);
 		status = rq->fault.status;
+		stats_record_fault(s->stats);
 	} else {
 		ret = responses_admitted(&s->resp, c, rt, rq->route, &rq->d);
 		status = MHD_HTTP_OK;
 	}
 	stats_record(s->stats, rq->route, status, rq->d.admitted ? STATS_ADMITTED : STATS_REJECTED, now);
+	count_client(s, c, rt, rq, now);
 	return ret;
 }
 
@@ -154,6 +181,7 @@ enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct
 		}
 		if (rq->fault.reset) {
 			stats_record(s->stats, rq->route, STATS_STATUS_RESET, STATS_NONE, now);
+			stats_record_fault(s->stats);
 			abort_connection(c);
 			return MHD_NO;
 		}

@@ -158,6 +158,16 @@ static bool rejection_retry_after(const struct responses *rs, const struct reque
 	                           ra, len);
 }
 
+uint64_t responses_announced_ns(const struct responses *rs, const struct request *rq, uint64_t wall_ns)
+{
+	uint64_t secs = headers_retry_after_secs(rq->d.wait_ns) * NS_PER_SEC;
+
+	if (rq->fault.no_retry_after || rs->retry_after == HEADERS_RA_NONE)
+		return 0;
+	/* The date names whole seconds after the current wall second began. */
+	return rs->retry_after == HEADERS_RA_HTTPDATE ? secs - wall_ns % NS_PER_SEC : secs;
+}
+
 /* A rejection response over body (len bytes, kept or copied per mode), with its headers. */
 static struct MHD_Response *rejection_new(const struct responses *rs, const struct route *rt,
                                           const struct limiter_decision *d, char *body, size_t len,

@@ -92,6 +92,13 @@ enum MHD_Result responses_admitted(struct responses *rs, struct MHD_Connection *
 enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
                                    struct request *rq);
 
+/*
+ * The wait the rejection of rq announces in its Retry-After, from its send
+ * time: the delta-seconds, or the HTTP-date's instant less wall_ns (the wall
+ * clock now, read only for that form); 0 when the header is left out.
+ */
+uint64_t responses_announced_ns(const struct responses *rs, const struct request *rq, uint64_t wall_ns);
+
 /* An injected fault's answer: `status` with "injected fault: STATUS". */
 enum MHD_Result responses_fault(struct MHD_Connection *c, int status);
 

@@ -23,6 +23,10 @@ static int route_setup(struct route *r, const struct config_route *cr, const str
 	r->key = cr->key_set ? cr->key : cfg->key;
 	r->key_header = cr->key_set ? cr->key_header : cfg->key_header;
 	headers_policy(&r->params, r->ops->layered, r->policy, sizeof(r->policy));
+	if (r->key == CONFIG_KEY_HEADER)
+		snprintf(r->key_name, sizeof(r->key_name), "header:%s", r->key_header);
+	else
+		snprintf(r->key_name, sizeof(r->key_name), "%s", r->key == CONFIG_KEY_GLOBAL ? "global" : "ip");
 	if (cfg->store_new)
 		r->store = cfg->store_new(cfg->store_ctx, r->ops, &r->params, cfg->max_keys, err, errlen);
 	else if (!(r->store = store_memory_new(r->ops, &r->params, cfg->max_keys, 0)))
@@ -75,14 +79,19 @@ int routes_match(const struct routes *rs, const char *url)
 
 size_t routes_client_key(const struct route *rt, struct MHD_Connection *c, char key[CLIENT_KEY_LEN])
 {
-	const union MHD_ConnectionInfo *ci;
 	const char *v;
 
 	if (rt->key == CONFIG_KEY_GLOBAL)
 		return client_key_global(key);
 	if (rt->key == CONFIG_KEY_HEADER && (v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, rt->key_header)))
 		return client_key_header(key, v, strlen(v));
-	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	return routes_client_address(c, key);
+}
+
+size_t routes_client_address(struct MHD_Connection *c, char key[CLIENT_KEY_LEN])
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
 	return client_key_address(key, ci ? ci->client_addr : NULL);
 }
 
@@ -99,6 +108,8 @@ size_t routes_infos(const struct routes *rs, struct stats_route_info ri[SERVER_M
 	for (size_t i = 0; i < rs->n; i++) {
 		ri[i].prefix = rs->r[i].prefix;
 		ri[i].limiter = rs->r[i].limiter;
+		ri[i].policy = rs->r[i].policy;
+		ri[i].key = rs->r[i].key_name;
 		rs->r[i].store->ops->stats(rs->r[i].store, &ri[i].store);
 	}
 	return rs->n;

@@ -32,6 +32,7 @@ struct route {
 	bool stateless;              /* a stateless limiter on the memory store: decide without a key */
 	bool async;                  /* the store queues decisions (Redis): suspend while it works */
 	char policy[HEADERS_POLICY_LEN];
+	char key_name[CONFIG_HEADER_LEN + 8];   /* "global", "ip" or "header:NAME" */
 };
 
 struct routes {
@@ -56,6 +57,9 @@ int routes_match(const struct routes *rs, const char *url);
 
 /* The client key of a request on route rt (client_key.h) into key; returns its length. */
 size_t routes_client_key(const struct route *rt, struct MHD_Connection *c, char key[CLIENT_KEY_LEN]);
+
+/* The client key of c's address (client_key_address) into key; returns its length. */
+size_t routes_client_address(struct MHD_Connection *c, char key[CLIENT_KEY_LEN]);
 
 /* True when some route's store answers asynchronously (connections are suspended meanwhile). */
 bool routes_any_async(const struct routes *rs);

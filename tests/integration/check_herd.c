@@ -249,6 +249,53 @@ START_TEST(herd_waves_vs_jitter)
 }
 END_TEST
 
+/* The whole of a file (malloc'd). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = malloc(1 << 20);
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(buf);
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* --url: the report says the server was external and gives the RateLimit-Policy it sent. */
+START_TEST(herd_report_names_the_external_server)
+{
+	static const char *const sargs[] = { "--limit", "7", "--key", "global", "--quiet", NULL };
+	struct test_server s;
+	struct test_run run;
+	char dir[64], path[600], *html;
+	json_t *doc;
+
+	ck_assert_int_eq(testutil_server_start(&s, sargs, 5000), 0);
+	{
+		const char *const args[] = { "--clients", "10", "--policies", "full", "--url", s.url, NULL };
+
+		doc = run_herd(args, dir, sizeof(dir), &run);
+	}
+	ck_assert(json_is_true(json_object_get(json_object_get(doc, "server"), "external")));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "server"), "ratelimit_policy")),
+	                 "\"default\";q=7;w=1");
+	snprintf(path, sizeof(path), "%s/report.html", dir);
+	html = slurp(path);
+	ck_assert_ptr_nonnull(strstr(html, "server: external, "));
+	ck_assert_ptr_nonnull(strstr(html, "RateLimit-Policy <code>&quot;default&quot;;q=7;w=1</code>"));
+	ck_assert_ptr_null(strstr(html, "50/s burst 20"));
+	ck_assert_ptr_nonnull(strstr(html, "viewBox=\"0 0 1000 150\""));
+	free(html);
+	json_decref(doc);
+	testutil_run_free(&run);
+	remove_dir(dir);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 /*
  * A preset's retry budget holds in herd as in hammer: gRPC throttling (10
  * tokens, a failure takes one, retries stop below half) lets almost none of
@@ -533,6 +580,7 @@ Suite *herd_suite(void)
 	tcase_add_test(live, cli_errors);
 	tcase_add_test(live, herd_waves_vs_jitter);
 	tcase_add_test(live, herd_budget_throttles);
+	tcase_add_test(live, herd_report_names_the_external_server);
 	tcase_add_test(live, herd_occ_blog);
 	tcase_add_test(live, occ_workload_on_both_transports);
 	tcase_add_test(live, occ_delay_does_not_block_the_thread);

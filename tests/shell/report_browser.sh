@@ -1,58 +1,71 @@
 #!/bin/sh
 # The herd report renders in a real browser: run a small herd with --report,
-# open report.html in headless Chromium, and check that every SVG lane was laid
-# out with a non-zero size and drew its bars.  The report's own inline script
-# writes each lane's getBoundingClientRect() into <pre id="lane-sizes">, which
-# --dump-dom prints after the script ran.
-# Installs Debian's chromium (scripts/install-deps chromium) when it is missing.
+# open report.html in headless Chromium (driven over the DevTools pipe,
+# tests/harness/cdp.sh) at 1024x768, and check that every SVG lane was laid out
+# with a non-zero size and drew its bars, that the page does not scroll
+# sideways, that no label overlaps a bar or another label, and that the page
+# carries no debug text.
 set -eu
 
 ROOT=${RATELAB_ROOT:-.}
 BIN=${RATELAB_BIN:-$ROOT/ratelab}
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROMIUM" ]; then
-	echo "report_browser: installing chromium"
-	sh "$ROOT/scripts/install-deps" chromium >&2
-	CHROMIUM=$(command -v chromium)
-fi
+. "$ROOT/tests/harness/cdp.sh"
+trap 'cdp_stop 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 "$BIN" herd --clients 30 --policies none,exponential,full --report "$TMP/r" >"$TMP/herd.out"
 
-timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
-	--disable-component-update --disable-sync --no-first-run --disable-dev-shm-usage \
-	--user-data-dir="$TMP/profile" --window-size=1200,1000 --virtual-time-budget=5000 \
-	--dump-dom "file://$TMP/r/report.html" >"$TMP/dom.html" 2>"$TMP/chromium.err" || {
-	echo "report_browser: chromium failed:" >&2
-	tail -5 "$TMP/chromium.err" >&2
-	exit 1
-}
+cdp_start "$TMP"
+cdp_page "file://$TMP/r/report.html" 1024 768
+i=0
+while [ "$(cdp_eval "document.readyState")" != complete ] && [ "$i" -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
 
 passed=0
 failed=0
-for p in none exponential full; do
-	line=$(grep -o "lane $p [0-9]*x[0-9]* bars [0-9]*" "$TMP/dom.html" || true)
-	w=$(echo "$line" | sed -n 's/^lane [a-z]* \([0-9]*\)x\([0-9]*\) bars \([0-9]*\)$/\1/p')
-	h=$(echo "$line" | sed -n 's/^lane [a-z]* \([0-9]*\)x\([0-9]*\) bars \([0-9]*\)$/\2/p')
-	b=$(echo "$line" | sed -n 's/^lane [a-z]* \([0-9]*\)x\([0-9]*\) bars \([0-9]*\)$/\3/p')
-	if [ -n "$w" ] && [ "$w" -gt 0 ] && [ "$h" -gt 0 ] && [ "$b" -gt 0 ]; then
-		echo "ok   lane $p rendered ${w}x${h} with $b bars"
+check() {
+	if [ "$2" = ok ]; then
+		echo "ok   $1"
 		passed=$((passed + 1))
 	else
-		echo "FAIL lane $p: '${line}'"
+		echo "FAIL $1: $2"
 		failed=$((failed + 1))
 	fi
+}
+
+# Each lane as POLICY:WIDTHxHEIGHT:BARS, space-separated.
+lanes=$(cdp_eval "Array.prototype.map.call(document.querySelectorAll('svg.lane'), function (s) { var r = s.getBoundingClientRect(); return s.getAttribute('data-policy') + ':' + Math.round(r.width) + 'x' + Math.round(r.height) + ':' + s.querySelectorAll('rect').length; }).join(' ')")
+for p in none exponential full; do
+	lane=$(printf '%s\n' $lanes | grep "^$p:" || true)
+	w=$(echo "$lane" | sed -n 's/^[a-z]*:\([0-9]*\)x\([0-9]*\):\([0-9]*\)$/\1/p')
+	h=$(echo "$lane" | sed -n 's/^[a-z]*:\([0-9]*\)x\([0-9]*\):\([0-9]*\)$/\2/p')
+	b=$(echo "$lane" | sed -n 's/^[a-z]*:\([0-9]*\)x\([0-9]*\):\([0-9]*\)$/\3/p')
+	if [ -n "$w" ] && [ "$w" -gt 0 ] && [ "$h" -gt 0 ] && [ "$b" -gt 0 ]; then
+		check "lane $p rendered ${w}x${h} with $b bars" ok
+	else
+		check "lane $p" "'$lane' (lanes: $lanes)"
+	fi
 done
+
 # The table made it into the page too, one row per policy.
-rows=$(grep -c "<tr><td>" "$TMP/dom.html" || true)
-if [ "$rows" -eq 3 ]; then
-	echo "ok   results table has 3 rows"
-	passed=$((passed + 1))
-else
-	echo "FAIL results table has $rows rows, want 3"
-	failed=$((failed + 1))
-fi
+rows=$(cdp_eval "document.querySelectorAll('#results tr').length - 1")
+[ "$rows" = 3 ] && check "results table has 3 rows" ok || check "results table rows" "$rows, want 3"
+
+w=$(cdp_eval "document.documentElement.scrollWidth")
+[ "${w:-9999}" -le 1024 ] && check "scrollWidth $w <= 1024 at 1024x768" ok || check "scrollWidth at 1024x768" "$w"
+
+# Every label against every bar and every other label of its lane, in the lane's own units.
+overlaps=$(cdp_eval "(function () { var n = 0, out = []; function hit(a, b) { return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height; } document.querySelectorAll('svg.lane').forEach(function (s) { var t = Array.prototype.map.call(s.querySelectorAll('text'), function (e) { return e.getBBox(); }), r = Array.prototype.map.call(s.querySelectorAll('rect'), function (e) { return e.getBBox(); }); t.forEach(function (a, i) { r.forEach(function (b) { if (hit(a, b)) n++; }); t.forEach(function (b, j) { if (j > i && hit(a, b)) n++; }); }); }); return n; })()")
+[ "$overlaps" = 0 ] && check "no label covers a bar or a label" ok || check "labels over bars or labels" "$overlaps"
+
+debug=$(cdp_eval "String(document.body.innerText.indexOf(' bars ') >= 0 || !!document.querySelector('pre'))")
+[ "$debug" = false ] && check "no debug text" ok || check "no debug text" "the page has some"
+
+cdp_viewport 1920 1080
+w=$(cdp_eval "String(document.documentElement.scrollWidth <= 1920)")
+[ "$w" = true ] && check "no horizontal scroll at 1920x1080" ok || check "no horizontal scroll at 1920x1080" "$w"
+
 echo "report_browser: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

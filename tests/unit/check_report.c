@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "hammer/plot.h"
@@ -132,7 +133,7 @@ START_TEST(plot_lane_draws_legend_and_axes)
 	timeline_outcome(t, 0, 200);
 	timeline_outcome(t, 200 * NS_PER_MS, 0);
 	ck_assert_uint_eq(plot_peak(t), 2);
-	plot_lane(f, t, &box, "lab <retry>");
+	plot_lane(f, t, &box, "lab <retry>", NULL);
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(buf, ">lab &lt;retry&gt;</text>"));
 	ck_assert_ptr_nonnull(strstr(buf, ">200</text>"));
@@ -141,6 +142,59 @@ START_TEST(plot_lane_draws_legend_and_axes)
 	ck_assert_ptr_nonnull(strstr(buf, ">50</text>"));       /* the shared y_max tops the axis */
 	ck_assert_ptr_nonnull(strstr(buf, "fill=\"#f57c00\""));  /* 429 orange */
 	free(buf);
+	timeline_free(t);
+}
+END_TEST
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/*
+ * A 0.7 s run of 200s: 1-2-5 ticks (0 2 4 6 8 over a peak of 7; 0.0s to 0.7s,
+ * no label twice), a viewBox instead of a fixed size, the subtitle, and no
+ * legend entry for transport errors that never happened.
+ */
+START_TEST(plot_svg_ticks_and_legend)
+{
+	struct timeline *t = timeline_new(100 * NS_PER_MS);
+	char path[] = "/tmp/ratelab-plot-XXXXXX", err[128], buf[32768];
+	int fd = mkstemp(path);
+	size_t n;
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (int row = 0; row < 7; row++)
+		for (int k = 0; k <= row; k++)
+			timeline_outcome(t, (uint64_t)row * 100 * NS_PER_MS, 200);
+	ck_assert_int_eq(plot_write_svg(path, t, "GET /, 1 clients", "policy lab: backoff full", err, sizeof(err)), 0);
+	f = fopen(path, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	remove(path);
+	ck_assert_ptr_nonnull(strstr(buf, "viewBox=\"0 0 900 380\""));
+	ck_assert_ptr_null(strstr(buf, "height=\"380\""));
+	ck_assert_ptr_nonnull(strstr(buf, ">policy lab: backoff full</text>"));
+	for (int v = 0; v <= 8; v += 2) {
+		char want[16];
+
+		snprintf(want, sizeof(want), ">%d</text>", v);
+		ck_assert_msg(count_of(buf, want) == 1, "y tick %d", v);
+	}
+	ck_assert_ptr_null(strstr(buf, ">7</text>"));
+	ck_assert_int_eq(count_of(buf, ">0.0s</text>"), 1);
+	ck_assert_int_eq(count_of(buf, ">0.4s</text>"), 1);
+	ck_assert_int_eq(count_of(buf, ">0.7s</text>"), 1);
+	ck_assert_ptr_null(strstr(buf, ">0s</text>"));
+	ck_assert_ptr_nonnull(strstr(buf, ">200</text>"));
+	ck_assert_ptr_null(strstr(buf, "transport error"));
 	timeline_free(t);
 }
 END_TEST
@@ -155,6 +209,7 @@ Suite *report_suite(void)
 	tcase_add_test(tc, json_fields);
 	tcase_add_test(tc, merge_adds_results);
 	tcase_add_test(tc, plot_lane_draws_legend_and_axes);
+	tcase_add_test(tc, plot_svg_ticks_and_legend);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -11,8 +11,8 @@
 #define T0 (1000 * NS_PER_SEC)   /* the stats' start: any monotonic time */
 
 static const struct stats_route_info ROUTES[2] = {
-	{ "/", "token-bucket", { 3, 1, 2, 0 } },
-	{ "/api", "token-bucket", { 4, 0, 0, 5 } },
+	{ "/", "token-bucket", { 3, 1, 2, 0 }, NULL, NULL },
+	{ "/api", "token-bucket", { 4, 0, 0, 5 }, NULL, NULL },
 };
 
 /* 3 admitted and 2 rejected on "/", 1 rejected on "/api", a 503 and a reset off the routes. */
@@ -123,6 +123,29 @@ START_TEST(timeline_buckets_by_injected_now)
 }
 END_TEST
 
+/* The last n buckets up to now's, oldest first, numbered; faults and status ranges counted and reset. */
+START_TEST(buckets_faults_and_ranges)
+{
+	struct stats *s = sample();
+	uint64_t adm[3], rej[3], first;
+
+	stats_buckets(s, T0 + 250 * MS, 3, adm, rej, &first);
+	ck_assert_uint_eq(first, (T0 + 250 * MS) / (100 * MS) + 1 - 2);
+	ck_assert_uint_eq(adm[0], 3);                 /* T0 + 50 ms */
+	ck_assert_uint_eq(rej[1], 3);                 /* T0 + 150 and 199 ms */
+	ck_assert_uint_eq(adm[2] + rej[2], 0);        /* T0 + 200 ms on: still filling, empty */
+	ck_assert_uint_eq(stats_status_range(s, 200, 299), 3);
+	ck_assert_uint_eq(stats_status_range(s, 400, 599), 4);
+	ck_assert_uint_eq(stats_uptime_ns(s, T0 + 7 * MS), 7 * MS);
+	stats_record_fault(s);
+	stats_record_fault(s);
+	ck_assert_uint_eq(stats_faults(s), 2);
+	stats_reset(s, T0 + 300 * MS);
+	ck_assert_uint_eq(stats_faults(s), 0);
+	stats_free(s);
+}
+END_TEST
+
 START_TEST(json_fields)
 {
 	struct stats *s = sample();
@@ -208,6 +231,7 @@ Suite *stats_suite(void)
 
 	tcase_add_test(tc, counts_per_status_and_route);
 	tcase_add_test(tc, timeline_buckets_by_injected_now);
+	tcase_add_test(tc, buckets_faults_and_ranges);
 	tcase_add_test(tc, json_fields);
 	tcase_add_test(tc, reset_zeroes_all_but_uptime);
 	tcase_add_test(tc, metrics_lines);

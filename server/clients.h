@@ -1,0 +1,104 @@
+#ifndef RATELAB_CLIENTS_H
+#define RATELAB_CLIENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/siphash.h"
+
+/*
+ * The per-client figures of a server: for each client identity (the name
+ * a client gives itself in X-Client-Name, else its limiter key, else its
+ * address: server/http/client_key.h) its requests, admissions, rejections,
+ * retries and early retries.
+ *
+ * The rule.  A rejection opens an episode for its client and announces a
+ * wait (Retry-After; none when the header is left out).  The client's
+ * requests from then until its next admission are its retries.  A retry that
+ * arrives before the rejection's send time plus the announced wait (the
+ * last rejection's, to the millisecond below) is early, by the difference.
+ * The verdict over a client's retries: polite when none was early, ignores
+ * Retry-After when at least half were, too early otherwise.
+ *
+ * Recording is per thread: each server thread counts into a shard of its
+ * own, behind a mutex that only that thread takes on the request path, so
+ * recording never contends.  The announced instants live in one table of
+ * atomic words that every thread reads, so a client whose requests land on
+ * different threads is still judged by its last announcement.  Both tables
+ * are bounded: a shard evicts its least recently seen client into one
+ * summed row, the instants table its oldest instant.  Readers merge the
+ * shards (clients_snapshot).  Time comes in as an argument; thread-safe.
+ */
+
+#define CLIENTS_NAME_LEN 48
+#define CLIENTS_TOP_DEFAULT 50
+#define CLIENTS_MAX_ROUTES 16
+
+enum clients_verdict {
+	CLIENTS_POLITE,
+	CLIENTS_TOO_EARLY,
+	CLIENTS_IGNORES_RETRY_AFTER,
+};
+
+/* One limited request's decision, as clients_record takes it. */
+struct clients_event {
+	const char *id;          /* the identity's bytes (client_key format) */
+	size_t idlen;
+	int route;               /* the route's index (< CLIENTS_MAX_ROUTES), for the live quota */
+	bool admitted;
+	uint64_t announced_ns;   /* a rejection: the wait its Retry-After announced (0: none) */
+	uint64_t remaining;      /* the decision's quota left and quota */
+	uint64_t limit;
+};
+
+/* One client's figures, or the sum of several. */
+struct clients_row {
+	char name[CLIENTS_NAME_LEN];
+	uint64_t clients;        /* identities in this row: 1, or how many were summed */
+	uint64_t requests, admitted, rejected, retries, early;
+	uint64_t early_ns;       /* summed over the early retries: how early */
+	uint64_t early_max_ns;
+	uint64_t last_ns;        /* its last request (the time clients_record was given) */
+};
+
+/* A route's last decision: its quota as the limiter last reported it. */
+struct clients_quota {
+	bool known;
+	uint64_t remaining, limit, at_ns;
+};
+
+struct clients_snapshot {
+	struct clients_row *rows;   /* the most active `top` clients, most requests first (malloc'd) */
+	size_t n;
+	struct clients_row rest;    /* everyone else summed; rest.clients of them (name "others") */
+	struct clients_quota quota[CLIENTS_MAX_ROUTES];
+};
+
+struct clients;
+
+/* A table started at now_ns, its hash keyed by *key (copied).  NULL when out of memory. */
+struct clients *clients_new(const struct siphash_key *key, uint64_t now_ns);
+void clients_free(struct clients *c);
+
+/* Count one decided request of e->id at now_ns.  Thread-safe; contends only past 16 threads. */
+void clients_record(struct clients *c, const struct clients_event *e, uint64_t now_ns);
+
+/* Forget every client and instant (POST /reset).  Thread-safe (a racing record may survive). */
+void clients_reset(struct clients *c);
+
+/*
+ * The most active `top` clients (by requests, then name) into *out, the
+ * rest summed.  Returns 0, or -1 when out of memory.  Free with
+ * clients_snapshot_destroy.  Thread-safe.
+ */
+int clients_snapshot(struct clients *c, size_t top, struct clients_snapshot *out);
+void clients_snapshot_destroy(struct clients_snapshot *s);
+
+/* The verdict over r's retries (the rule above).  Pure. */
+enum clients_verdict clients_verdict_of(const struct clients_row *r);
+
+/* "polite", "too early", "ignores Retry-After". */
+const char *clients_verdict_name(enum clients_verdict v);
+
+#endif

@@ -1,0 +1,373 @@
+/* /events: the publisher thread, the subscribers' buffers, and their suspended connections. */
+#include "server/handlers/events.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "server/http/daemon.h"
+
+#define RATE_SAMPLES 6          /* totals kept for the rates: the last second at 200 ms */
+#define STREAM_HEAD "retry: 2000\n\n"
+
+/* Where a subscriber's stream is; the hub's lock guards it. */
+enum sub_phase {
+	SUB_SENDING,     /* its connection sends from buf (or will soon ask for more) */
+	SUB_SUSPENDED,   /* it sent everything: suspended until the next event */
+	SUB_DROPPED,     /* its buffer overflowed: freed; the stream ends on the next read */
+	SUB_ENDING,      /* the hub stops: the stream ends once buf is sent */
+};
+
+struct subscriber {
+	struct events *ev;
+	struct subscriber *next;
+	struct MHD_Connection *conn;
+	enum sub_phase phase;
+	char *buf;                  /* EVENTS_BUFFER bytes, NULL once dropped */
+	size_t head, len;           /* unsent bytes are buf[head .. head+len) */
+};
+
+struct events {
+	struct server *srv;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;        /* on CLOCK_MONOTONIC: the publisher's tick, and stop */
+	struct subscriber *subs;    /* every stream still open, dropped ones included */
+	_Atomic unsigned fed;       /* streams fed now (changed under lock, read without) */
+	unsigned max;               /* the most fed at once */
+	bool stopping, started;
+	pthread_t tid;
+	struct live_totals samples[RATE_SAMPLES];
+	unsigned nsamples;          /* samples taken so far; the newest is samples[(nsamples-1) % RATE_SAMPLES] */
+};
+
+struct events *events_new(struct server *srv, unsigned max_subscribers)
+{
+	struct events *ev = calloc(1, sizeof(*ev));
+	pthread_condattr_t ca;
+
+	if (!ev)
+		return NULL;
+	ev->srv = srv;
+	ev->max = max_subscribers;
+	pthread_mutex_init(&ev->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ev->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	return ev;
+}
+
+/* The parts an event is made of, read now (ri must outlive *p). */
+static void parts_now(struct events *ev, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p)
+{
+	daemon_live_parts(ev->srv, ri, p);
+}
+
+/* The oldest sample of the last second (the rates' start), or `now` itself when there is none. Locked. */
+static struct live_totals rates_since(const struct events *ev, const struct live_totals *now)
+{
+	if (ev->nsamples == 0)
+		return *now;
+	return ev->samples[ev->nsamples < RATE_SAMPLES ? 0 : ev->nsamples % RATE_SAMPLES];
+}
+
+/* One event's bytes, "data: JSON\n\n" (malloc'd; *len set), with `buckets` of the timeline; NULL when out of memory. */
+static char *event_text(const struct live_parts *p, const struct live_totals *now, const struct live_totals *then,
+                        size_t buckets, size_t *len)
+{
+	char *json = live_event_json(p, now, then, buckets), *text;
+	size_t n;
+
+	if (!json)
+		return NULL;
+	n = strlen(json);
+	text = malloc(n + 8);
+	if (text) {
+		memcpy(text, "data: ", 6);
+		memcpy(text + 6, json, n);
+		memcpy(text + 6 + n, "\n\n", 2);
+		*len = n + 8;
+	}
+	free(json);
+	return text;
+}
+
+/* Append n bytes to sb's buffer; false when they do not fit.  Locked. */
+static bool sub_append(struct subscriber *sb, const char *text, size_t n)
+{
+	if (!sb->buf || sb->len + n > EVENTS_BUFFER)
+		return false;
+	if (sb->head + sb->len + n > EVENTS_BUFFER) {
+		memmove(sb->buf, sb->buf + sb->head, sb->len);
+		sb->head = 0;
+	}
+	memcpy(sb->buf + sb->head + sb->len, text, n);
+	sb->len += n;
+	return true;
+}
+
+/* Wake sb's connection when it waits for bytes (its read then finds them, or the end).  Locked. */
+static void sub_wake(struct subscriber *sb, enum sub_phase next)
+{
+	bool suspended = sb->phase == SUB_SUSPENDED;
+
+	sb->phase = next;
+	if (suspended)
+		MHD_resume_connection(sb->conn);
+}
+
+/* Stop feeding sb: its buffer goes, it no longer counts, and its stream ends.  Locked. */
+static void sub_drop(struct events *ev, struct subscriber *sb)
+{
+	free(sb->buf);
+	sb->buf = NULL;
+	sb->len = 0;
+	ev->fed--;
+	sub_wake(sb, SUB_DROPPED);
+}
+
+/* Hand one event to every subscriber being fed.  Locked. */
+static void fan_out(struct events *ev, const char *text, size_t n)
+{
+	for (struct subscriber *sb = ev->subs; sb; sb = sb->next) {
+		if (sb->phase != SUB_SENDING && sb->phase != SUB_SUSPENDED)
+			continue;
+		if (!sub_append(sb, text, n))
+			sub_drop(ev, sb);
+		else
+			sub_wake(sb, SUB_SENDING);
+	}
+}
+
+/*
+ * Take this tick's totals sample; build and hand out an event when someone
+ * listens.  Locked on entry and exit; the figures are read and the event
+ * built unlocked, so streams and subscriptions go on meanwhile.
+ */
+static void tick(struct events *ev)
+{
+	struct stats_route_info ri[SERVER_MAX_ROUTES];
+	struct live_parts p;
+	struct live_totals now, then;
+	char *text = NULL;
+	size_t n = 0;
+
+	pthread_mutex_unlock(&ev->lock);
+	parts_now(ev, ri, &p);
+	live_totals_at(&p, clock_monotonic_ns(), &now);
+	pthread_mutex_lock(&ev->lock);
+	then = rates_since(ev, &now);
+	ev->samples[ev->nsamples++ % RATE_SAMPLES] = now;
+	if (atomic_load(&ev->fed) == 0 || ev->stopping)
+		return;
+	pthread_mutex_unlock(&ev->lock);
+	text = event_text(&p, &now, &then, EVENTS_RECENT_BUCKETS, &n);
+	pthread_mutex_lock(&ev->lock);
+	if (text && !ev->stopping)
+		fan_out(ev, text, n);
+	free(text);
+}
+
+static void *publisher(void *arg)
+{
+	struct events *ev = arg;
+	struct timespec due;
+	uint64_t next = clock_monotonic_ns() + EVENTS_PERIOD_NS;
+
+	pthread_mutex_lock(&ev->lock);
+	while (!ev->stopping) {
+		due.tv_sec = (time_t)(next / NS_PER_SEC);
+		due.tv_nsec = (long)(next % NS_PER_SEC);
+		if (pthread_cond_timedwait(&ev->wake, &ev->lock, &due) == 0 && !ev->stopping)
+			continue;
+		if (ev->stopping)
+			break;
+		next += EVENTS_PERIOD_NS;
+		/* Late by more than a period (a stopped machine): the ticks go on from now, not in a burst. */
+		if (next < clock_monotonic_ns())
+			next = clock_monotonic_ns() + EVENTS_PERIOD_NS;
+		tick(ev);
+	}
+	pthread_mutex_unlock(&ev->lock);
+	return NULL;
+}
+
+int events_start(struct events *ev)
+{
+	if (pthread_create(&ev->tid, NULL, publisher, ev) != 0)
+		return -1;
+	ev->started = true;
+	return 0;
+}
+
+void events_stop(struct events *ev)
+{
+	if (!ev)
+		return;
+	pthread_mutex_lock(&ev->lock);
+	ev->stopping = true;
+	for (struct subscriber *sb = ev->subs; sb; sb = sb->next)
+		if (sb->phase == SUB_SENDING || sb->phase == SUB_SUSPENDED)
+			sub_wake(sb, SUB_ENDING);
+	pthread_cond_broadcast(&ev->wake);
+	pthread_mutex_unlock(&ev->lock);
+}
+
+void events_free(struct events *ev)
+{
+	if (!ev)
+		return;
+	events_stop(ev);
+	if (ev->started)
+		pthread_join(ev->tid, NULL);
+	/* The daemon has stopped, so every stream's free ran: the list is empty. */
+	pthread_cond_destroy(&ev->wake);
+	pthread_mutex_destroy(&ev->lock);
+	free(ev);
+}
+
+unsigned events_subscribers(struct events *ev)
+{
+	return atomic_load(&ev->fed);
+}
+
+/* MHD asks for the stream's next bytes: what is buffered, else the end, else suspend until the next event. */
+static ssize_t sub_read(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+	struct subscriber *sb = ctx;
+	struct events *ev = sb->ev;
+	ssize_t n;
+
+	(void)pos;
+	pthread_mutex_lock(&ev->lock);
+	if (sb->len > 0) {
+		n = (ssize_t)(sb->len < max ? sb->len : max);
+		memcpy(buf, sb->buf + sb->head, (size_t)n);
+		sb->head += (size_t)n;
+		sb->len -= (size_t)n;
+	} else if (sb->phase == SUB_DROPPED) {
+		n = MHD_CONTENT_READER_END_WITH_ERROR;
+	} else if (sb->phase == SUB_ENDING) {
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else {
+		sb->phase = SUB_SUSPENDED;
+		MHD_suspend_connection(sb->conn);
+		n = 0;
+	}
+	pthread_mutex_unlock(&ev->lock);
+	return n;
+}
+
+/* The stream's answer is over: unlink and free sb. */
+static void sub_free(void *ctx)
+{
+	struct subscriber *sb = ctx;
+	struct events *ev = sb->ev;
+
+	pthread_mutex_lock(&ev->lock);
+	for (struct subscriber **p = &ev->subs; *p; p = &(*p)->next)
+		if (*p == sb) {
+			*p = sb->next;
+			break;
+		}
+	if (sb->buf)
+		ev->fed--;
+	pthread_mutex_unlock(&ev->lock);
+	free(sb->buf);
+	free(sb);
+}
+
+/*
+ * A new subscriber on conn, its buffer holding the stream's head and then
+ * `first` (n bytes), linked and counted in one step, so no event can go out
+ * ahead of `first`.  NULL when the hub is full or stopping, or out of memory.
+ */
+static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn, const char *first, size_t n)
+{
+	struct subscriber *sb = calloc(1, sizeof(*sb));
+
+	if (sb && !(sb->buf = malloc(EVENTS_BUFFER))) {
+		free(sb);
+		sb = NULL;
+	}
+	if (!sb)
+		return NULL;
+	sb->ev = ev;
+	sb->conn = conn;
+	memcpy(sb->buf, STREAM_HEAD, sizeof(STREAM_HEAD) - 1);
+	sb->len = sizeof(STREAM_HEAD) - 1;
+	if (first)
+		sub_append(sb, first, n);
+	pthread_mutex_lock(&ev->lock);
+	if (ev->stopping || atomic_load(&ev->fed) >= ev->max) {
+		pthread_mutex_unlock(&ev->lock);
+		free(sb->buf);
+		free(sb);
+		return NULL;
+	}
+	sb->next = ev->subs;
+	ev->subs = sb;
+	ev->fed++;
+	pthread_mutex_unlock(&ev->lock);
+	return sb;
+}
+
+/* The first event of a stream (malloc'd, *n set): the last 60 s of the timeline, the rates of the last second. */
+static char *history_text(struct events *ev, size_t *n)
+{
+	struct stats_route_info ri[SERVER_MAX_ROUTES];
+	struct live_parts p;
+	struct live_totals now, then;
+
+	parts_now(ev, ri, &p);
+	live_totals_at(&p, clock_monotonic_ns(), &now);
+	pthread_mutex_lock(&ev->lock);
+	then = rates_since(ev, &now);
+	pthread_mutex_unlock(&ev->lock);
+	return event_text(&p, &now, &then, STATS_BUCKETS, n);
+}
+
+static int refuse(struct server_reply *out, const char *why)
+{
+	out->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+	out->content_type = "text/plain";
+	snprintf(out->headers, sizeof(out->headers), "Retry-After: 5\n");
+	out->body = strdup(why);
+	out->body_len = out->body ? strlen(out->body) : 0;
+	return out->body ? 0 : -1;
+}
+
+int events_subscribe(struct events *ev, const struct server_request *req, struct server_reply *out)
+{
+	struct MHD_Connection *conn = req->conn;
+	struct subscriber *sb = NULL;
+	char why[96], *first;
+	size_t n = 0;
+
+	/* A full hub refuses before building anything: refusals stay cheap. */
+	if (atomic_load(&ev->fed) < ev->max) {
+		first = history_text(ev, &n);
+		sb = sub_new(ev, conn, first, n);
+		free(first);
+	}
+	if (!sb) {
+		snprintf(why, sizeof(why), "no room for another /events stream (at most %u; --max-subscribers)\n",
+		         ev->max);
+		return refuse(out, why);
+	}
+	/* A healthy stream sends every EVENTS_PERIOD_NS: one that makes no progress this long is closed. */
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)EVENTS_STALL_S);
+	out->status = MHD_HTTP_OK;
+	out->content_type = "text/event-stream";
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: no-store\nX-Accel-Buffering: no\n");
+	out->stream_read = sub_read;
+	out->stream_free = sub_free;
+	out->stream_ctx = sb;
+	return 0;
+}

@@ -1,0 +1,59 @@
+#ifndef RATELAB_EVENTS_H
+#define RATELAB_EVENTS_H
+
+#include <stdint.h>
+
+#include "server/server.h"
+
+/*
+ * GET /events: the live figures (server/live.h) as Server-Sent Events, one
+ * "data:" line of JSON per event, every EVENTS_PERIOD_NS.  A new subscriber
+ * first gets one event with the last 60 s of the timeline, then events with
+ * the last few buckets.
+ *
+ * One publisher thread builds each event once and appends it to every
+ * subscriber's buffer.  A subscriber's connection sends from its buffer and,
+ * once it has sent everything, is suspended until the next event resumes it,
+ * so a stream holds no server thread.  Bounded: at most max_subscribers
+ * streams (the next gets 503), each buffer EVENTS_BUFFER bytes.  A
+ * subscriber whose buffer would overflow (it does not read) is dropped: its
+ * buffer is freed, it no longer counts, and its stream ends; its connection
+ * closes after EVENTS_STALL_S without progress.  Nothing waits for a
+ * subscriber: a slow one costs the server nothing but its own buffer.
+ */
+
+#define EVENTS_PERIOD_NS (200ULL * 1000 * 1000)
+#define EVENTS_BUFFER (256 * 1024)
+#define EVENTS_STALL_S 5
+#define EVENTS_RECENT_BUCKETS 5
+
+struct events;
+struct server_request;
+struct server_reply;
+
+/* A hub for server srv (its parts must outlive it) with room for max_subscribers; NULL when out of memory. */
+struct events *events_new(struct server *srv, unsigned max_subscribers);
+
+/* Start the publisher thread.  Returns 0, or -1 when it cannot start. */
+int events_start(struct events *ev);
+
+/*
+ * End every stream (each sends what it has, then ends) and refuse new ones;
+ * the publisher stops.  Before the daemon stops.  Idempotent, thread-safe.
+ */
+void events_stop(struct events *ev);
+
+/* events_stop, join the publisher, free.  Only once no stream is left (the daemon stopped).  NULL: no-op. */
+void events_free(struct events *ev);
+
+/* Streams being fed now (dropped ones not counted).  Thread-safe. */
+unsigned events_subscribers(struct events *ev);
+
+/*
+ * Answer req (GET /events) into out: a stream (out->stream_*) that starts
+ * with the history event, or 503 when the hub is full or stopping.  Returns
+ * 0, or -1 when out of memory.  Called from the server's threads.
+ */
+int events_subscribe(struct events *ev, const struct server_request *req, struct server_reply *out);
+
+#endif

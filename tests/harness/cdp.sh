@@ -1,0 +1,104 @@
+# Drive Debian's headless Chromium over the DevTools protocol on a pipe, from sh.
+#
+# Sourced by tests/shell/*_browser.sh.  Chromium's --remote-debugging-pipe reads
+# commands from its fd 3 and writes answers to its fd 4, each message one JSON
+# text ended by a NUL byte.  The commands go in through a FIFO held open on fd 5;
+# the answers pile up in a file, where cdp_wait finds the one with the id it
+# wants.  Every wait is bounded.  No websocket client is needed.
+#
+#   cdp_start DIR                     start chromium with its profile and pipes under DIR
+#   cdp_page URL WIDTH HEIGHT         open URL in a WIDTHxHEIGHT viewport; sets CDP_SESSION
+#   cdp_viewport WIDTH HEIGHT         resize the viewport
+#   cdp_eval 'EXPRESSION'             print the value of EXPRESSION (a string or a number;
+#                                     use single quotes inside, no double quotes)
+#   cdp_stop                          close the browser
+
+cdp_find_chromium() {
+	CDP_CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+	if [ -z "$CDP_CHROMIUM" ]; then
+		echo "cdp: installing chromium" >&2
+		sh "${RATELAB_ROOT:-.}/scripts/install-deps" chromium >&2
+		CDP_CHROMIUM=$(command -v chromium)
+	fi
+}
+
+cdp_start() {
+	CDP_DIR=$1
+	cdp_find_chromium
+	mkfifo "$CDP_DIR/cdp.in"
+	: >"$CDP_DIR/cdp.out"
+	echo 0 >"$CDP_DIR/cdp.id"
+	exec 5<>"$CDP_DIR/cdp.in"
+	"$CDP_CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--disable-dev-shm-usage --user-data-dir="$CDP_DIR/profile" --remote-debugging-pipe \
+		about:blank 3<"$CDP_DIR/cdp.in" 4>"$CDP_DIR/cdp.out" 2>"$CDP_DIR/chromium.err" &
+	CDP_PID=$!
+}
+
+# cdp_send METHOD PARAMS [SESSION]: send one command; its id is in CDP_ID.  The last id is kept in
+# a file, not only in the variable: a caller in a $(...) subshell must not reuse an id.
+cdp_send() {
+	CDP_ID=$(($(cat "$CDP_DIR/cdp.id") + 1))
+	echo "$CDP_ID" >"$CDP_DIR/cdp.id"
+	if [ -n "${3:-}" ]; then
+		printf '{"id":%d,"sessionId":"%s","method":"%s","params":%s}\000' "$CDP_ID" "$3" "$1" "$2" >&5
+	else
+		printf '{"id":%d,"method":"%s","params":%s}\000' "$CDP_ID" "$1" "$2" >&5
+	fi
+}
+
+# cdp_wait ID: print the answer to command ID (waiting at most 20 s); fail without one.
+cdp_wait() {
+	_n=0
+	while [ "$_n" -lt 400 ]; do
+		_line=$(tr '\000' '\n' <"$CDP_DIR/cdp.out" | grep "^{\"id\":$1," | tail -1 || true)
+		if [ -n "$_line" ]; then
+			printf '%s\n' "$_line"
+			return 0
+		fi
+		_n=$((_n + 1))
+		sleep 0.05
+	done
+	echo "cdp: no answer to command $1" >&2
+	tail -5 "$CDP_DIR/chromium.err" >&2
+	return 1
+}
+
+cdp_page() {
+	cdp_send Target.createTarget "{\"url\":\"about:blank\"}"
+	_tid=$(cdp_wait "$CDP_ID" | sed -n 's/.*"targetId":"\([^"]*\)".*/\1/p')
+	cdp_send Target.attachToTarget "{\"targetId\":\"$_tid\",\"flatten\":true}"
+	CDP_SESSION=$(cdp_wait "$CDP_ID" | sed -n 's/.*"sessionId":"\([^"]*\)".*/\1/p')
+	[ -n "$CDP_SESSION" ] || return 1
+	cdp_viewport "$2" "$3"
+	cdp_send Page.navigate "{\"url\":\"$1\"}" "$CDP_SESSION"
+	cdp_wait "$CDP_ID" >/dev/null
+}
+
+cdp_viewport() {
+	cdp_send Emulation.setDeviceMetricsOverride \
+		"{\"width\":$1,\"height\":$2,\"deviceScaleFactor\":1,\"mobile\":false}" "$CDP_SESSION"
+	cdp_wait "$CDP_ID" >/dev/null
+}
+
+cdp_eval() {
+	_expr=$(printf '%s' "$1" | sed 's/\\/\\\\/g')
+	cdp_send Runtime.evaluate "{\"expression\":\"$_expr\",\"returnByValue\":true}" "$CDP_SESSION"
+	cdp_wait "$CDP_ID" | sed -n 's/.*"value":"\{0,1\}\([^",}]*\)"\{0,1\}[,}].*/\1/p'
+}
+
+cdp_stop() {
+	if [ -n "${CDP_PID:-}" ]; then
+		cdp_send Browser.close "{}"
+		_n=0
+		while kill -0 "$CDP_PID" 2>/dev/null && [ "$_n" -lt 100 ]; do
+			_n=$((_n + 1))
+			sleep 0.05
+		done
+		kill "$CDP_PID" 2>/dev/null || true
+		wait "$CDP_PID" 2>/dev/null || true
+		CDP_PID=
+	fi
+	exec 5>&-
+}

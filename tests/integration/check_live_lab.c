@@ -1,0 +1,467 @@
+/*
+ * The live lab against a real server: per-client figures in /stats and
+ * /metrics (early retries counted exactly), and /events (its rate under
+ * load, the last minute for a late subscriber, and subscribers that never
+ * read, which must cost a normal client nothing).
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/harness/testutil.h"
+
+#define IDLE_SUBSCRIBERS 100
+
+static json_t *get_json(const struct test_server *s, const char *path)
+{
+	char url[128], *body = NULL;
+	long st = 0;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "%s%s", s->url, path);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &st, NULL, &body), 0);
+	ck_assert_int_eq(st, 200);
+	j = json_loads(body, 0, NULL);
+	ck_assert_msg(j != NULL, "%s is not JSON: %.200s", path, body);
+	free(body);
+	return j;
+}
+
+/* The clients row of /stats named `name`, or NULL. */
+static json_t *client_row(json_t *stats, const char *name)
+{
+	json_t *rows = json_object_get(json_object_get(stats, "clients"), "rows"), *r;
+	size_t i;
+
+	json_array_foreach(rows, i, r)
+		if (strcmp(testutil_jstr(r, "name", NULL), name) == 0)
+			return r;
+	return NULL;
+}
+
+/* Run the hammer against s named `name` with args; returns its --json figures. */
+static json_t *hammer(const struct test_server *s, const char *name, const char *const *extra)
+{
+	const char *args[32];
+	char url[128], header[96];
+	struct test_run r;
+	size_t n = 0;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "%s/", s->url);
+	snprintf(header, sizeof(header), "X-Client-Name: %s", name);
+	args[n++] = "hammer";
+	args[n++] = url;
+	args[n++] = "--header";
+	args[n++] = header;
+	for (size_t i = 0; extra[i] && n < 28; i++)
+		args[n++] = extra[i];
+	args[n++] = "--json";
+	args[n++] = "-";
+	args[n] = NULL;
+	j = testutil_run_json(&r, args, NULL, 60000);
+	ck_assert_msg(j && r.status == 0, "hammer exit %d: %.300s", r.status, r.err);
+	testutil_run_free(&r);
+	return j;
+}
+
+/*
+ * One bucket per client (--key header:X-Client-Name), 1 a second.  The lab
+ * preset waits the Retry-After it is given; naive re-fires at once.  Each
+ * makes one rejected request's retries, and the server counts exactly the
+ * hammer's retries as retries: none early for the first, all for the second.
+ */
+START_TEST(early_retries_exact)
+{
+	const char *args[] = { "--limit", "1", "--burst", "1", "--key", "header:X-Client-Name", "--quiet", NULL };
+	const char *polite[] = { "--requests", "3", "--concurrency", "1", "--policy", "lab", NULL };
+	const char *rude[] = { "--requests", "2", "--concurrency", "1", "--policy", "naive", NULL };
+	struct test_server s;
+	json_t *hp, *hr, *st, *row;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	hp = hammer(&s, "polite", polite);
+	hr = hammer(&s, "rude", rude);
+	ck_assert_int_eq(testutil_jint(hp, "retries", NULL), 2);
+	ck_assert_int_eq(testutil_jint(hr, "retries", NULL), 4);
+	st = get_json(&s, "/stats");
+	row = client_row(st, "polite");
+	ck_assert_ptr_nonnull(row);
+	ck_assert_int_eq(testutil_jint(row, "requests", NULL), testutil_jint(hp, "calls", NULL));
+	ck_assert_int_eq(testutil_jint(row, "retries", NULL), 2);
+	ck_assert_int_eq(testutil_jint(row, "early_retries", NULL), 0);
+	ck_assert_str_eq(testutil_jstr(row, "verdict", NULL), "polite");
+	row = client_row(st, "rude");
+	ck_assert_ptr_nonnull(row);
+	ck_assert_int_eq(testutil_jint(row, "requests", NULL), 6);
+	ck_assert_int_eq(testutil_jint(row, "rejected", NULL), 5);
+	ck_assert_int_eq(testutil_jint(row, "retries", NULL), 4);
+	ck_assert_int_eq(testutil_jint(row, "early_retries", NULL), 4);
+	ck_assert_str_eq(testutil_jstr(row, "verdict", NULL), "ignores Retry-After");
+	ck_assert_int_eq(testutil_jint(st, "rejected", NULL), 7);
+	json_decref(st);
+	json_decref(hp);
+	json_decref(hr);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* --top-clients 2: two rows by name, the third client summed in "others"; /metrics says the same. */
+START_TEST(top_clients_in_stats_and_metrics)
+{
+	const char *args[] = { "--limit", "100", "--top-clients", "2", "--quiet", NULL };
+	const char *names[] = { "ann", "bob", "cy" };
+	struct test_server s;
+	struct test_reply rep;
+	char url[128], header[64], *metrics = NULL;
+	CURL *c = curl_easy_init();
+	json_t *st, *rest;
+	long code = 0;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	snprintf(url, sizeof(url), "%s/", s.url);
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 3 - k; i++) {
+			snprintf(header, sizeof(header), "X-Client-Name: %s", names[k]);
+			ck_assert_int_eq(testutil_fire(c, "GET", url, header, &rep), CURLE_OK);
+			ck_assert_int_eq(rep.status, 200);
+		}
+	curl_easy_cleanup(c);
+	st = get_json(&s, "/stats");
+	ck_assert_int_eq(testutil_jint(json_object_get(st, "clients"), "shown", NULL), 2);
+	ck_assert_int_eq(testutil_jint(client_row(st, "ann"), "requests", NULL), 3);
+	ck_assert_int_eq(testutil_jint(client_row(st, "bob"), "requests", NULL), 2);
+	ck_assert_ptr_null(client_row(st, "cy"));
+	rest = json_object_get(json_object_get(st, "clients"), "rest");
+	ck_assert_int_eq(testutil_jint(rest, "clients", NULL), 1);
+	ck_assert_int_eq(testutil_jint(rest, "requests", NULL), 1);
+	json_decref(st);
+	snprintf(url, sizeof(url), "%s/metrics", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, &metrics), 0);
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_requests_total{client=\"ann\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_requests_total{client=\"others\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_early_retries_total{client=\"bob\"} 0\n"));
+	free(metrics);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* An /events reader: everything the stream sent in timeout_ms (at most 4 MB kept). */
+struct reader {
+	char url[128];
+	long timeout_ms;
+	char *bytes;
+	size_t len;
+};
+
+#define READER_MAX (4u << 20)
+
+static size_t on_bytes(char *p, size_t sz, size_t nm, void *ud)
+{
+	struct reader *rd = ud;
+	size_t n = sz * nm, k = n < READER_MAX - rd->len ? n : READER_MAX - rd->len;
+
+	memcpy(rd->bytes + rd->len, p, k);
+	rd->len += k;
+	rd->bytes[rd->len] = '\0';
+	return n;
+}
+
+/* The events in rd: lines that start with "data: ". */
+static int reader_events(const struct reader *rd)
+{
+	int n = strncmp(rd->bytes, "data: ", 6) == 0;
+
+	for (const char *p = rd->bytes; (p = strstr(p, "\ndata: ")) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* The first event's JSON, parsed (the caller decrefs), or NULL. */
+static json_t *reader_first(const struct reader *rd)
+{
+	const char *p = strstr(rd->bytes, "data: "), *eol;
+	char *line;
+	json_t *j;
+
+	if (!p || !(eol = strchr(p, '\n')))
+		return NULL;
+	line = strndup(p + 6, (size_t)(eol - p - 6));
+	j = json_loads(line, 0, NULL);
+	free(line);
+	return j;
+}
+
+static struct reader *reader_new(const struct test_server *s, long timeout_ms)
+{
+	struct reader *rd = calloc(1, sizeof(*rd));
+
+	ck_assert_ptr_nonnull(rd);
+	rd->bytes = malloc(READER_MAX + 1);
+	ck_assert_ptr_nonnull(rd->bytes);
+	rd->bytes[0] = '\0';
+	snprintf(rd->url, sizeof(rd->url), "%s/events", s->url);
+	rd->timeout_ms = timeout_ms;
+	return rd;
+}
+
+static void reader_free(struct reader *rd)
+{
+	free(rd->bytes);
+	free(rd);
+}
+
+static void *read_events(void *arg)
+{
+	struct reader *rd = arg;
+	CURL *c = curl_easy_init();
+
+	curl_easy_setopt(c, CURLOPT_URL, rd->url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rd->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_bytes);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, rd);
+	curl_easy_perform(c);
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+/* A reader fed for 3 s while a hammer loads the server gets at least 4 events a second. */
+START_TEST(events_four_a_second_under_load)
+{
+	const char *args[] = { "--limit", "200", "--quiet", NULL };
+	const char *load[] = { "--duration", "2500ms", "--concurrency", "8", NULL };
+	struct test_server s;
+	struct reader *rd;
+	pthread_t tid;
+	json_t *h;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	rd = reader_new(&s, 3000);
+	ck_assert_int_eq(pthread_create(&tid, NULL, read_events, rd), 0);
+	h = hammer(&s, "load", load);
+	pthread_join(tid, NULL);
+	ck_assert_int_gt(testutil_jint(h, "calls", NULL), 1000);
+	ck_assert_msg(reader_events(rd) >= 12, "%d events in 3 s", reader_events(rd));
+	json_decref(h);
+	reader_free(rd);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static long long sum_array(json_t *a)
+{
+	long long sum = 0;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v)
+		sum += json_integer_value(v);
+	return sum;
+}
+
+/* A subscriber that comes after the run gets the last 60 s first: every decision of the run is in it. */
+START_TEST(late_subscriber_gets_the_last_minute)
+{
+	const char *args[] = { "--limit", "5", "--quiet", NULL };
+	const char *load[] = { "--requests", "30", "--concurrency", "2", NULL };
+	struct test_server s;
+	struct reader *rd;
+	json_t *h, *ev, *series, *st;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	h = hammer(&s, "early-bird", load);
+	rd = reader_new(&s, 500);
+	read_events(rd);
+	ev = reader_first(rd);
+	ck_assert_msg(ev != NULL, "first event is not JSON: %.200s", rd->bytes);
+	series = json_object_get(ev, "series");
+	ck_assert_int_eq(json_array_size(json_object_get(series, "admitted")), 600);
+	ck_assert_int_eq(testutil_jint(series, "bucket_ms", NULL), 100);
+	st = get_json(&s, "/stats");
+	ck_assert_int_eq(sum_array(json_object_get(series, "admitted")), testutil_jint(st, "admitted", NULL));
+	ck_assert_int_eq(sum_array(json_object_get(series, "rejected")), testutil_jint(st, "rejected", NULL));
+	ck_assert_int_eq(testutil_jint(st, "admitted", NULL) + testutil_jint(st, "rejected", NULL), 30);
+	ck_assert_int_eq(testutil_jint(json_object_get(ev, "totals"), "rejected", NULL), testutil_jint(st, "rejected", NULL));
+	ck_assert_ptr_nonnull(client_row(st, "early-bird"));
+	json_decref(st);
+	json_decref(ev);
+	json_decref(h);
+	reader_free(rd);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static long rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* A socket that asks for /events and never reads: a receive buffer as small as the kernel allows. */
+static int idle_subscriber(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 1024;
+	static const char req[] = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
+	return fd;
+}
+
+/* Poll /stats (at most 5 s) until it shows `subs` subscribers and `refused` 503s. */
+static void wait_subscribers(const struct test_server *s, long long subs, long long refused)
+{
+	long long got_subs = -1, got_refused = -1;
+
+	for (int i = 0; i < 500; i++) {
+		json_t *st = get_json(s, "/stats");
+
+		got_subs = testutil_jint(st, "subscribers", NULL);
+		got_refused = testutil_jint(st, "status", "503");
+		json_decref(st);
+		if (got_subs == subs && got_refused == refused)
+			return;
+		poll(NULL, 0, 10);
+	}
+	ck_abort_msg("subscribers %lld (want %lld), 503s %lld (want %lld)", got_subs, subs, got_refused, refused);
+}
+
+/*
+ * 100 subscribers that never read: 32 are fed (the default cap), 68 get
+ * 503.  A normal client's p99 stays under 5 ms while they sit there, and
+ * the server's memory grows by no more than their bounded buffers.
+ */
+START_TEST(idle_subscribers_cost_nothing)
+{
+	const char *args[] = { "--limit", "1000000", "--quiet", NULL };
+	const char *load[] = { "--requests", "4000", "--concurrency", "2", NULL };
+	struct test_server s;
+	int fds[IDLE_SUBSCRIBERS];
+	long before, after;
+	json_t *h, *lat;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	before = rss_kb(s.pid);
+	for (int i = 0; i < IDLE_SUBSCRIBERS; i++)
+		fds[i] = idle_subscriber(s.port);
+	wait_subscribers(&s, 32, IDLE_SUBSCRIBERS - 32);
+	h = hammer(&s, "normal", load);
+	lat = json_object_get(h, "latency_ms");
+	ck_assert_msg(json_real_value(json_object_get(lat, "p99")) < 5.0, "p99 %.3f ms",
+	              json_real_value(json_object_get(lat, "p99")));
+	ck_assert_int_eq(testutil_jint(h, "ok", NULL), 4000);
+	after = rss_kb(s.pid);
+	ck_assert_msg(after - before < 32 * 1024, "RSS %ld kB -> %ld kB", before, after);
+	json_decref(h);
+	for (int i = 0; i < IDLE_SUBSCRIBERS; i++)
+		close(fds[i]);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* The next line of the server's stdout (at most 5 s) into buf; false at the end. */
+static bool next_line(const struct test_server *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		struct pollfd p = { s->stdout_fd, POLLIN, 0 };
+
+		if (poll(&p, 1, 5000) <= 0 || read(s->stdout_fd, buf + n, 1) != 1)
+			return false;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return true;
+}
+
+/* This machine's up, non-loopback IPv4 addresses, as text, one after another in list (count returned). */
+static int lan_ipv4(char list[][INET_ADDRSTRLEN], int max)
+{
+	struct ifaddrs *ifs, *a;
+	int n = 0;
+
+	ck_assert_int_eq(getifaddrs(&ifs), 0);
+	for (a = ifs; a && n < max; a = a->ifa_next)
+		if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && (a->ifa_flags & IFF_UP) &&
+		    !(a->ifa_flags & IFF_LOOPBACK))
+			inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)a->ifa_addr)->sin_addr, list[n++], INET_ADDRSTRLEN);
+	freeifaddrs(ifs);
+	return n;
+}
+
+/*
+ * --bind 0.0.0.0: the first line as ever (testutil reads it), then one URL
+ * per LAN address, each of which answers, then the dashboard's URL.
+ */
+START_TEST(workshop_banner)
+{
+	const char *args[] = { "--bind", "0.0.0.0", NULL };
+	char lan[8][INET_ADDRSTRLEN], line[256], want[256], url[200], *body = NULL;
+	struct test_server s;
+	int n = lan_ipv4(lan, 8);
+	long code = 0;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	for (int i = 0; i < n; i++) {
+		ck_assert(next_line(&s, line, sizeof(line)));
+		snprintf(want, sizeof(want), "attendees:   http://%s:%d/", lan[i], s.port);
+		ck_assert_str_eq(line, want);
+		snprintf(url, sizeof(url), "http://%s:%d/healthz", lan[i], s.port);
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, NULL), 0);
+		ck_assert_int_eq(code, 200);
+	}
+	ck_assert(next_line(&s, line, sizeof(line)));
+	snprintf(want, sizeof(want), "dashboard:   http://%s:%d/dashboard", n > 0 ? lan[0] : "127.0.0.1", s.port);
+	ck_assert_str_eq(line, want);
+	ck_assert_int_eq(testutil_http("GET", want + 13, NULL, &code, NULL, &body), 0);
+	ck_assert_int_eq(code, 200);
+	ck_assert_ptr_nonnull(strstr(body, "data-metric=\"rejected_total\""));
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+Suite *live_lab_suite(void)
+{
+	Suite *s = suite_create("live_lab");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, early_retries_exact);
+	tcase_add_test(tc, top_clients_in_stats_and_metrics);
+	tcase_add_test(tc, events_four_a_second_under_load);
+	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
+	tcase_add_test(tc, idle_subscribers_cost_nothing);
+	tcase_add_test(tc, workshop_banner);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,107 @@
+#!/bin/sh
+# The live dashboard in real headless Chromium (driven over the DevTools pipe,
+# tests/harness/cdp.sh): load /dashboard, run a hammer against the server,
+# then read the page: data-metric="rejected_total" equals the rejections in
+# /stats, the clients table names the hammer's client, the chart drew the
+# admitted bars, and nothing scrolls sideways at 1024x768 or 1920x1080.
+# The page needs no network: it names no other resource.  The server takes one
+# /events stream (--max-subscribers 1), so a second page is refused one and
+# polls /stats instead, showing the same figures.
+set -eu
+
+ROOT=${RATELAB_ROOT:-.}
+BIN=${RATELAB_BIN:-$ROOT/ratelab}
+TMP=$(mktemp -d)
+SRV=
+. "$ROOT/tests/harness/cdp.sh"
+
+cleanup() {
+	cdp_stop 2>/dev/null || true
+	[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+check() {
+	if [ "$2" = ok ]; then
+		echo "ok   $1"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $1: $2"
+		failed=$((failed + 1))
+	fi
+}
+
+# wait_for 'EXPRESSION' WANT: poll the page (at most 10 s) until EXPRESSION is WANT; prints the last value.
+wait_for() {
+	_i=0
+	while [ "$_i" -lt 100 ]; do
+		_v=$(cdp_eval "$1")
+		[ "$_v" = "$2" ] && break
+		_i=$((_i + 1))
+		sleep 0.1
+	done
+	printf '%s' "$_v"
+}
+
+"$BIN" serve --port 0 --limit 5 --max-subscribers 1 --quiet >"$TMP/serve.out" &
+SRV=$!
+i=0
+while ! grep -q '^listening on ' "$TMP/serve.out" && [ "$i" -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
+URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$TMP/serve.out")
+[ -n "$URL" ] || { echo "dashboard_browser: the server did not start"; exit 1; }
+
+curl -s "$URL/dashboard" >"$TMP/page.html"
+if grep -Eq '(src|href)=|https?://' "$TMP/page.html"; then
+	check "the page names no other resource" "$(grep -Eo '(src|href)=[^ >]*|https?://[^ "]*' "$TMP/page.html" | head -1)"
+else
+	check "the page names no other resource" ok
+fi
+
+cdp_start "$TMP"
+cdp_page "$URL/dashboard" 1024 768
+state=$(wait_for "document.getElementById('state').textContent" live)
+[ "$state" = live ] && check "the page is live on /events" ok || check "the page is live on /events" "state '$state'"
+
+"$BIN" hammer "$URL/" --requests 40 --concurrency 2 --header 'X-Client-Name: hammer-in-the-room' \
+	>"$TMP/hammer.out" 2>&1 || { echo "dashboard_browser: the hammer failed"; cat "$TMP/hammer.out"; exit 1; }
+want=$(curl -s "$URL/stats" | sed -n 's/.*"rejected":\([0-9]*\),"subscribers".*/\1/p')
+[ -n "$want" ] && [ "$want" -gt 0 ] || { echo "dashboard_browser: /stats has no rejections: '$want'"; exit 1; }
+
+got=$(wait_for "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
+[ "$got" = "$want" ] && check "rejected_total $got = /stats rejected $want" ok \
+	|| check "rejected_total = /stats rejected" "page $got, /stats $want"
+
+row=$(wait_for "String(!!document.querySelector('#clients tr[data-client=hammer-in-the-room]'))" true)
+[ "$row" = true ] && check "the clients table names hammer-in-the-room" ok \
+	|| check "the clients table names hammer-in-the-room" "$(cdp_eval "document.getElementById('clients').textContent")"
+
+verdict=$(cdp_eval "document.querySelector('#clients tr[data-client=hammer-in-the-room]').lastChild.textContent")
+case $verdict in
+*"ignores Retry-After") check "a hammer without retries that keeps firing is judged: $verdict" ok ;;
+*) check "the hammer's verdict" "'$verdict'" ;;
+esac
+
+blue=$(cdp_eval "(function(){var c=document.getElementById('chart'),d=c.getContext('2d').getImageData(0,0,c.width,c.height).data,n=0;for(var i=0;i<d.length;i+=4)if(d[i]<40&&d[i+1]>90&&d[i+1]<140&&d[i+2]>150)n++;return n})()")
+[ "${blue:-0}" -gt 0 ] && check "the chart drew admitted bars ($blue px)" ok || check "the chart drew admitted bars" "${blue:-none}"
+
+w=$(cdp_eval "document.documentElement.scrollWidth")
+[ "${w:-9999}" -le 1024 ] && check "scrollWidth $w <= 1024 at 1024x768" ok || check "scrollWidth at 1024x768" "$w"
+cdp_viewport 1920 1080
+w=$(wait_for "String(document.documentElement.scrollWidth <= 1920 && innerWidth == 1920)" true)
+[ "$w" = true ] && check "no horizontal scroll at 1920x1080" ok \
+	|| check "no horizontal scroll at 1920x1080" "scrollWidth $(cdp_eval "document.documentElement.scrollWidth")"
+
+cdp_page "$URL/dashboard" 1024 768
+state=$(wait_for "document.getElementById('state').textContent.indexOf('polling') == 0 ? 'polling' : 'no'" polling)
+got=$(wait_for "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
+[ "$state" = polling ] && [ "$got" = "$want" ] && check "a second page, refused a stream, polls /stats: rejected_total $got" ok \
+	|| check "a second page polls /stats" "state $state, rejected_total $got (want $want)"
+
+echo "dashboard_browser: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
