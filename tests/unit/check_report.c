@@ -183,7 +183,7 @@ START_TEST(plot_svg_ticks_and_legend)
 	ck_assert_ptr_null(strstr(buf, "height=\"380\""));
 	ck_assert_ptr_nonnull(strstr(buf, ">policy lab: backoff full</text>"));
 	for (int v = 0; v <= 8; v += 2) {
-		char want[16];
+		char want[32];
 
 		snprintf(want, sizeof(want), ">%d</text>", v);
 		ck_assert_msg(count_of(buf, want) == 1, "y tick %d", v);
