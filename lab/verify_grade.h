@@ -25,7 +25,7 @@
 #define VERIFY_GRADE_MIN_GAP_NS (10ULL * 1000000ULL)    /* backs-off: "at once" is under this */
 #define VERIFY_GRADE_GROWTH_NS (50ULL * 1000000ULL)     /* backs-off: the later gaps beat the first by this, */
 #define VERIFY_GRADE_GROWTH_PCT 25                       /* and by this share of the first */
-#define VERIFY_GRADE_JITTER_NS (15ULL * 1000000ULL)     /* jitter: median lag behind the earliest client */
+#define VERIFY_GRADE_JITTER_NS (20ULL * 1000000ULL)     /* jitter: median lag behind the earliest client */
 #define VERIFY_GRADE_NOISE_FACTOR 4                      /* margins are at least this many times the noise */
 #define VERIFY_GRADE_STOP_ATTEMPTS 10                    /* stops-after-attempts: more is not stopping */
 
@@ -54,6 +54,13 @@ struct verify_grade_expect {
 	char text[48];          /* as written, e.g. "max-attempts<=3" */
 };
 
+#define VERIFY_GRADE_MAX_STALLS 64
+
+/* A moment the whole machine stalled (monotonic ns): a sleeper meant to wake at from_ns woke at to_ns. */
+struct verify_grade_stall {
+	uint64_t from_ns, to_ns;
+};
+
 /* How the command ended (or, for verify_grade_failed, how far it has got). */
 struct verify_grade_run {
 	int exit_status;        /* exit code, or 128+signal */
@@ -63,6 +70,8 @@ struct verify_grade_run {
 	uint64_t timeout_ns;
 	uint64_t dropped;       /* arrivals that came after the log was full (not graded) */
 	uint64_t noise_ns;      /* the machine's scheduling noise during the run; 0 when unknown */
+	const struct verify_grade_stall *stalls;  /* when the machine stalled, in time order */
+	size_t nstalls;
 };
 
 struct verify_grade_verdict {

@@ -15,6 +15,8 @@ struct verify_noise {
 	atomic_bool stop;
 	uint64_t late[VERIFY_NOISE_SAMPLES];  /* a ring: the latest samples */
 	size_t n;
+	struct verify_grade_stall stalls[VERIFY_GRADE_MAX_STALLS];
+	size_t nstalls;
 };
 
 static void *probe(void *arg)
@@ -23,11 +25,14 @@ static void *probe(void *arg)
 	struct timespec ts = { 0, (long)VERIFY_NOISE_SLEEP_NS };
 
 	while (!atomic_load(&v->stop)) {
-		uint64_t t0 = clock_monotonic_ns(), slept;
+		uint64_t t0 = clock_monotonic_ns(), t1, late;
 
 		nanosleep(&ts, NULL);
-		slept = clock_monotonic_ns() - t0;
-		v->late[v->n++ % VERIFY_NOISE_SAMPLES] = slept > VERIFY_NOISE_SLEEP_NS ? slept - VERIFY_NOISE_SLEEP_NS : 0;
+		t1 = clock_monotonic_ns();
+		late = t1 - t0 > VERIFY_NOISE_SLEEP_NS ? t1 - t0 - VERIFY_NOISE_SLEEP_NS : 0;
+		v->late[v->n++ % VERIFY_NOISE_SAMPLES] = late;
+		if (late >= VERIFY_NOISE_STALL_NS && v->nstalls < VERIFY_GRADE_MAX_STALLS)
+			v->stalls[v->nstalls++] = (struct verify_grade_stall){ t1 - late, t1 };
 	}
 	return NULL;
 }
@@ -50,18 +55,19 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-uint64_t verify_noise_stop(struct verify_noise *v)
+void verify_noise_stop(struct verify_noise *v, struct verify_noise_report *out)
 {
 	size_t n;
-	uint64_t p90;
 
+	memset(out, 0, sizeof(*out));
 	if (!v)
-		return 0;
+		return;
 	atomic_store(&v->stop, true);
 	pthread_join(v->thread, NULL);
 	n = v->n < VERIFY_NOISE_SAMPLES ? v->n : VERIFY_NOISE_SAMPLES;
 	qsort(v->late, n, sizeof(v->late[0]), cmp_u64);
-	p90 = n ? v->late[n * 9 / 10] : 0;
+	out->p90_ns = n ? v->late[n * 9 / 10] : 0;
+	memcpy(out->stalls, v->stalls, v->nstalls * sizeof(v->stalls[0]));
+	out->nstalls = v->nstalls;
 	free(v);
-	return p90;
 }

@@ -89,6 +89,18 @@ void verify_report_text(FILE *f, const struct verify_result *r, bool quiet, bool
 	fputc('\n', f);
 }
 
+/* The machine's stalls during the run, [from_ms, to_ms] from the first arrival. */
+static json_t *stalls_json(const struct verify_result *r)
+{
+	json_t *a = json_array();
+	uint64_t t0 = r->n ? r->log[0].t_ns : 0;
+
+	for (size_t i = 0; a && i < r->run.nstalls; i++)
+		json_array_append_new(a, json_pack("[f,f]", ((double)r->run.stalls[i].from_ns - (double)t0) / 1e6,
+		                                   ((double)r->run.stalls[i].to_ns - (double)t0) / 1e6));
+	return a;
+}
+
 json_t *verify_report_json(const struct verify_result *r, bool strict)
 {
 	static const char *const STATE[] = { "graded", "no arrivals", "cannot run", "setup failed", "interrupted" };
@@ -110,6 +122,7 @@ json_t *verify_report_json(const struct verify_result *r, bool strict)
 		                                verify_outcome_name(r->v[i].outcome), "pass",
 		                                r->v[i].outcome == VERIFY_PASS, "evidence", r->v[i].evidence));
 	json_object_set_new(root, "arrivals", arrivals);
+	json_object_set_new(root, "stalls", stalls_json(r));
 	if (r->state == VERIFY_CANNOT_RUN || r->state == VERIFY_SETUP_FAILED)
 		json_object_set_new(root, "error", json_string(r->error));
 	return root;

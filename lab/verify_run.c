@@ -8,7 +8,6 @@
 
 #include "common/clock.h"
 #include "lab/verify_child.h"
-#include "lab/verify_noise.h"
 #include "server/server.h"
 
 #define POLL_NS (2ULL * 1000000ULL)
@@ -168,7 +167,10 @@ int verify_run(struct scenario *sc, const struct verify_grade_expect *ex, size_t
 	noise = verify_noise_start();
 	rc = run_command(&rn, srv, r);
 	server_stop(srv);
-	r->run.noise_ns = verify_noise_stop(noise);
+	verify_noise_stop(noise, &r->noise);
+	r->run.noise_ns = r->noise.p90_ns;
+	r->run.stalls = r->noise.stalls;
+	r->run.nstalls = r->noise.nstalls;
 	if (rc == 0 && *o->interrupted) {
 		r->state = VERIFY_INTERRUPTED;
 		rc = -1;

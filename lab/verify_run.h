@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "lab/verify_grade.h"
+#include "lab/verify_noise.h"
 #include "server/handlers/scenario.h"
 
 /*
@@ -54,7 +55,8 @@ struct verify_result {
 	const char *method;                  /* the scenario's */
 	enum verify_state state;
 	char error[320];                     /* why, for CANNOT_RUN and SETUP_FAILED */
-	struct verify_grade_run run;
+	struct verify_grade_run run;         /* run.stalls points into noise */
+	struct verify_noise_report noise;
 	unsigned clients;
 	struct scenario_arrival *log;        /* malloc'd, n entries */
 	size_t n;
