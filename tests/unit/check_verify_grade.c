@@ -491,7 +491,7 @@ START_TEST(jitter_is_more_than_scheduling_noise)
 
 	for (int r = 0; r < 5; r++)
 		for (int c = 0; c < 3; c++) {
-			char name[8];
+			char name[16];
 
 			snprintf(name, sizeof(name), "c%d", c + 1);
 			t[c] += r == 0 ? 0 : 1000 + (uint64_t)LATE[r - 1][c];
