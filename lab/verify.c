@@ -67,7 +67,8 @@ static void usage(FILE *f)
 	        "  --json FILE|-         verdicts, evidence and arrivals as JSON\n"
 	        "  --junit FILE|-        JUnit XML for CI: one testcase per expectation\n"
 	        "  --jobs N              --all: scenarios run at once (default 6; 1..32)\n"
-	        "  --quiet               no arrival list, verdicts only\n"
+	        "  --quiet               no arrival list and no progress line (shown on a\n"
+	        "                        terminal while the command runs), verdicts only\n"
 	        "\n"
 	        "exit: 0 every expectation holds, 1 one fails (or, with --strict, is not observed),\n"
 	        "      2 usage error, 4 COMMAND could not run or never reached the server, 130 interrupted\n",
