@@ -146,28 +146,44 @@ static bool holds(enum expect_op op, uint64_t a, uint64_t v)
 	return false;
 }
 
+static void format_actual(const struct expect_check_item *c, uint64_t a, char *got, size_t len)
+{
+	if (c->key == KEY_WALL)
+		parse_format_duration(a, got, len);
+	else
+		snprintf(got, len, "%llu", (unsigned long long)a);
+}
+
+size_t expect_count(const struct expect *e)
+{
+	return e->n;
+}
+
+bool expect_item(const struct expect *e, size_t i, const struct expect_facts *f, char *text, size_t tlen, char *got,
+                 size_t glen)
+{
+	const struct expect_check_item *c = &e->c[i];
+	uint64_t a = actual(c, f);
+
+	snprintf(text, tlen, "%s", c->text);
+	format_actual(c, a, got, glen);
+	return holds(c->op, a, c->value);
+}
+
 bool expect_check(const struct expect *e, const struct expect_facts *f, char *why, size_t len)
 {
 	bool ok = true;
 	size_t used = 0;
-	char got[32];
+	char got[32], text[48];
 
 	if (len > 0)
 		why[0] = '\0';
 	for (unsigned i = 0; i < e->n; i++) {
-		const struct expect_check_item *c = &e->c[i];
-		uint64_t a = actual(c, f);
-
-		if (holds(c->op, a, c->value))
+		if (expect_item(e, i, f, text, sizeof(text), got, sizeof(got)))
 			continue;
 		ok = false;
-		if (c->key == KEY_WALL)
-			parse_format_duration(a, got, sizeof(got));
-		else
-			snprintf(got, sizeof(got), "%llu", (unsigned long long)a);
 		if (used < len)
-			used += (size_t)snprintf(why + used, len - used, "%s%s (got %s)",
-			                         used ? ", " : "", c->text, got);
+			used += (size_t)snprintf(why + used, len - used, "%s%s (got %s)", used ? ", " : "", text, got);
 	}
 	return ok;
 }

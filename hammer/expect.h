@@ -30,4 +30,14 @@ void expect_free(struct expect *e);
  */
 bool expect_check(const struct expect *e, const struct expect_facts *f, char *why, size_t len);
 
+/* How many checks e holds. */
+size_t expect_count(const struct expect *e);
+
+/*
+ * Check i (0..expect_count-1) against f: true when it holds.  text gets the
+ * check as written ("ok>=30"), got the actual value ("7", "12.3s").
+ */
+bool expect_item(const struct expect *e, size_t i, const struct expect_facts *f, char *text, size_t tlen, char *got,
+                 size_t glen);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/junit.h"
 #include "common/retry/retry.h"
 #include "hammer/engine.h"
 #include "hammer/expect.h"
@@ -43,6 +44,7 @@ struct hammer_opts {
 	const char *plot_path;
 	const char *expect_spec;
 	struct expect *expect;
+	const char *junit_path;
 	const char *headers[MAX_HEADERS];
 	const char *urls[HAMMER_MAX_URLS];
 	struct knob knobs[MAX_KNOBS];
@@ -112,6 +114,7 @@ static void usage(FILE *f)
 	"  --plot FILE.svg       the timeline, stacked by status\n"
 	"  --verbose             one note per retry; --quiet: no summary\n"
 	"  --expect CHECKS       e.g. 'ok>=30,429<=5,wall<=10s,calls<=200'; exit 3 when one fails\n"
+	"  --junit FILE|-        the --expect checks as JUnit XML for CI, one testcase per check\n"
 	"\nexit: 0 run completed, 1 no HTTP answer at all, 2 usage error, 3 --expect failed, 130 Ctrl-C\n",
 	HAMMER_MAX_URLS, retry_preset_names());
 	usage_presets(f);
@@ -256,6 +259,7 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--total-wait-cap", CLI_CUSTOM, .fn = opt_knob },
 	{ "--budget", CLI_CUSTOM, .fn = opt_knob },
 	{ "--json", CLI_STRING, HO(json_path) },
+	{ "--junit", CLI_STRING, HO(junit_path) },
 	{ "--timeline", CLI_STRING, HO(timeline_path) },
 	{ "--interval", DUR_MS(cfg.interval_ns) },
 	{ "--plot", CLI_STRING, HO(plot_path) },
@@ -311,8 +315,11 @@ static int check_targets(struct hammer_opts *o, char *err, size_t errlen)
 			return -1;
 	if (cli_check_output(err, errlen, "hammer", "--json", o->json_path) != 0 ||
 	    cli_check_output(err, errlen, "hammer", "--timeline", o->timeline_path) != 0 ||
-	    cli_check_output(err, errlen, "hammer", "--plot", o->plot_path) != 0)
+	    cli_check_output(err, errlen, "hammer", "--plot", o->plot_path) != 0 ||
+	    cli_check_output(err, errlen, "hammer", "--junit", o->junit_path) != 0)
 		return -1;
+	if (o->junit_path && !o->expect)
+		return cli_fail(err, errlen, "hammer", "--junit needs --expect (its checks are the testcases)");
 	for (uint32_t i = 0; o->cfg.transport == HAMMER_TRANSPORT_WIRE && i < o->cfg.nurls; i++)
 		if (!wire_url_supported(o->urls[i]))
 			return cli_bad_value(err, errlen, "hammer", "URL", o->urls[i],
@@ -401,6 +408,28 @@ static void write_outputs(const struct hammer_opts *o, const struct hammer_resul
 	}
 }
 
+/* --junit: one testcase per --expect check, a failure saying what the run got.  0, or -1 with a message. */
+static int write_junit(const struct hammer_opts *o, const struct expect_facts *f, uint64_t wall_ns)
+{
+	struct junit *j = junit_new("ratelab hammer");
+	int rc = j && junit_suite(j, "hammer --expect", (double)wall_ns / 1e9) == 0 ? 0 : -1;
+
+	for (size_t i = 0; rc == 0 && i < expect_count(o->expect); i++) {
+		char text[48], got[32], msg[96];
+		bool holds = expect_item(o->expect, i, f, text, sizeof(text), got, sizeof(got));
+
+		snprintf(msg, sizeof(msg), "%s (got %s)", text, got);
+		rc = junit_case(j, "ratelab.hammer.expect", text, (double)wall_ns / 1e9, holds ? JUNIT_PASS : JUNIT_FAILURE,
+		                msg, msg);
+	}
+	if (rc == 0)
+		rc = junit_write(j, o->junit_path);
+	junit_free(j);
+	if (rc != 0)
+		fprintf(stderr, "ratelab hammer: --junit: cannot write '%s'\n", o->junit_path);
+	return rc;
+}
+
 /* The exit code of a finished run: 130, 1, 3 or 0. */
 static int verdict(const struct hammer_opts *o, const struct hammer_result *r)
 {
@@ -417,6 +446,8 @@ static int verdict(const struct hammer_opts *o, const struct hammer_result *r)
 		        r->attempt_errors[RETRY_ERR_REFUSED] ? " (connection refused: is the server running?)" : "");
 		return 1;
 	}
+	if (o->junit_path && write_junit(o, &f, r->wall_ns) != 0)
+		return 1;
 	if (o->expect != NULL && !expect_check(o->expect, &f, why, sizeof(why))) {
 		fprintf(stderr, "ratelab hammer: expect failed: %s\n", why);
 		return 3;

@@ -13,6 +13,7 @@
 #include "common/cli.h"
 #include "common/clock.h"
 #include "common/httpdate.h"
+#include "common/junit.h"
 #include "common/prng.h"
 #include "common/retry/retry.h"
 
@@ -384,13 +385,38 @@ static bool row_passes(const struct case_row *c, const struct retry_decision *d)
 	return !c->exp_wait || (ms >= c->wait_lo_ms - 1e-9 && ms <= c->wait_hi_ms + 1e-9);
 }
 
-/* Replay one parsed row; prints its line; returns 1 pass, 0 fail, -1 table error. */
-static int run_row(struct case_row *c, uint64_t seed, unsigned index, FILE *out, char *why, size_t wl)
+/* Where the results go: text lines and JUnit testcases (either may be NULL). */
+struct sink {
+	FILE *out;
+	struct junit *junit;
+};
+
+/* One row's result into the sink; -1 when the JUnit report ran out of memory. */
+static int report_row(const struct sink *k, const struct case_row *c, const struct retry_decision *d, bool pass)
+{
+	char want[96], got[96], cls[64], name[300], msg[320];
+
+	describe_expected(c, want, sizeof(want));
+	describe_got(d, got, sizeof(got));
+	if (k->out != NULL && pass)
+		fprintf(k->out, "ok   %u %s: %s (%s §%s)\n", c->id, c->policy.name, c->name, c->seed, c->rule);
+	if (k->out != NULL && !pass)
+		fprintf(k->out, "FAIL %u %s: %s (%s §%s): expected %s got %s\n", c->id, c->policy.name,
+		        c->name, c->seed, c->rule, want, got);
+	if (k->junit == NULL)
+		return 0;
+	snprintf(cls, sizeof(cls), "ratelab.cases.%s", c->policy.name);
+	snprintf(name, sizeof(name), "%u %.200s", c->id, c->name);
+	snprintf(msg, sizeof(msg), "expected %s got %s (%.40s §%.40s)", want, got, c->seed, c->rule);
+	return junit_case(k->junit, cls, name, 0, pass ? JUNIT_PASS : JUNIT_FAILURE, msg, msg);
+}
+
+/* Replay one parsed row; reports it; returns 1 pass, 0 fail, -1 table error. */
+static int run_row(struct case_row *c, uint64_t seed, unsigned index, const struct sink *k, char *why, size_t wl)
 {
 	struct retry_budget *b;
 	struct retry_decision d;
 	struct prng rng;
-	char want[96], got[96];
 	bool pass;
 
 	if (preload_budget(c, &b, why, wl) != 0) {
@@ -402,13 +428,9 @@ static int run_row(struct case_row *c, uint64_t seed, unsigned index, FILE *out,
 	retry_decide(&c->policy, &c->in, &rng, &d);
 	retry_budget_free(b);
 	pass = row_passes(c, &d);
-	if (out != NULL && pass)
-		fprintf(out, "ok   %u %s: %s (%s §%s)\n", c->id, c->policy.name, c->name, c->seed, c->rule);
-	if (out != NULL && !pass) {
-		describe_expected(c, want, sizeof(want));
-		describe_got(&d, got, sizeof(got));
-		fprintf(out, "FAIL %u %s: %s (%s §%s): expected %s got %s\n", c->id, c->policy.name,
-		        c->name, c->seed, c->rule, want, got);
+	if (report_row(k, c, &d, pass) != 0) {
+		snprintf(why, wl, "out of memory");
+		return -1;
 	}
 	return pass ? 1 : 0;
 }
@@ -475,7 +497,7 @@ static json_t *table_rows(json_t *root, int64_t given, uint64_t *seed)
 }
 
 /* Replay every row of a parsed table. */
-static int replay(const char *path, json_t *rows, const struct row_lines *rl, uint64_t seed, FILE *out,
+static int replay(const char *path, json_t *rows, const struct row_lines *rl, uint64_t seed, const struct sink *k,
                   unsigned *counts, char *err, size_t errlen)
 {
 	struct case_row *c = malloc(sizeof(*c));
@@ -496,7 +518,7 @@ static int replay(const char *path, json_t *rows, const struct row_lines *rl, ui
 		if (r == 0 && !run)
 			continue;
 		if (r == 0)
-			r = run_row(c, seed, (unsigned)row, out, why, sizeof(why));
+			r = run_row(c, seed, (unsigned)row, k, why, sizeof(why));
 		if (r < 0) {
 			snprintf(err, errlen, "%s:%u: row %zu: %s", path, row < rl->n ? rl->line[row] : 0, row + 1, why);
 			rc = -1;
@@ -511,6 +533,13 @@ static int replay(const char *path, json_t *rows, const struct row_lines *rl, ui
 int cases_run_file(const char *path, int64_t seed_given, FILE *out, unsigned *passed, unsigned *failed,
                    char *err, size_t errlen)
 {
+	return cases_run_junit(path, seed_given, out, NULL, passed, failed, err, errlen);
+}
+
+int cases_run_junit(const char *path, int64_t seed_given, FILE *out, struct junit *junit, unsigned *passed,
+                    unsigned *failed, char *err, size_t errlen)
+{
+	struct sink k = { out, junit };
 	struct row_lines rl = { 0 };
 	unsigned counts[2] = { 0, 0 };
 	json_error_t jerr;
@@ -531,11 +560,11 @@ int cases_run_file(const char *path, int64_t seed_given, FILE *out, unsigned *pa
 		snprintf(err, errlen, "%s:1: want a non-empty array of rows, or {\"cases\": [...]}", path);
 		goto free_root;
 	}
-	if (scan_row_lines(text, &rl) != 0) {
+	if (scan_row_lines(text, &rl) != 0 || (junit && junit_suite(junit, path, 0) != 0)) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto free_root;
 	}
-	rc = replay(path, rows, &rl, seed, out, counts, err, errlen);
+	rc = replay(path, rows, &rl, seed, &k, counts, err, errlen);
 	if (rc == 0 && out != NULL)
 		fprintf(out, "%u passed, %u failed\n", counts[0], counts[1]);
 	*passed = counts[0];
@@ -550,12 +579,13 @@ free_text:
 
 static void cases_usage(FILE *f)
 {
-	fprintf(f, "usage: ratelab cases FILE [--seed N]\n\n"
+	fprintf(f, "usage: ratelab cases FILE [--seed N] [--junit FILE|-]\n\n"
 	        "Replays a retry-cases table (JSON) through the retry-policy engine with a fixed RNG\n"
 	        "and prints 'ok' or 'FAIL' per row, then 'N passed, N failed'.  Exit: 0 all pass,\n"
 	        "1 a row failed, 2 usage error or malformed table (named as FILE:LINE).\n\n"
 	        "  --seed N   replay with RNG seed N instead of the table's \"rng_seed\" (default 1):\n"
-	        "             a row whose wait bounds are right passes under any seed\n\n"
+	        "             a row whose wait bounds are right passes under any seed\n"
+	        "  --junit FILE|-  the rows as JUnit XML for CI: one testcase per row\n\n"
 	        "Row: {\"id\", \"seed\", \"rule\", \"name\", \"policy\": preset, \"set\": {knob: value},\n"
 	        "  \"method\", \"idempotent\", \"status\" + \"headers\" | \"error\": refused|reset|timeout|other,\n"
 	        "  \"attempt\", \"elapsed_ms\", \"waited_ms\", \"prev_wait_ms\", \"blind_waits\", \"now\",\n"
@@ -566,6 +596,7 @@ static void cases_usage(FILE *f)
 
 struct cases_opts {
 	const char *path;
+	const char *junit;
 	uint64_t seed;
 	bool seed_given;
 };
@@ -573,6 +604,7 @@ struct cases_opts {
 static const struct cli_option CASES_OPTIONS[] = {
 	{ "--seed", CLI_U64, CLI_FIELD(struct cases_opts, seed), .max = INT64_MAX,
 	  CLI_GIVEN(struct cases_opts, seed_given) },
+	{ "--junit", CLI_STRING, CLI_FIELD(struct cases_opts, junit) },
 	{ "FILE", CLI_STRING, CLI_FIELD(struct cases_opts, path), .required = true },
 	{ NULL },
 };
@@ -583,16 +615,30 @@ int cases_main(int argc, char **argv)
 {
 	struct cases_opts o = { 0 };
 	struct cli_group g = { CASES_OPTIONS, &o };
+	struct junit *j = NULL;
 	unsigned passed = 0, failed = 0;
 	char err[1024], why[512];
 	int rc = cli_parse(&CASES_CLI, &g, 1, argc, argv, err, sizeof(err));
 
+	if (rc == 0)
+		rc = cli_check_output(err, sizeof(err), "cases", "--junit", o.junit);
 	if (rc != 0)
 		return cli_exit(&CASES_CLI, rc, err);
-	if (cases_run_file(o.path, o.seed_given ? (int64_t)o.seed : -1, stdout, &passed, &failed, why,
-	                   sizeof(why)) != 0) {
+	if (o.junit && !(j = junit_new("ratelab cases"))) {
+		fprintf(stderr, "ratelab cases: out of memory\n");
+		return 1;
+	}
+	if (cases_run_junit(o.path, o.seed_given ? (int64_t)o.seed : -1, stdout, j, &passed, &failed, why,
+	                    sizeof(why)) != 0) {
 		fflush(stdout);
+		junit_free(j);
 		return cli_exit(&CASES_CLI, cli_fail(err, sizeof(err), "cases", "%s", why), err);
 	}
-	return failed > 0 ? 1 : 0;
+	rc = failed > 0 ? 1 : 0;
+	if (j && junit_write(j, o.junit) != 0) {
+		fprintf(stderr, "ratelab cases: --junit: cannot write '%s'\n", o.junit);
+		rc = 1;
+	}
+	junit_free(j);
+	return rc;
 }

@@ -22,4 +22,15 @@ int cases_main(int argc, char **argv);
 int cases_run_file(const char *path, int64_t seed_given, FILE *out, unsigned *passed, unsigned *failed,
                    char *err, size_t errlen);
 
+struct junit;
+
+/*
+ * cases_run_file, and besides one JUnit testcase per row into junit (a
+ * testsuite named after the file; junit may be NULL): classname
+ * "ratelab.cases.PRESET", name "ID NAME", a failure saying what was expected
+ * and what the engine decided.
+ */
+int cases_run_junit(const char *path, int64_t seed_given, FILE *out, struct junit *junit, unsigned *passed,
+                    unsigned *failed, char *err, size_t errlen);
+
 #endif

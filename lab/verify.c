@@ -1,45 +1,35 @@
-/* `ratelab verify`: run any client against a scenario server and grade what it did. */
+/* `ratelab verify`: run any client against scripted scenarios and grade what it did. */
 #include "lab/verify.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/junit.h"
 #include "common/progress.h"
-#include "lab/verify_grade.h"
-#include "server/handlers/scenario.h"
-#include "server/server.h"
+#include "lab/verify_child.h"
+#include "lab/verify_report.h"
+#include "lab/verify_run.h"
 
-#define VERIFY_MAX_CLIENTS 64
 #define VERIFY_DEFAULT_TIMEOUT_NS (60ULL * NS_PER_SEC)
-#define VERIFY_SHOW_ARRIVALS 24
-
-extern char **environ;
+#define VERIFY_DEFAULT_JOBS 6
+#define VERIFY_MAX_JOBS 32
 
 struct verify_opts {
 	const char *scenario;
 	const char *expect;        /* NULL: the scenario's defaults */
 	const char *json;
+	const char *junit;
 	uint64_t clients;
 	uint64_t timeout_ns;
-	bool quiet;
+	uint64_t jobs;
+	bool all, list, strict, quiet;
 	char **cmd;                /* NULL-terminated, from after "--" */
-};
-
-struct verify_child {
-	pid_t pid;
-	int status;                /* exit code or 128+signal, once reaped */
-	bool done;
-	char url[96];
 };
 
 static volatile sig_atomic_t verify_interrupted;
@@ -53,36 +43,73 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: ratelab verify --scenario NAME|FILE [options] -- COMMAND [ARGS...]\n"
+	        "       ratelab verify --all [options] -- COMMAND [ARGS...]\n"
+	        "       ratelab verify --list\n"
 	        "\n"
-	        "Starts a scenario server on a free port, runs COMMAND with RATELAB_URL set to it\n"
-	        "(a literal $RATELAB_URL in ARGS is replaced too), and grades what the server saw.\n"
-	        "COMMAND's stdout is sent to stderr, so stdout holds only the verdicts.\n"
+	        "Starts a scenario server on a free port, runs COMMAND with RATELAB_URL set to it and\n"
+	        "RATELAB_METHOD to the method the scenario is for (a literal $RATELAB_URL or\n"
+	        "$RATELAB_METHOD in ARGS is replaced too; proxy variables are unset and NO_PROXY set),\n"
+	        "and grades what the server saw.  COMMAND's stdout goes to stderr, so stdout holds only\n"
+	        "the verdicts (with --all, COMMAND's output is dropped).  Each expectation passes, fails,\n"
+	        "or is not observed (N/O: nothing in the run decides it).  A run ends when COMMAND does,\n"
+	        "at --timeout, or (on scenarios that say so in --list) once an expectation has failed\n"
+	        "for good.\n"
 	        "\n"
-	        "  --scenario NAME|FILE  built-in: %s;\n"
-	        "                        or a JSON script: [{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}]\n"
+	        "  --scenario NAME|FILE  a built-in (--list) or a JSON script:\n"
+	        "                        [{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}]\n"
+	        "  --all                 every built-in scenario with its own expectations: one table\n"
+	        "  --list                the built-in scenarios: what each answers, what a correct client does\n"
 	        "  --expect LIST         comma-separated: %s\n"
 	        "                        (default: the scenario's own list)\n"
 	        "  --clients N           run N copies at once, each its own client (URL .../client-K); 1..64\n"
 	        "  --timeout DUR         kill COMMAND past this (default 60s)\n"
+	        "  --strict              an expectation not observed fails\n"
 	        "  --json FILE|-         verdicts, evidence and arrivals as JSON\n"
-	        "  --quiet               no arrival list, verdicts only\n"
+	        "  --junit FILE|-        JUnit XML for CI: one testcase per expectation\n"
+	        "  --jobs N              --all: scenarios run at once (default 6; 1..32)\n"
+	        "  --quiet               no arrival list and no progress line (shown on a\n"
+	        "                        terminal while the command runs), verdicts only\n"
 	        "\n"
-	        "exit: 0 every expectation holds, 1 one fails, 2 usage error\n",
-	        scenario_builtin_names(), verify_grade_names());
+	        "exit: 0 every expectation holds, 1 one fails (or, with --strict, is not observed),\n"
+	        "      2 usage error, 4 COMMAND could not run or never reached the server, 130 interrupted\n",
+	        verify_grade_names());
 }
 
 static const struct cli_option VERIFY_OPTIONS[] = {
-	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario), .required = true },
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario) },
+	{ "--all", CLI_BOOL, CLI_FIELD(struct verify_opts, all) },
+	{ "--list", CLI_BOOL, CLI_FIELD(struct verify_opts, list) },
 	{ "--expect", CLI_STRING, CLI_FIELD(struct verify_opts, expect) },
 	{ "--json", CLI_STRING, CLI_FIELD(struct verify_opts, json) },
-	{ "--clients", CLI_U64, CLI_FIELD(struct verify_opts, clients), .min = 1, .max = VERIFY_MAX_CLIENTS },
+	{ "--junit", CLI_STRING, CLI_FIELD(struct verify_opts, junit) },
+	{ "--clients", CLI_U64, CLI_FIELD(struct verify_opts, clients), .min = 1, .max = VERIFY_CHILD_MAX },
 	{ "--timeout", CLI_DURATION, CLI_FIELD(struct verify_opts, timeout_ns), .min = 1, .max = UINT64_MAX },
+	{ "--jobs", CLI_U64, CLI_FIELD(struct verify_opts, jobs), .min = 1, .max = VERIFY_MAX_JOBS },
+	{ "--strict", CLI_BOOL, CLI_FIELD(struct verify_opts, strict) },
 	{ "--quiet", CLI_BOOL, CLI_FIELD(struct verify_opts, quiet) },
-	{ "COMMAND", CLI_REST, CLI_FIELD(struct verify_opts, cmd), .required = true },
+	{ "COMMAND", CLI_REST, CLI_FIELD(struct verify_opts, cmd) },
 	{ NULL },
 };
 
 static const struct cli_command VERIFY_CLI = { "verify", usage };
+
+/* What cli_parse cannot check: which flags go together. */
+static int check_combination(const struct verify_opts *o, char *err, size_t errlen)
+{
+	if (o->list)
+		return 0;
+	if (!o->scenario && !o->all)
+		return cli_fail(err, errlen, "verify", "--scenario or --all is required");
+	if (o->scenario && o->all)
+		return cli_fail(err, errlen, "verify", "--scenario and --all do not go together");
+	if (o->all && o->expect)
+		return cli_fail(err, errlen, "verify", "--expect does not go with --all (each scenario has its own)");
+	if (!o->cmd || !o->cmd[0])
+		return cli_fail(err, errlen, "verify", "missing COMMAND after --");
+	if (cli_check_output(err, errlen, "verify", "--json", o->json) < 0)
+		return -1;
+	return cli_check_output(err, errlen, "verify", "--junit", o->junit);
+}
 
 /* Returns 0 to run, or -1 / 1 for cli_exit (err filled on -1). */
 static int parse_args(struct verify_opts *o, int argc, char **argv, char *err, size_t errlen)
@@ -93,290 +120,280 @@ static int parse_args(struct verify_opts *o, int argc, char **argv, char *err, s
 	memset(o, 0, sizeof(*o));
 	o->clients = 1;
 	o->timeout_ns = VERIFY_DEFAULT_TIMEOUT_NS;
+	o->jobs = VERIFY_DEFAULT_JOBS;
 	rc = cli_parse(&VERIFY_CLI, &g, 1, argc, argv, err, errlen);
-	if (rc == 0)
-		rc = cli_check_output(err, errlen, "verify", "--json", o->json);
-	return rc;
+	return rc == 0 ? check_combination(o, err, errlen) : rc;
 }
 
-/* argv with every "$RATELAB_URL" replaced by url (malloc'd strings; NULL on OOM). */
-static char **child_argv(char **cmd, const char *url)
+/* A --timeout shorter than a gives-up-within limit cannot fail the limit: say so before the run. */
+static void warn_timeout(const struct verify_opts *o, const struct verify_grade_expect *ex, size_t nex)
 {
-	size_t n = 0;
-	char **out;
-
-	while (cmd[n])
-		n++;
-	if (!(out = calloc(n + 1, sizeof(*out))))
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		const char *hit = strstr(cmd[i], "$RATELAB_URL");
-		size_t len = strlen(cmd[i]) + strlen(url) + 1;
-
-		if (!(out[i] = malloc(len)))
-			continue;
-		if (hit)
-			snprintf(out[i], len, "%.*s%s%s", (int)(hit - cmd[i]), cmd[i], url, hit + 12);
-		else
-			snprintf(out[i], len, "%s", cmd[i]);
-	}
-	return out;
+	for (size_t i = 0; i < nex; i++)
+		if (ex[i].kind == VERIFY_GIVES_UP_WITHIN && o->timeout_ns < ex[i].arg)
+			fprintf(stderr, "ratelab verify: --timeout %.2fs is shorter than %s: a command still running at the "
+			        "timeout is 'not observed' there, not failed\n", (double)o->timeout_ns / 1e9, ex[i].text);
 }
 
-/* The environment plus RATELAB_URL and RATELAB_CLIENT (the strings in vars stay the caller's). */
-static char **child_env(char *vars[2])
+/* The progress line of one run on a terminal: how many copies ended, and the time so far. */
+static void show_one(void *ctx, const struct verify_progress *p)
 {
-	size_t n = 0, j = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	if (!(env = calloc(n + 3, sizeof(*env))))
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "RATELAB_URL=", 12) != 0 && strncmp(environ[i], "RATELAB_CLIENT=", 15) != 0)
-			env[j++] = environ[i];
-	env[j++] = vars[0];
-	env[j++] = vars[1];
-	return env;
-}
-
-static void free_strv(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
-/*
- * Fork and exec one copy; the child gets its own process group so a timeout
- * kills all it started.  0, -1 (fork failed) or -2 with errno when the
- * command cannot be run at all.
- */
-static int spawn(char **cmd, struct verify_child *ch, unsigned k)
-{
-	char url_var[128], client_var[32];
-	char *vars[2] = { url_var, client_var };
-	char **argv = child_argv(cmd, ch->url), **env = child_env(vars);
-	int rc = -1, failed[2], why;
-
-	snprintf(url_var, sizeof(url_var), "RATELAB_URL=%s", ch->url);
-	snprintf(client_var, sizeof(client_var), "RATELAB_CLIENT=%u", k);
-	if (!argv || !env || pipe2(failed, O_CLOEXEC) != 0)
-		goto free_all;
-	ch->pid = fork();
-	if (ch->pid == 0) {
-		setpgid(0, 0);
-		dup2(STDERR_FILENO, STDOUT_FILENO);
-		execvpe(argv[0], argv, env);
-		/* the pipe closes on a successful exec; here the parent learns why it failed */
-		why = errno;
-		if (write(failed[1], &why, sizeof(why)) != (ssize_t)sizeof(why))
-			fprintf(stderr, "ratelab verify: cannot run '%s': %s\n", argv[0], strerror(why));
-		_exit(127);
-	}
-	close(failed[1]);
-	if (ch->pid > 0)
-		setpgid(ch->pid, ch->pid);  /* also here, so the group exists before any kill */
-	rc = ch->pid > 0 ? 0 : -1;
-	if (ch->pid > 0 && read(failed[0], &why, sizeof(why)) == (ssize_t)sizeof(why)) {
-		waitpid(ch->pid, NULL, 0);
-		ch->done = true;
-		errno = why;
-		rc = -2;
-	}
-	close(failed[0]);
-free_all:
-	free_strv(argv);
-	free(env);
-	return rc;
-}
-
-static int decode_status(int st)
-{
-	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
-}
-
-/* Reap what has ended; returns how many are still running. */
-static unsigned reap(struct verify_child *ch, unsigned n)
-{
-	unsigned running = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		int st;
-
-		if (ch[i].done)
-			continue;
-		if (waitpid(ch[i].pid, &st, WNOHANG) == ch[i].pid) {
-			ch[i].done = true;
-			ch[i].status = decode_status(st);
-		} else {
-			running++;
-		}
-	}
-	return running;
-}
-
-/* SIGTERM every group still running, then SIGKILL after 500 ms; reaps them all. */
-static void kill_all(struct verify_child *ch, unsigned n)
-{
-	uint64_t until = clock_monotonic_ns() + 500 * NS_PER_MS;
-	struct timespec ts = { 0, 5 * 1000000L };
-
-	for (unsigned i = 0; i < n; i++)
-		if (!ch[i].done)
-			kill(-ch[i].pid, SIGTERM);
-	while (reap(ch, n) > 0 && clock_monotonic_ns() < until)
-		nanosleep(&ts, NULL);
-	for (unsigned i = 0; i < n; i++)
-		if (!ch[i].done)
-			kill(-ch[i].pid, SIGKILL);
-	for (unsigned i = 0; i < n; i++)
-		if (!ch[i].done && waitpid(ch[i].pid, NULL, 0) == ch[i].pid)
-			ch[i].done = true;
-}
-
-/* The progress line while the copies run: how many finished, and the time so far. */
-static void show_progress(const struct verify_opts *o, unsigned running, unsigned n, uint64_t t0)
-{
-	progress_line(stderr, "scenario %s: %u of %u clients done, %.1fs", o->scenario, n - running, n,
-	              (double)(clock_monotonic_ns() - t0) / 1e9);
-}
-
-/* Run the copies and wait, bounded by the timeout; fills *run.  On a terminal a progress line shows. */
-static int run_clients(const struct verify_opts *o, int port, struct verify_child *ch,
-                       struct verify_grade_run *run)
-{
-	struct timespec ts = { 0, 2 * 1000000L };
-	uint64_t t0 = clock_monotonic_ns(), deadline = t0 + o->timeout_ns;
-	unsigned n = (unsigned)o->clients;
-	bool show = !o->quiet && progress_wanted(stderr);
-
-	memset(run, 0, sizeof(*run));
-	run->timeout_ns = o->timeout_ns;
-	for (unsigned k = 0; k < n; k++) {
-		if (n == 1)
-			snprintf(ch[k].url, sizeof(ch[k].url), "http://127.0.0.1:%d", port);
-		else
-			snprintf(ch[k].url, sizeof(ch[k].url), "http://127.0.0.1:%d/client-%u", port, k + 1);
-		int rc = spawn(o->cmd, &ch[k], k + 1);
-
-		if (rc < 0) {
-			kill_all(ch, k);
-			return rc;
-		}
-	}
-	for (unsigned tick = 0, running; (running = reap(ch, n)) > 0 && clock_monotonic_ns() < deadline &&
-	                                 !verify_interrupted; tick++) {
-		/* every 200 ms: the loop naps 2 ms */
-		if (show && tick % 100 == 0)
-			show_progress(o, running, n, t0);
-		nanosleep(&ts, NULL);
-	}
-	if (show)
+	(void)ctx;
+	if (p->done)
 		progress_done(stderr);
-	run->wall_ns = clock_monotonic_ns() - t0;
-	run->killed = reap(ch, n) > 0;
-	kill_all(ch, n);
-	for (unsigned k = 0; k < n; k++)
-		if (ch[k].status != 0 && run->exit_status == 0)
-			run->exit_status = ch[k].status;
-	return 0;
+	else
+		progress_line(stderr, "scenario %s: %u of %u clients done, %.1fs", p->scenario, p->clients - p->running,
+		              p->clients, (double)p->wall_ns / 1e9);
 }
 
-static void print_arrivals(FILE *f, const struct scenario_arrival *log, size_t n)
+/* The progress line of --all, drawn from the runs' threads. */
+struct all_show {
+	pthread_mutex_t lock;
+	size_t done, total;
+	uint64_t t0;
+};
+
+static void show_all(void *ctx, const struct verify_progress *p)
 {
-	for (size_t i = 0; i < n && i < VERIFY_SHOW_ARRIVALS; i++) {
-		fprintf(f, "  +%7.3fs  %-6s %-18s %-4s -> %d", (double)(log[i].t_ns - log[0].t_ns) / 1e9,
-		        log[i].method, log[i].client, log[i].path, log[i].status);
-		if (log[i].has_wait)
-			fprintf(f, "  (asked to wait %.3fs)", (double)log[i].wait_ns / 1e9);
-		if (log[i].idempotency_key[0])
-			fprintf(f, "  Idempotency-Key: %s", log[i].idempotency_key);
-		fputc('\n', f);
-	}
-	if (n > VERIFY_SHOW_ARRIVALS)
-		fprintf(f, "  ... %zu more\n", n - VERIFY_SHOW_ARRIVALS);
+	struct all_show *s = ctx;
+
+	pthread_mutex_lock(&s->lock);
+	s->done += p->done;
+	progress_line(stderr, "verify --all: %zu of %zu scenarios done, %.1fs", s->done, s->total,
+	              (double)(clock_monotonic_ns() - s->t0) / 1e9);
+	pthread_mutex_unlock(&s->lock);
 }
 
-static int write_json(const struct verify_opts *o, struct scenario *sc, const struct verify_grade_run *run,
-                      const struct verify_grade_verdict *v, size_t nv, bool all)
+/* True when a progress line goes to stderr: a terminal, and no --quiet. */
+static bool shows_progress(const struct verify_opts *o)
 {
-	json_t *root = json_pack("{s:s,s:i,s:b,s:f,s:I,s:b,s:[]}", "scenario", scenario_name(sc), "exit_status",
-	                         run->exit_status, "killed", run->killed, "wall_s", (double)run->wall_ns / 1e9,
-	                         "clients", (json_int_t)o->clients, "pass", all, "verdicts");
-	char *arr = scenario_arrivals_json(sc);
-	json_t *arrivals = arr ? json_loads(arr, 0, NULL) : NULL;
+	return !o->quiet && progress_wanted(stderr);
+}
+
+static void run_opts(const struct verify_opts *o, struct verify_run_opts *ro)
+{
+	memset(ro, 0, sizeof(*ro));
+	ro->cmd = o->cmd;
+	ro->clients = (unsigned)o->clients;
+	ro->timeout_ns = o->timeout_ns;
+	ro->quiet_command = o->all;
+	ro->interrupted = &verify_interrupted;
+	ro->total = 1;
+}
+
+/* Write JSON (root handed over) to --json; -1 with a message when it cannot be written. */
+static int write_json(const char *path, json_t *root)
+{
 	int rc = -1;
 
-	free(arr);
-	if (!root || !arrivals)
-		goto free_all;
-	for (size_t i = 0; i < nv; i++)
-		json_array_append_new(json_object_get(root, "verdicts"),
-		                      json_pack("{s:s,s:b,s:s}", "name", v[i].name, "pass", v[i].pass, "evidence",
-		                                v[i].evidence));
-	json_object_set(root, "arrivals", arrivals);
-	if (strcmp(o->json, "-") == 0)
+	if (root && strcmp(path, "-") == 0)
 		rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) == 0 && fputc('\n', stdout) != EOF ? 0 : -1;
-	else
-		rc = json_dump_file(root, o->json, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
-free_all:
-	json_decref(arrivals);
+	else if (root)
+		rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
 	json_decref(root);
+	if (rc < 0)
+		fprintf(stderr, "ratelab verify: --json: cannot write '%s'\n", path);
 	return rc;
 }
 
-/* Grade, print and write JSON; returns the exit code (0 or 1). */
-static int report(const struct verify_opts *o, struct scenario *sc, const struct verify_grade_expect *ex, size_t nex,
-                  const struct verify_grade_run *run)
+/* Write the JUnit report of rs[0..n) to --junit; -1 with a message when it cannot be written. */
+static int write_junit(const char *path, const struct verify_result *rs, size_t n, bool strict)
 {
-	static struct scenario_arrival log[SCENARIO_LOG_MAX];
-	struct verify_grade_verdict *v = calloc(nex, sizeof(*v));
-	FILE *f = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
-	size_t n = scenario_arrivals(sc, log, SCENARIO_LOG_MAX, NULL), held = 0;
-	int rc;
+	struct junit *j = junit_new("ratelab verify");
+	int rc = j ? 0 : -1;
 
-	if (!v)
-		return 1;
-	n = n > SCENARIO_LOG_MAX ? SCENARIO_LOG_MAX : n;
-	if (run->killed)
-		fprintf(f, "scenario %s: %zu arrivals; command killed at the %.2fs timeout\n", scenario_name(sc), n,
-		        (double)run->timeout_ns / 1e9);
-	else
-		fprintf(f, "scenario %s: %zu arrivals; command exited %d after %.2fs\n", scenario_name(sc), n,
-		        run->exit_status, (double)run->wall_ns / 1e9);
-	if (!o->quiet)
-		print_arrivals(f, log, n);
-	for (size_t i = 0; i < nex; i++) {
-		verify_grade_one(&ex[i], log, n, run, &v[i]);
-		held += v[i].pass;
-		fprintf(f, "%s  %-24s %s\n", v[i].pass ? "PASS" : "FAIL", v[i].name, v[i].evidence);
-	}
-	fprintf(f, "%zu of %zu expectations hold\n", held, nex);
-	/* The verdicts are the product: a result file that could not be written fails the run. */
-	rc = o->json && write_json(o, sc, run, v, nex, held == nex) < 0 ? -1 : held == nex ? 0 : 1;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = verify_report_junit(j, &rs[i], strict);
+	if (rc == 0)
+		rc = junit_write(j, path);
+	junit_free(j);
 	if (rc < 0)
-		fprintf(stderr, "ratelab verify: --json: cannot write '%s'\n", o->json);
-	free(v);
-	return rc < 0 ? 1 : rc;
+		fprintf(stderr, "ratelab verify: --junit: cannot write '%s'\n", path);
+	return rc;
 }
 
-static struct server *start_server(struct scenario *sc, const struct verify_opts *o, struct server_config *cfg)
+/* The messages of a run that did not reach grading, or reached no server. */
+static void explain(const struct verify_result *r)
 {
-	char err[300];
-	struct server *srv;
+	if (r->state == VERIFY_CANNOT_RUN || r->state == VERIFY_SETUP_FAILED)
+		fprintf(stderr, "ratelab verify: %s\n", r->error);
+	else if (r->state == VERIFY_NO_ARRIVALS)
+		fprintf(stderr, "ratelab verify: the command never reached the server (0 arrivals): does it use "
+		        "$RATELAB_URL? (proxy variables are unset for it)\n");
+	else if (r->state == VERIFY_INTERRUPTED)
+		fprintf(stderr, "ratelab verify: interrupted\n");
+}
 
-	server_config_defaults(cfg);
-	cfg->port = 0;
-	cfg->quiet = true;
-	cfg->threads = (unsigned)(o->clients < 4 ? 4 : o->clients);  /* scripted delays hold a thread */
-	if (scenario_register(cfg, sc) < 0)
-		return NULL;
-	srv = server_start(cfg, err, sizeof(err));
-	if (!srv)
-		fprintf(stderr, "ratelab verify: %s\n", err);
-	return srv;
+/* The result files and the exit code of one or more results. */
+static int finish(const struct verify_opts *o, const struct verify_result *rs, size_t n, json_t *json)
+{
+	int rc = n == 1 && !o->all ? verify_report_exit(&rs[0], o->strict) : verify_report_exit_all(rs, n, o->strict);
+	bool written = true;
+
+	if (rc == VERIFY_EXIT_INTERRUPTED) {
+		json_decref(json);
+		return rc;
+	}
+	/* The verdicts are the product: a result file that could not be written fails the run. */
+	if (o->json && write_json(o->json, json) < 0)
+		written = false;
+	else if (!o->json)
+		json_decref(json);
+	if (o->junit && write_junit(o->junit, rs, n, o->strict) < 0)
+		written = false;
+	return !written && rc == VERIFY_EXIT_OK ? VERIFY_EXIT_FAILED : rc;
+}
+
+static int verify_one(const struct verify_opts *o)
+{
+	struct verify_grade_expect ex[VERIFY_GRADE_MAX_EXPECT];
+	struct verify_run_opts ro;
+	struct verify_result r;
+	char err[600], why[400];
+	struct scenario *sc = scenario_new(o->scenario, why, sizeof(why));
+	size_t nex;
+	int rc;
+
+	if (!sc)
+		return cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "--scenario: %s", why), err);
+	if (verify_grade_parse(o->expect ? o->expect : scenario_default_expect(sc), ex, VERIFY_GRADE_MAX_EXPECT, &nex,
+	                       why, sizeof(why)) < 0) {
+		scenario_free(sc);
+		return cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "%s", why), err);
+	}
+	warn_timeout(o, ex, nex);
+	run_opts(o, &ro);
+	if (shows_progress(o))
+		ro.progress = show_one;
+	verify_run(sc, ex, nex, &ro, &r);
+	if (r.state == VERIFY_GRADED || r.state == VERIFY_NO_ARRIVALS)
+		verify_report_text(o->json && strcmp(o->json, "-") == 0 ? stderr : stdout, &r, o->quiet, o->strict);
+	explain(&r);
+	rc = finish(o, &r, 1, o->json ? verify_report_json(&r, o->strict) : NULL);
+	verify_result_free(&r);
+	scenario_free(sc);
+	return rc;
+}
+
+/* ---- --all ---- */
+
+struct all_run {
+	const struct verify_opts *o;
+	struct verify_result *rs;
+	size_t n;
+	size_t next;               /* the next scenario to run */
+	pthread_mutex_t lock;
+	bool cannot_run;           /* the command cannot be executed: start no more */
+	struct all_show *show;     /* NULL: no progress line */
+};
+
+/* Run built-in i into a->rs[i]. */
+static void run_builtin(struct all_run *a, size_t i)
+{
+	struct verify_grade_expect ex[VERIFY_GRADE_MAX_EXPECT];
+	struct verify_run_opts ro;
+	char why[400];
+	struct scenario *sc = scenario_new(scenario_builtin_name(i), why, sizeof(why));
+	size_t nex = 0;
+
+	run_opts(a->o, &ro);
+	ro.index = i;
+	ro.total = a->n;
+	ro.progress = a->show ? show_all : NULL;
+	ro.progress_ctx = a->show;
+	if (!sc || verify_grade_parse(scenario_default_expect(sc), ex, VERIFY_GRADE_MAX_EXPECT, &nex, why,
+	                              sizeof(why)) < 0) {
+		a->rs[i].state = VERIFY_SETUP_FAILED;
+		snprintf(a->rs[i].scenario, sizeof(a->rs[i].scenario), "%s", scenario_builtin_name(i));
+		snprintf(a->rs[i].error, sizeof(a->rs[i].error), "%.300s", why);
+		a->rs[i].method = "GET";
+	} else {
+		verify_run(sc, ex, nex, &ro, &a->rs[i]);
+	}
+	scenario_free(sc);
+}
+
+static void *all_worker(void *arg)
+{
+	struct all_run *a = arg;
+
+	for (;;) {
+		size_t i;
+
+		pthread_mutex_lock(&a->lock);
+		i = a->cannot_run || verify_interrupted ? a->n : a->next++;
+		pthread_mutex_unlock(&a->lock);
+		if (i >= a->n)
+			return NULL;
+		run_builtin(a, i);
+		pthread_mutex_lock(&a->lock);
+		a->cannot_run |= a->rs[i].state == VERIFY_CANNOT_RUN;
+		pthread_mutex_unlock(&a->lock);
+	}
+}
+
+/* Results of the scenarios not run (after a "cannot run"), so every row says something. */
+static void fill_unrun(struct all_run *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->rs[i].scenario[0] == '\0') {
+			snprintf(a->rs[i].scenario, sizeof(a->rs[i].scenario), "%s", scenario_builtin_name(i));
+			a->rs[i].method = "GET";
+			a->rs[i].state = verify_interrupted ? VERIFY_INTERRUPTED : VERIFY_CANNOT_RUN;
+			snprintf(a->rs[i].error, sizeof(a->rs[i].error), "not run");
+		}
+}
+
+static json_t *all_json(const struct verify_opts *o, const struct verify_result *rs, size_t n, int rc)
+{
+	json_t *root = json_pack("{s:[],s:b,s:i,s:[]}", "command", "pass", rc == 0, "exit", rc, "scenarios");
+
+	for (size_t i = 0; root && o->cmd[i]; i++)
+		json_array_append_new(json_object_get(root, "command"), json_string(o->cmd[i]));
+	for (size_t i = 0; root && i < n; i++)
+		json_array_append_new(json_object_get(root, "scenarios"), verify_report_json(&rs[i], o->strict));
+	return root;
+}
+
+static int verify_all(const struct verify_opts *o)
+{
+	struct all_run a = { o, NULL, scenario_builtin_count(), 0, PTHREAD_MUTEX_INITIALIZER, false, NULL };
+	struct all_show show = { PTHREAD_MUTEX_INITIALIZER, 0, a.n, clock_monotonic_ns() };
+	pthread_t th[VERIFY_MAX_JOBS];
+	size_t started = 0;
+	int rc = VERIFY_EXIT_FAILED;
+
+	if (!(a.rs = calloc(a.n, sizeof(*a.rs))))
+		return rc;
+	a.show = shows_progress(o) ? &show : NULL;
+	for (; started < o->jobs && started < a.n; started++)
+		if (pthread_create(&th[started], NULL, all_worker, &a) != 0)
+			break;
+	if (started == 0)
+		all_worker(&a);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (a.show)
+		progress_done(stderr);
+	fill_unrun(&a);
+	for (size_t i = 0; a.cannot_run && i < a.n; i++)
+		if (a.rs[i].state == VERIFY_CANNOT_RUN) {
+			explain(&a.rs[i]);
+			break;
+		}
+	if (!verify_interrupted)
+		verify_report_table(o->json && strcmp(o->json, "-") == 0 ? stderr : stdout, a.rs, a.n, o->strict);
+	rc = verify_report_exit_all(a.rs, a.n, o->strict);
+	rc = finish(o, a.rs, a.n, o->json ? all_json(o, a.rs, a.n, rc) : NULL);
+	for (size_t i = 0; i < a.n; i++)
+		verify_result_free(&a.rs[i]);
+	free(a.rs);
+	return rc;
+}
+
+static void list_builtins(void)
+{
+	for (size_t i = 0; i < scenario_builtin_count(); i++)
+		scenario_builtin_describe(i, stdout);
 }
 
 static void install_signals(void)
@@ -393,42 +410,18 @@ static void install_signals(void)
 int verify_main(int argc, char **argv)
 {
 	struct verify_opts o;
-	struct verify_grade_expect ex[VERIFY_GRADE_MAX_EXPECT];
-	struct verify_child ch[VERIFY_MAX_CLIENTS];
-	struct verify_grade_run run;
-	struct server_config *cfg = NULL;
-	struct scenario *sc;
-	struct server *srv;
-	char err[600], why[400];
-	size_t nex;
+	char err[600];
 	int rc = parse_args(&o, argc, argv, err, sizeof(err));
 
 	if (rc != 0)
 		return cli_exit(&VERIFY_CLI, rc, err);
-	if (!(sc = scenario_new(o.scenario, why, sizeof(why))))
-		return cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "--scenario: %s", why), err);
-	rc = 2;
-	if (verify_grade_parse(o.expect ? o.expect : scenario_default_expect(sc), ex, VERIFY_GRADE_MAX_EXPECT, &nex,
-	                       why, sizeof(why)) < 0) {
-		rc = cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "%s", why), err);
-		goto free_sc;
+	if (o.list) {
+		list_builtins();
+		return 0;
 	}
-	rc = 1;
 	install_signals();
-	if (!(cfg = malloc(sizeof(*cfg))) || !(srv = start_server(sc, &o, cfg)))
-		goto free_sc;
-	memset(ch, 0, sizeof(ch));
-	rc = run_clients(&o, server_port(srv), ch, &run);
-	if (rc == 0)
-		rc = verify_interrupted ? 130 : report(&o, sc, ex, nex, &run);
-	else
-		fprintf(stderr, "ratelab verify: cannot %s '%s': %s\n", rc == -2 ? "run" : "start", o.cmd[0],
-		        strerror(errno));
-	if (rc < 0)
-		rc = rc == -2 ? 2 : 1;
-	server_stop(srv);
-free_sc:
-	free(cfg);
-	scenario_free(sc);
+	verify_child_init();
+	rc = o.all ? verify_all(&o) : verify_one(&o);
+	verify_child_sweep();
 	return rc;
 }

@@ -9,25 +9,43 @@
 
 /*
  * The grader of `ratelab verify`: a pure function from an arrival log (what
- * the scenario server saw and answered) plus the command's exit to one
- * verdict per expectation, each with its evidence.  No clock, no I/O.
+ * the scenario server saw, what it answered and when each answer left) plus
+ * the command's end to one verdict per expectation, each with its evidence.
+ * Every verdict is pass, fail or not observed (the run showed nothing that
+ * decides it).  No clock, no I/O: the machine's measured noise comes in with
+ * the run.
+ *
+ * Times: a retry's gap is counted from the moment the previous answer's last
+ * byte left the server (or the scripted failure happened), and a wait asked
+ * with an HTTP-date from then to the date.
  */
 
 #define VERIFY_GRADE_MAX_EXPECT 16
-#define VERIFY_GRADE_TOLERANCE_NS (50ULL * 1000000ULL)  /* honours-retry-after */
+#define VERIFY_GRADE_TOLERANCE_NS (50ULL * 1000000ULL)  /* honours-*: a retry may come this early */
 #define VERIFY_GRADE_MIN_GAP_NS (10ULL * 1000000ULL)    /* backs-off: "at once" is under this */
-#define VERIFY_GRADE_JITTER_NS (10ULL * 1000000ULL)     /* jitter: spread across clients */
+#define VERIFY_GRADE_GROWTH_NS (50ULL * 1000000ULL)     /* backs-off: the later gaps beat the first by this, */
+#define VERIFY_GRADE_GROWTH_PCT 25                       /* and by this share of the first */
+#define VERIFY_GRADE_JITTER_NS (20ULL * 1000000ULL)     /* jitter: median lag behind the earliest client */
+#define VERIFY_GRADE_NOISE_FACTOR 4                      /* margins are at least this many times the noise */
 #define VERIFY_GRADE_STOP_ATTEMPTS 10                    /* stops-after-attempts: more is not stopping */
 
 enum verify_grade_kind {
 	VERIFY_SUCCEEDS,
 	VERIFY_HONOURS_RETRY_AFTER,
+	VERIFY_HONOURS_RATELIMIT,
 	VERIFY_MAX_ATTEMPTS,
 	VERIFY_GIVES_UP_WITHIN,
 	VERIFY_NO_RETRY_NON_IDEMPOTENT,
+	VERIFY_NO_RETRY,
 	VERIFY_BACKS_OFF,
 	VERIFY_JITTER,
 	VERIFY_STOPS_AFTER_ATTEMPTS,
+};
+
+enum verify_outcome {
+	VERIFY_PASS,
+	VERIFY_FAIL,
+	VERIFY_NOT_OBSERVED,
 };
 
 struct verify_grade_expect {
@@ -36,17 +54,29 @@ struct verify_grade_expect {
 	char text[48];          /* as written, e.g. "max-attempts<=3" */
 };
 
-/* How the command ended. */
+#define VERIFY_GRADE_MAX_STALLS 64
+
+/* A moment the whole machine stalled (monotonic ns): a sleeper meant to wake at from_ns woke at to_ns. */
+struct verify_grade_stall {
+	uint64_t from_ns, to_ns;
+};
+
+/* How the command ended (or, for verify_grade_failed, how far it has got). */
 struct verify_grade_run {
 	int exit_status;        /* exit code, or 128+signal */
 	bool killed;            /* still running at the timeout, so killed */
-	uint64_t wall_ns;       /* from start to exit (or to the kill) */
+	bool stopped;           /* ended by verify once a verdict had failed for good */
+	uint64_t wall_ns;       /* from start to exit (or to the kill); while running, so far */
 	uint64_t timeout_ns;
+	uint64_t dropped;       /* arrivals that came after the log was full (not graded) */
+	uint64_t noise_ns;      /* the machine's scheduling noise during the run; 0 when unknown */
+	const struct verify_grade_stall *stalls;  /* when the machine stalled, in time order */
+	size_t nstalls;
 };
 
 struct verify_grade_verdict {
 	char name[48];
-	bool pass;
+	enum verify_outcome outcome;
 	char evidence[1024];
 };
 
@@ -64,6 +94,17 @@ int verify_grade_parse(const char *list, struct verify_grade_expect *out, size_t
  */
 void verify_grade_one(const struct verify_grade_expect *e, const struct scenario_arrival *log, size_t n,
                       const struct verify_grade_run *run, struct verify_grade_verdict *out);
+
+/*
+ * While the command still runs (run->wall_ns is the time so far): true when
+ * the expectation has already failed for good, so no later arrival or exit
+ * can make it hold.  Pure and thread-safe.
+ */
+bool verify_grade_failed(const struct verify_grade_expect *e, const struct scenario_arrival *log, size_t n,
+                         const struct verify_grade_run *run);
+
+/* "pass", "fail", "not observed". */
+const char *verify_outcome_name(enum verify_outcome o);
 
 /* The expectation names, for --help: "succeeds, honours-retry-after, ...". */
 const char *verify_grade_names(void);

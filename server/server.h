@@ -43,6 +43,14 @@ struct server_request {
 	size_t keylen;
 };
 
+/* How a special handler's answer goes out: whole, or as a scripted transport failure. */
+enum server_reply_kind {
+	SERVER_REPLY_ANSWER,     /* status line, headers and body */
+	SERVER_REPLY_RESET,      /* not one byte: the connection is reset (TCP RST) */
+	SERVER_REPLY_CUT,        /* status line, headers and the first half of the body, then close */
+	SERVER_REPLY_RAW,        /* the body's bytes as they are (not HTTP), then close */
+};
+
 /* A special handler's answer.  body is malloc'd (the server frees it) or NULL. */
 struct server_reply {
 	int status;
@@ -63,6 +71,8 @@ struct server_reply {
 	ssize_t (*stream_read)(void *ctx, uint64_t pos, char *buf, size_t max);
 	void (*stream_free)(void *ctx);
 	void *stream_ctx;
+	enum server_reply_kind kind;
+	uint64_t token;          /* handed to the handler's done hook when the request ends */
 };
 
 /* Header `name` of the request, or NULL. */
@@ -82,6 +92,15 @@ typedef int (*server_handler_fn)(struct server *srv, void *ctx, const struct ser
 /* A special handler's reset hook: clears the state the handler keeps under ctx.  Thread-safe. */
 typedef void (*server_reset_fn)(void *ctx);
 
+/*
+ * A special handler's done hook: the request whose reply carried `token`
+ * ended at now_ns (monotonic).  sent is true when the answer's last byte was
+ * handed to the socket, false when it ended otherwise (a scripted transport
+ * failure, a client that went away, an error).  Called from a server thread
+ * once per request the handler answered; must be thread-safe.
+ */
+typedef void (*server_done_fn)(void *ctx, uint64_t token, bool sent, uint64_t now_ns);
+
 /* Makes the store of one route; NULL (reason in err) on failure.  Default: store_memory_new. */
 typedef struct store *(*server_store_fn)(void *ctx, const struct limiter_ops *ops, const struct limiter_params *p,
                                          size_t max_keys, char *err, size_t errlen);
@@ -91,6 +110,7 @@ struct server_handler {
 	server_handler_fn fn;
 	server_reset_fn reset;           /* optional: called with ctx on POST /reset */
 	void *ctx;
+	server_done_fn done;             /* optional: told when each answered request ends */
 };
 
 struct server_config {

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/httpdate.h"
 #include "common/parse.h"
+#include "server/handlers/scenario_script.h"
 #include "server/http/client_key.h"
 #include "server/server.h"
 
@@ -23,6 +24,8 @@ struct scenario_client {
 struct scenario {
 	char name[256];
 	char expect[256];
+	const char *method;
+	bool stop_when_settled;
 	struct scenario_step steps[SCENARIO_MAX_STEPS];
 	size_t nsteps;
 	pthread_mutex_t lock;
@@ -31,148 +34,57 @@ struct scenario {
 	struct scenario_arrival *log;      /* SCENARIO_LOG_MAX */
 	size_t nlog;
 	uint64_t total;
+	uint32_t gen;                      /* bumped by each reset: a token from before it is stale */
 };
 
-static const struct {
-	const char *name;
-	const char *json;
-	const char *expect;
-} BUILTINS[] = {
-	{ "retry-after-seconds",
-	  "[{\"status\":429,\"retry_after\":\"2\"},{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}]",
-	  "succeeds,honours-retry-after,max-attempts<=3" },
-	{ "retry-after-date",
-	  "[{\"status\":429,\"retry_after\":\"date:2\"},{\"status\":429,\"retry_after\":\"date:2\"},{\"status\":200}]",
-	  "succeeds,honours-retry-after,max-attempts<=3" },
-	{ "no-retry-after", "[{\"status\":429},{\"status\":429},{\"status\":200}]",
-	  "succeeds,backs-off,max-attempts<=3" },
-	{ "retry-after-too-long", "[{\"status\":429,\"retry_after\":\"3600\"}]",
-	  "honours-retry-after,gives-up-within=5s" },
-	{ "post-503", "[{\"status\":503},{\"status\":200}]", "no-retry-non-idempotent" },
-	{ "post-429", "[{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}]",
-	  "succeeds,honours-retry-after,max-attempts<=2" },
-	{ "server-errors", "[{\"status\":503},{\"status\":502},{\"status\":504},{\"status\":200}]",
-	  "succeeds,backs-off,max-attempts<=4" },
-	{ "persistent-429", "[{\"status\":429,\"retry_after\":\"1\"}]",
-	  "honours-retry-after,stops-after-attempts,max-attempts<=5" },
-	{ "layered",
-	  "[{\"status\":429,\"retry_after\":\"2\",\"headers\":{"
-	  "\"RateLimit-Policy\":\"\\\"minute\\\";q=30;w=60, \\\"hour\\\";q=500;w=3600\","
-	  "\"RateLimit\":\"\\\"minute\\\";r=0;t=2\"}},"
-	  "{\"status\":200,\"headers\":{\"RateLimit-Policy\":\"\\\"minute\\\";q=30;w=60, \\\"hour\\\";q=500;w=3600\","
-	  "\"RateLimit\":\"\\\"minute\\\";r=29;t=60\"}}]",
-	  "succeeds,honours-retry-after,max-attempts<=2" },
-};
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+static char names[1024];
 
-#define NBUILTINS (sizeof(BUILTINS) / sizeof(BUILTINS[0]))
+static void build_names(void)
+{
+	size_t used = 0;
+
+	for (size_t i = 0; i < scenario_nbuiltins && used < sizeof(names); i++)
+		used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+		                         scenario_builtins[i].name);
+}
 
 const char *scenario_builtin_names(void)
 {
-	return "retry-after-seconds, retry-after-date, no-retry-after, retry-after-too-long, post-503, "
-	       "post-429, server-errors, persistent-429, layered";
+	pthread_once(&names_once, build_names);
+	return names;
 }
 
-static int fail(char *err, size_t errlen, size_t step, const char *why)
+size_t scenario_builtin_count(void)
 {
-	snprintf(err, errlen, "step %zu: %s", step + 1, why);
-	return -1;
+	return scenario_nbuiltins;
 }
 
-/* retry_after: "N" (delta seconds), "date:N" (now+N as an HTTP-date), any verbatim text, or a number. */
-static int parse_retry_after(json_t *v, struct scenario_step *st, size_t i, char *err, size_t errlen)
+const char *scenario_builtin_name(size_t i)
 {
-	const char *s;
-	char num[32];
-
-	if (!v)
-		return 0;
-	if (json_is_integer(v) && json_integer_value(v) >= 0) {
-		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
-		s = num;
-	} else if (json_is_string(v)) {
-		s = json_string_value(v);
-	} else {
-		return fail(err, errlen, i, "\"retry_after\" must be a string or a non-negative integer");
-	}
-	if (strncmp(s, "date:", 5) == 0) {
-		char *end;
-		long n = strtol(s + 5, &end, 10);
-
-		if (end == s + 5 || *end || n < 0 || n > 86400 * 365)
-			return fail(err, errlen, i, "\"retry_after\" \"date:N\" needs N seconds (0..31536000)");
-		st->retry_after_date = true;
-		snprintf(num, sizeof(num), "%ld", n);
-		s = num;
-	}
-	if (strlen(s) >= sizeof(st->retry_after) || strpbrk(s, "\r\n"))
-		return fail(err, errlen, i, "\"retry_after\" is too long or has a line break");
-	snprintf(st->retry_after, sizeof(st->retry_after), "%s", s);
-	return 0;
+	return i < scenario_nbuiltins ? scenario_builtins[i].name : NULL;
 }
 
-static int parse_headers(json_t *v, struct scenario_step *st, size_t i, char *err, size_t errlen)
+void scenario_builtin_describe(size_t i, FILE *f)
 {
-	const char *k;
-	json_t *val;
-	size_t used = 0;
+	const struct scenario_builtin *b = &scenario_builtins[i];
 
-	if (!v)
-		return 0;
-	if (!json_is_object(v))
-		return fail(err, errlen, i, "\"headers\" must be an object of strings");
-	json_object_foreach(v, k, val) {
-		const char *s = json_string_value(val);
-		int n;
-
-		if (!s || !*k || strpbrk(k, ":\r\n \t") || strpbrk(s, "\r\n"))
-			return fail(err, errlen, i, "\"headers\": each name must be a token and each value one line");
-		n = snprintf(st->headers + used, sizeof(st->headers) - used, "%s: %s\n", k, s);
-		if (n < 0 || (size_t)n >= sizeof(st->headers) - used)
-			return fail(err, errlen, i, "\"headers\" too long (320 bytes in all)");
-		used += (size_t)n;
-	}
-	return 0;
+	fprintf(f, "%s (%s)\n  answers: %s\n  correct: %s\n  expects: %s%s\n", b->name, b->method, b->answers,
+	        b->correct, b->expect, b->stop_when_settled ? " (the run ends once one has failed for good)" : "");
 }
 
-static int parse_delay(json_t *v, struct scenario_step *st, size_t i, char *err, size_t errlen)
+const char *scenario_fault_name(enum scenario_fault f)
 {
-	char why[160];
+	static const char *const NAMES[] = { "", "reset", "close-mid-body", "malformed" };
 
-	if (!v)
-		return 0;
-	if (json_is_integer(v) && json_integer_value(v) >= 0)
-		st->delay_ns = (uint64_t)json_integer_value(v) * NS_PER_MS;
-	else if (!json_is_string(v) || parse_duration(json_string_value(v), &st->delay_ns, why, sizeof(why)) < 0)
-		return fail(err, errlen, i, "\"delay\" must be milliseconds or a duration like \"250ms\"");
-	if (st->delay_ns > SCENARIO_MAX_DELAY_NS)
-		return fail(err, errlen, i, "\"delay\" is over the 10s cap");
-	return 0;
+	return (size_t)f < sizeof(NAMES) / sizeof(NAMES[0]) ? NAMES[f] : "";
 }
 
-static int parse_step(json_t *o, struct scenario_step *st, size_t i, char *err, size_t errlen)
+const char *scenario_wait_source_name(enum scenario_wait_source w)
 {
-	json_t *status = json_object_get(o, "status");
-	const char *k;
-	json_t *v;
+	static const char *const NAMES[] = { "", "Retry-After", "RateLimit", "RateLimit-Reset", "X-RateLimit-Reset" };
 
-	memset(st, 0, sizeof(*st));
-	if (!json_is_object(o))
-		return fail(err, errlen, i, "each step must be an object");
-	json_object_foreach(o, k, v)
-		if (strcmp(k, "status") && strcmp(k, "retry_after") && strcmp(k, "headers") && strcmp(k, "delay")) {
-			char why[96];
-
-			snprintf(why, sizeof(why), "unknown key \"%.40s\"", k);
-			return fail(err, errlen, i, why);
-		}
-	if (!json_is_integer(status) || json_integer_value(status) < 100 || json_integer_value(status) > 599)
-		return fail(err, errlen, i, "\"status\" must be an integer 100..599");
-	st->status = (int)json_integer_value(status);
-	if (parse_retry_after(json_object_get(o, "retry_after"), st, i, err, errlen) < 0 ||
-	    parse_headers(json_object_get(o, "headers"), st, i, err, errlen) < 0 ||
-	    parse_delay(json_object_get(o, "delay"), st, i, err, errlen) < 0)
-		return -1;
-	return 0;
+	return (size_t)w < sizeof(NAMES) / sizeof(NAMES[0]) ? NAMES[w] : "";
 }
 
 static struct scenario *alloc_scenario(const char *name)
@@ -191,35 +103,22 @@ static struct scenario *alloc_scenario(const char *name)
 	}
 	snprintf(sc->name, sizeof(sc->name), "%s", name ? name : "script");
 	snprintf(sc->expect, sizeof(sc->expect), "succeeds,honours-retry-after");
+	sc->method = "GET";
 	return sc;
 }
 
 struct scenario *scenario_parse(const char *json, const char *name, char *err, size_t errlen)
 {
-	json_error_t je;
-	json_t *root = json_loads(json, 0, &je);
-	struct scenario *sc = NULL;
+	struct scenario *sc = alloc_scenario(name);
 
-	if (!root) {
-		snprintf(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
+	if (!sc) {
+		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (!json_is_array(root) || json_array_size(root) == 0 || json_array_size(root) > SCENARIO_MAX_STEPS) {
-		snprintf(err, errlen, "a scenario is a JSON array of 1..%d steps", SCENARIO_MAX_STEPS);
-		goto free_root;
+	if (scenario_script_parse(json, sc->steps, &sc->nsteps, err, errlen) < 0) {
+		scenario_free(sc);
+		return NULL;
 	}
-	if (!(sc = alloc_scenario(name))) {
-		snprintf(err, errlen, "out of memory");
-		goto free_root;
-	}
-	for (sc->nsteps = 0; sc->nsteps < json_array_size(root); sc->nsteps++)
-		if (parse_step(json_array_get(root, sc->nsteps), &sc->steps[sc->nsteps], sc->nsteps, err, errlen) < 0) {
-			scenario_free(sc);
-			sc = NULL;
-			break;
-		}
-free_root:
-	json_decref(root);
 	return sc;
 }
 
@@ -230,8 +129,8 @@ static char *read_file(const char *path, char *err, size_t errlen)
 	size_t n;
 
 	if (!f) {
-		snprintf(err, errlen, "'%s' is neither a built-in scenario (%s) nor a readable file", path,
-		         scenario_builtin_names());
+		snprintf(err, errlen, "'%s' is neither a built-in scenario (ratelab verify --list names them) "
+		         "nor a readable file", path);
 		return NULL;
 	}
 	buf = malloc(65537);
@@ -258,12 +157,16 @@ struct scenario *scenario_new(const char *name_or_file, char *err, size_t errlen
 	char why[200];
 	char *text;
 
-	for (size_t i = 0; i < NBUILTINS; i++) {
-		if (strcmp(name_or_file, BUILTINS[i].name) != 0)
+	for (size_t i = 0; i < scenario_nbuiltins; i++) {
+		const struct scenario_builtin *b = &scenario_builtins[i];
+
+		if (strcmp(name_or_file, b->name) != 0)
 			continue;
-		sc = scenario_parse(BUILTINS[i].json, BUILTINS[i].name, err, errlen);
-		if (sc)
-			snprintf(sc->expect, sizeof(sc->expect), "%s", BUILTINS[i].expect);
+		if (!(sc = scenario_parse(b->json, b->name, err, errlen)))
+			return NULL;
+		snprintf(sc->expect, sizeof(sc->expect), "%s", b->expect);
+		sc->method = b->method;
+		sc->stop_when_settled = b->stop_when_settled;
 		return sc;
 	}
 	if (!(text = read_file(name_or_file, err, errlen)))
@@ -293,6 +196,16 @@ const char *scenario_name(const struct scenario *sc)
 const char *scenario_default_expect(const struct scenario *sc)
 {
 	return sc->expect;
+}
+
+const char *scenario_method(const struct scenario *sc)
+{
+	return sc->method;
+}
+
+bool scenario_stops_when_settled(const struct scenario *sc)
+{
+	return sc->stop_when_settled;
 }
 
 static void printable(const char *s, size_t n, char *buf, size_t len)
@@ -335,44 +248,88 @@ static struct scenario_client *find_client(struct scenario *sc, const char *name
 	return &sc->clients[sc->nclients++];
 }
 
-/* Render step st's answer at wall time wall_ns. */
+/*
+ * One Retry-After field of a step answered at wall time `sent_wall` (when the
+ * answer is planned to go out) into ra; true with *wait_ns, *date when it asks
+ * for a wait a client can read.
+ */
+static bool render_ra(const struct scenario_retry_after *r, uint64_t sent_wall, char *ra, size_t len,
+                      uint64_t *wait_ns, bool *date)
+{
+	size_t digits = strspn(r->text, "0123456789");
+
+	*date = r->date;
+	if (r->date) {
+		/* The first whole second at or after the answer's time + N, so a wait of N is never asked short. */
+		int64_t due = (int64_t)(sent_wall / NS_PER_SEC) + r->offset_s + (sent_wall % NS_PER_SEC != 0);
+		char d[HTTPDATE_LEN];
+
+		httpdate_format((time_t)due, d);
+		snprintf(ra, len, "%s", d);
+		*wait_ns = due * (int64_t)NS_PER_SEC > (int64_t)sent_wall ? (uint64_t)(due * (int64_t)NS_PER_SEC) - sent_wall : 0;
+		return true;
+	}
+	snprintf(ra, len, "%s", r->text);
+	if (digits == 0 || digits > 9 || r->text[digits])
+		return false;
+	*wait_ns = (uint64_t)strtoull(r->text, NULL, 10) * NS_PER_SEC;
+	return true;
+}
+
+/* The Retry-After lines of st into out->headers, and the longest wait they ask; returns the bytes used. */
+static size_t render_retry_after(const struct scenario_step *st, uint64_t sent_wall, struct scenario_answer *out)
+{
+	size_t used = 0;
+
+	for (size_t k = 0; k < st->nra; k++) {
+		char ra[SCENARIO_RA_LEN + HTTPDATE_LEN];
+		uint64_t w = 0;
+		bool date;
+
+		if (render_ra(&st->ra[k], sent_wall, ra, sizeof(ra), &w, &date) && (!out->has_wait || w > out->wait_ns)) {
+			out->has_wait = true;
+			out->wait_source = SCENARIO_WAIT_RETRY_AFTER;
+			out->wait_ns = w;
+			out->wait_date = date;
+		}
+		used += (size_t)snprintf(out->headers + used, sizeof(out->headers) - used, "Retry-After: %s\n", ra);
+	}
+	return used;
+}
+
+/* Render step st's answer to a request that arrived at wall time wall_ns. */
 static void render(const struct scenario *sc, const struct scenario_step *st, unsigned pos, uint64_t wall_ns,
                    struct scenario_answer *out)
 {
-	char ra[HTTPDATE_LEN + 8];
 	size_t used;
 
 	memset(out, 0, sizeof(*out));
 	out->status = st->status;
+	out->fault = st->fault;
 	out->delay_ns = st->delay_ns;
-	snprintf(out->body, sizeof(out->body), "scenario %.40s step %u: %d\n", sc->name, pos + 1, st->status);
-	snprintf(ra, sizeof(ra), "%s", st->retry_after);
-	if (st->retry_after_date) {
-		/* The first whole second at or after now + N, so the wait asked is never under N. */
-		uint64_t due = wall_ns + (uint64_t)strtoull(st->retry_after, NULL, 10) * NS_PER_SEC;
-		time_t t = (time_t)((due + NS_PER_SEC - 1) / NS_PER_SEC);
-
-		httpdate_format(t, ra);
+	if (st->fault == SCENARIO_FAULT_MALFORMED)
+		snprintf(out->body, sizeof(out->body), "HTTP/1.1 OOPS this is not a status line\r\n\r\n");
+	else
+		snprintf(out->body, sizeof(out->body), "scenario %.40s step %u: %d\n", sc->name, pos + 1, st->status);
+	used = render_retry_after(st, wall_ns + st->delay_ns, out);
+	if (!out->has_wait && st->header_wait != SCENARIO_WAIT_NONE) {
 		out->has_wait = true;
-		out->wait_ns = (uint64_t)t * NS_PER_SEC - wall_ns;
-	} else if (ra[0] && strspn(ra, "0123456789") == strlen(ra) && strlen(ra) < 10) {
-		out->has_wait = true;
-		out->wait_ns = (uint64_t)strtoull(ra, NULL, 10) * NS_PER_SEC;
+		out->wait_source = st->header_wait;
+		out->wait_ns = st->header_wait_ns;
 	}
-	used = 0;
-	if (ra[0])
-		used = (size_t)snprintf(out->headers, sizeof(out->headers), "Retry-After: %s\n", ra);
-	snprintf(out->headers + used, sizeof(out->headers) - used, "%s", st->headers);
+	if (used < sizeof(out->headers))
+		snprintf(out->headers + used, sizeof(out->headers) - used, "%s", st->headers);
 }
 
-static void record(struct scenario *sc, const struct scenario_request *req, const char *client, unsigned pos,
-                   const struct scenario_answer *a)
+/* Record one arrival; returns its token (0 past the log's end). */
+static uint64_t record(struct scenario *sc, const struct scenario_request *req, const char *client, unsigned pos,
+                       const struct scenario_answer *a)
 {
 	struct scenario_arrival *e;
 
 	sc->total++;
 	if (sc->nlog == SCENARIO_LOG_MAX)
-		return;
+		return 0;
 	e = &sc->log[sc->nlog++];
 	memset(e, 0, sizeof(*e));
 	e->t_ns = req->now_ns;
@@ -387,8 +344,12 @@ static void record(struct scenario *sc, const struct scenario_request *req, cons
 		printable(req->traceparent, strlen(req->traceparent), e->traceparent, sizeof(e->traceparent));
 	e->step = pos;
 	e->status = a->status;
+	e->fault = a->fault;
 	e->has_wait = a->has_wait;
+	e->wait_source = a->wait_source;
+	e->wait_date = a->wait_date;
 	e->wait_ns = a->wait_ns;
+	return (uint64_t)sc->gen << 32 | sc->nlog;
 }
 
 int scenario_answer(struct scenario *sc, const struct scenario_request *req, struct scenario_answer *out)
@@ -404,9 +365,21 @@ int scenario_answer(struct scenario *sc, const struct scenario_request *req, str
 	if (c->pos + 1 < sc->nsteps)
 		c->pos++;
 	render(sc, &sc->steps[pos], pos, req->wall_ns, out);
-	record(sc, req, client, pos, out);
+	out->token = record(sc, req, client, pos, out);
 	pthread_mutex_unlock(&sc->lock);
 	return 0;
+}
+
+void scenario_done(struct scenario *sc, uint64_t token, bool sent, uint64_t now_ns)
+{
+	size_t i = (size_t)(token & 0xffffffffu);
+
+	pthread_mutex_lock(&sc->lock);
+	if (i > 0 && i <= sc->nlog && (uint32_t)(token >> 32) == sc->gen && sc->log[i - 1].end == SCENARIO_END_PENDING) {
+		sc->log[i - 1].end_ns = now_ns;
+		sc->log[i - 1].end = sent ? SCENARIO_END_SENT : SCENARIO_END_FAILED;
+	}
+	pthread_mutex_unlock(&sc->lock);
 }
 
 size_t scenario_arrivals(struct scenario *sc, struct scenario_arrival *out, size_t max, uint64_t *dropped)
@@ -429,19 +402,31 @@ void scenario_reset(struct scenario *sc)
 	sc->nclients = 0;
 	sc->nlog = 0;
 	sc->total = 0;
+	sc->gen++;
 	pthread_mutex_unlock(&sc->lock);
+}
+
+static const char *end_name(enum scenario_end e)
+{
+	return e == SCENARIO_END_SENT ? "sent" : e == SCENARIO_END_FAILED ? "failed" : "pending";
 }
 
 static json_t *arrival_json(const struct scenario_arrival *e, uint64_t t0)
 {
-	json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:i,s:i}", "t_ms", (double)(e->t_ns - t0) / 1e6, "method",
+	json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:i,s:i,s:s}", "t_ms", (double)(e->t_ns - t0) / 1e6, "method",
 	                      e->method, "path", e->path, "client", e->client, "step", (int)e->step + 1,
-	                      "status", e->status);
+	                      "status", e->status, "end", end_name(e->end));
 
 	if (!o)
 		return NULL;
-	if (e->has_wait)
+	if (e->end != SCENARIO_END_PENDING)
+		json_object_set_new(o, "end_ms", json_real((double)(e->end_ns - t0) / 1e6));
+	if (e->fault != SCENARIO_FAULT_NONE)
+		json_object_set_new(o, "fault", json_string(scenario_fault_name(e->fault)));
+	if (e->has_wait) {
 		json_object_set_new(o, "wait_ms", json_real((double)e->wait_ns / 1e6));
+		json_object_set_new(o, "wait_from", json_string(scenario_wait_source_name(e->wait_source)));
+	}
 	if (e->delay_ns)
 		json_object_set_new(o, "delay_ms", json_real((double)e->delay_ns / 1e6));
 	if (e->idempotency_key[0])
@@ -461,8 +446,6 @@ char *scenario_arrivals_json(struct scenario *sc)
 	if (!log || !arr)
 		goto free_all;
 	n = scenario_arrivals(sc, log, SCENARIO_LOG_MAX, NULL);
-	if (n > SCENARIO_LOG_MAX)
-		n = SCENARIO_LOG_MAX;
 	for (size_t i = 0; i < n; i++)
 		if (json_array_append_new(arr, arrival_json(&log[i], log[0].t_ns)) < 0)
 			goto free_all;
@@ -472,6 +455,14 @@ free_all:
 	free(log);
 	return text;
 }
+
+/* How each scripted fault goes out (server/server.h). */
+static const enum server_reply_kind REPLY_KIND[] = {
+	[SCENARIO_FAULT_NONE] = SERVER_REPLY_ANSWER,
+	[SCENARIO_FAULT_RESET] = SERVER_REPLY_RESET,
+	[SCENARIO_FAULT_CUT] = SERVER_REPLY_CUT,
+	[SCENARIO_FAULT_MALFORMED] = SERVER_REPLY_RAW,
+};
 
 int scenario_server_handler(struct server *srv, void *ctx, const struct server_request *req,
                             struct server_reply *out)
@@ -489,6 +480,8 @@ int scenario_server_handler(struct server *srv, void *ctx, const struct server_r
 	 * answer on its timer without blocking this thread. */
 	out->delay_ns = a.delay_ns;
 	out->status = a.status;
+	out->kind = REPLY_KIND[a.fault];
+	out->token = a.token;
 	out->content_type = "text/plain";
 	out->body = strdup(a.body);
 	out->body_len = out->body ? strlen(out->body) : 0;
@@ -511,8 +504,7 @@ void scenario_usage(FILE *f)
 {
 	fprintf(f, "\nscenario (client conformance, see 'ratelab verify --help'):\n"
 	           "  --scenario NAME|FILE  answer limited paths from a script instead of the limiter;\n"
-	           "                        GET /scenario lists the arrivals.  Built-ins: %s\n",
-	        scenario_builtin_names());
+	           "                        GET /scenario lists the arrivals.  Built-ins: 'ratelab verify --list'\n");
 }
 
 /* POST /reset: every client starts the script again, and the log is empty. */
@@ -521,11 +513,17 @@ static void reset_hook(void *ctx)
 	scenario_reset(ctx);
 }
 
+static void done_hook(void *ctx, uint64_t token, bool sent, uint64_t now_ns)
+{
+	scenario_done(ctx, token, sent, now_ns);
+}
+
 int scenario_register(struct server_config *c, struct scenario *sc)
 {
 	snprintf(c->limited.path, sizeof(c->limited.path), "*");
 	c->limited.fn = scenario_server_handler;
 	c->limited.reset = reset_hook;
+	c->limited.done = done_hook;
 	c->limited.ctx = sc;
 	return server_config_add_handler(c, "/scenario", handle_log, sc);
 }

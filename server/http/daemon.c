@@ -159,9 +159,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct request *rq = *con_cls;
 
 	(void)c;
-	(void)toe;
 	if (!rq)
 		return;
+	if (rq->notify)
+		rq->handler->done(rq->handler->ctx, rq->token, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK,
+		                  clock_monotonic_ns());
 	/*
 	 * Fires on completion and on a client that went away: give back a concurrency
 	 * slot either way, also when it went away before the answer.

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/clock.h"
 #include "server/http/daemon.h"
@@ -71,19 +72,45 @@ static void add_reply_headers(struct MHD_Response *r, char *lines)
 }
 
 /*
- * Keep a handler's answer r and suspend the connection for delay_ns; MHD calls
- * the handler again once resumed and the kept answer goes out then.  False
- * (nothing kept) when there is no delay queue or the server is stopping.
+ * Keep a handler's answer r (or, r NULL, its scripted failure of `kind`) and
+ * suspend the connection for delay_ns; MHD calls the handler again once
+ * resumed and the kept answer goes out then.  False (nothing kept) when there
+ * is no delay queue or the server is stopping.
  */
 static bool hold_reply(struct server *s, struct MHD_Connection *c, struct request *rq, struct MHD_Response *r,
-                       unsigned status, uint64_t delay_ns)
+                       const struct server_reply *out)
 {
-	if (!daemon_suspend_until(s, c, clock_monotonic_ns() + delay_ns))
+	if (!daemon_suspend_until(s, c, clock_monotonic_ns() + out->delay_ns))
 		return false;
 	rq->phase = REQUEST_HELD;
 	rq->kept = r;
-	rq->kept_status = status;
+	rq->kept_status = (unsigned)out->status;
+	rq->kept_kind = out->kind;
 	return true;
+}
+
+/*
+ * A scripted transport failure: a reset (linger 0, so the close is a TCP RST)
+ * or raw bytes followed by a FIN.  MHD_NO then closes the connection.
+ */
+static enum MHD_Result fail_connection(struct server *s, struct MHD_Connection *c, enum server_reply_kind kind,
+                                       const char *raw, size_t len)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct linger lg = { 1, 0 };
+
+	stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
+	if (!ci)
+		return MHD_NO;
+	if (kind == SERVER_REPLY_RESET) {
+		setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		return MHD_NO;
+	}
+	/* A short write only shortens the malformed answer. */
+	if (len > 0 && send(ci->connect_fd, raw, len, MSG_NOSIGNAL) < 0)
+		return MHD_NO;
+	shutdown(ci->connect_fd, SHUT_WR);
+	return MHD_NO;
 }
 
 /* The kept (delayed) answer of a special handler, now due. */
@@ -92,8 +119,54 @@ static enum MHD_Result send_kept(struct server *s, struct MHD_Connection *c, str
 	struct MHD_Response *r = rq->kept;
 
 	rq->kept = NULL;
+	if (!r)
+		return fail_connection(s, c, rq->kept_kind, rq->raw, rq->raw_len);
 	stats_record(s->stats, -1, (int)rq->kept_status, STATS_NONE, clock_monotonic_ns());
 	return responses_send(c, rq->kept_status, r);
+}
+
+/* A SERVER_REPLY_CUT body: Content-Length says all of it, the reader gives the first half. */
+struct cut_body {
+	char *data;
+	size_t half;
+};
+
+static ssize_t cut_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct cut_body *cb = cls;
+	size_t n;
+
+	if (pos >= cb->half)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = cb->half - (size_t)pos < max ? cb->half - (size_t)pos : max;
+	memcpy(buf, cb->data + pos, n);
+	return (ssize_t)n;
+}
+
+static void cut_free(void *cls)
+{
+	struct cut_body *cb = cls;
+
+	free(cb->data);
+	free(cb);
+}
+
+/* The response over out's body (handed over): whole, or cut after half of it; NULL when out of memory. */
+static struct MHD_Response *body_response(struct server_reply *out)
+{
+	struct cut_body *cb;
+	struct MHD_Response *r;
+
+	if (out->kind != SERVER_REPLY_CUT)
+		return MHD_create_response_from_buffer(out->body_len, out->body ? out->body : (void *)"",
+		                                       out->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!(cb = malloc(sizeof(*cb))))
+		return NULL;
+	*cb = (struct cut_body){ out->body, out->body_len / 2 };
+	r = MHD_create_response_from_callback(out->body_len, 1024, cut_read, cb, cut_free);
+	if (!r)
+		free(cb);
+	return r;
 }
 
 /* A reply's stream as a response of unknown length; NULL (the stream freed) when out of memory. */
@@ -115,11 +188,8 @@ static struct MHD_Response *reply_response(struct server_reply *out)
 	if (out->stream_read) {
 		free(out->body);
 		r = stream_response(out);
-	} else {
-		r = MHD_create_response_from_buffer(out->body_len, out->body ? out->body : (void *)"",
-		                                    out->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-		if (!r)
-			free(out->body);
+	} else if (!(r = body_response(out))) {
+		free(out->body);
 	}
 	if (!r)
 		return NULL;
@@ -127,6 +197,17 @@ static struct MHD_Response *reply_response(struct server_reply *out)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, out->content_type);
 	add_reply_headers(r, out->headers);
 	return r;
+}
+
+/* A scripted reset or raw answer, at once or held for its delay (the raw bytes kept in rq). */
+static enum MHD_Result serve_failure(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                     struct server_reply *out)
+{
+	rq->raw = out->body;
+	rq->raw_len = out->body_len;
+	if (out->delay_ns && hold_reply(s, c, rq, NULL, out))
+		return MHD_YES;
+	return fail_connection(s, c, out->kind, rq->raw, rq->raw_len);
 }
 
 enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
@@ -145,9 +226,13 @@ enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const ch
 		stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
 		return MHD_NO;
 	}
+	rq->token = out.token;
+	rq->notify = rq->handler->done != NULL;
+	if (out.kind == SERVER_REPLY_RESET || out.kind == SERVER_REPLY_RAW)
+		return serve_failure(s, c, rq, &out);
 	if (!(r = reply_response(&out)))
 		return MHD_NO;
-	if (out.delay_ns && hold_reply(s, c, rq, r, (unsigned)out.status, out.delay_ns))
+	if (out.delay_ns && hold_reply(s, c, rq, r, &out))
 		return MHD_YES;
 	stats_record(s->stats, -1, out.status, STATS_NONE, clock_monotonic_ns());
 	return responses_send(c, (unsigned)out.status, r);

@@ -38,6 +38,7 @@ void request_end(struct request *rq)
 {
 	if (rq->kept)
 		MHD_destroy_response(rq->kept);
+	free(rq->raw);
 	free(rq->body);
 	if (!rq->pooled)
 		free(rq);

@@ -39,10 +39,15 @@ struct request {
 	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
 	unsigned kept_status;
+	enum server_reply_kind kept_kind;  /* a held scripted failure (kept is NULL then) */
+	char *raw;                   /* the bytes of a held SERVER_REPLY_RAW, or NULL */
+	size_t raw_len;
 	struct fault_pick fault;
 	struct limiter_decision d;
 	char *body;                  /* a special handler's upload (NUL-terminated), or NULL */
 	size_t body_len, body_cap;
+	uint64_t token;              /* the handler's reply token, for its done hook */
+	bool notify;                 /* call the handler's done hook when the request ends */
 	size_t keylen;
 	char key[CLIENT_KEY_LEN];
 	/* Not cleared per request: kept for the connection's life (pooled requests only). */

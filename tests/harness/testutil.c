@@ -1,6 +1,7 @@
 #include "tests/harness/testutil.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -409,4 +410,77 @@ bool testutil_one_line(const char *s)
 	const char *nl = strchr(s, '\n');
 
 	return nl != NULL && nl[1] == '\0';
+}
+
+/* Prints one summary line and one line per testcase; exits 1 when the file is not well-formed XML. */
+static const char JUNIT_PY[] =
+	"import sys, xml.etree.ElementTree as ET\n"
+	"root = ET.parse(sys.argv[1]).getroot()\n"
+	"assert root.tag == 'testsuites', root.tag\n"
+	"suites = root.findall('testsuite')\n"
+	"print('suites=%d tests=%s failures=%s skipped=%s errors=%s' % (len(suites), root.get('tests'),\n"
+	"      root.get('failures'), root.get('skipped'), root.get('errors')))\n"
+	"for s in suites:\n"
+	"    cases = s.findall('testcase')\n"
+	"    assert int(s.get('tests')) == len(cases), s.get('name')\n"
+	"    for c in cases:\n"
+	"        kids = [k for k in c]\n"
+	"        res = kids[0].tag if kids else 'pass'\n"
+	"        msg = kids[0].get('message') if kids else ''\n"
+	"        print('%s | %s | %s | %s | %s' % (s.get('name'), c.get('classname'), c.get('name'), res, msg))\n";
+
+int testutil_junit_read(const char *path, char **out)
+{
+	char cmd[4096];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *p, *mem;
+	int c, st;
+
+	*out = NULL;
+	snprintf(cmd, sizeof(cmd), "python3 -c \"$RATELAB_JUNIT_PY\" '%s' 2>&1", path);
+	setenv("RATELAB_JUNIT_PY", JUNIT_PY, 1);
+	if (!(p = popen(cmd, "r")))
+		return -1;
+	if (!(mem = open_memstream(&buf, &len))) {
+		pclose(p);
+		return -1;
+	}
+	while ((c = fgetc(p)) != EOF)
+		fputc(c, mem);
+	fclose(mem);
+	st = pclose(p);
+	*out = buf;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+pid_t testutil_find_process(const char *cmdline)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = 0;
+
+	while (d && !found && (de = readdir(d))) {
+		char path[300], buf[512];
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		if ((fd = open(path, O_RDONLY)) < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < n; i++)
+			buf[i] = buf[i] == '\0' ? ' ' : buf[i];
+		if (n > 0 && buf[n - 1] == ' ')
+			n--;
+		buf[n > 0 ? n : 0] = '\0';
+		if (n > 0 && strcmp(buf, cmdline) == 0)
+			found = (pid_t)atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
 }

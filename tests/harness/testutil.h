@@ -98,6 +98,19 @@ json_t *testutil_jserver(json_t *j, size_t i);
 /* A TCP port on 127.0.0.1 with nothing listening (bound, read back, released); -1 on failure. */
 int testutil_free_port(void);
 
+/*
+ * Parse the JUnit XML file at path with a real XML parser (python3's
+ * xml.etree) into *out (malloc'd, caller frees): a first line
+ * "suites=N tests=N failures=N skipped=N errors=N", then one line per
+ * testcase "SUITE | CLASSNAME | NAME | RESULT | MESSAGE" (RESULT: pass,
+ * failure, skipped or error).  Returns 0, or -1 when it does not parse (the
+ * parser's error is in *out then).
+ */
+int testutil_junit_read(const char *path, char **out);
+
+/* The pid of a process whose command line (arguments joined by spaces) is cmdline exactly, or 0. */
+pid_t testutil_find_process(const char *cmdline);
+
 /* True when s holds exactly one line: its only newline is its last character. */
 bool testutil_one_line(const char *s);
 

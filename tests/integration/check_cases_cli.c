@@ -99,12 +99,45 @@ START_TEST(cli_exit_codes)
 }
 END_TEST
 
+/* --junit: one testcase per row, the failed row with what was expected and what the engine decided. */
+START_TEST(junit_one_testcase_per_row)
+{
+	char wrong[512], xml_path[] = "/tmp/ratelab-cases-junit-XXXXXX";
+	int fd = mkstemp(xml_path);
+	const char *a[] = { "cases", wrong, "--junit", xml_path, NULL };
+	const char *unwritable[] = { "cases", wrong, "--junit", "/nonexistent-dir/c.xml", NULL };
+	struct test_run r;
+	char *xml = NULL;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	testutil_path("tests/fixtures/cases-wrong.json", wrong, sizeof(wrong));
+	ck_assert_int_eq(testutil_run(&r, a, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_ptr_nonnull(strstr(r.out, "1 passed, 1 failed\n"));
+	testutil_run_free(&r);
+	ck_assert_msg(testutil_junit_read(xml_path, &xml) == 0, "not JUnit XML: %s", xml);
+	unlink(xml_path);
+	ck_assert_msg(strstr(xml, "suites=1 tests=2 failures=1 skipped=0 errors=0\n") != NULL, "%s", xml);
+	ck_assert_msg(strstr(xml, " | pass | \n") != NULL, "%s", xml);
+	ck_assert_msg(strstr(xml, " | failure | expected ") != NULL && strstr(xml, " got ") != NULL, "%s", xml);
+	ck_assert_msg(strstr(xml, " | ratelab.cases.") != NULL, "%s", xml);
+	free(xml);
+	ck_assert_int_eq(testutil_run(&r, unwritable, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab cases: --junit: '/nonexistent-dir/c.xml' cannot be written (No such file or "
+	                        "directory)\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
 Suite *cases_cli_suite(void)
 {
 	Suite *s = suite_create("cases_cli");
 	TCase *tc = tcase_create("cli");
 
 	tcase_add_test(tc, cli_exit_codes);
+	tcase_add_test(tc, junit_one_testcase_per_row);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;

@@ -114,7 +114,7 @@ START_TEST(verify_mistakes)
 		{ { "verify", "--scenario", "post-503", "true", NULL },
 		  "ratelab verify: unexpected argument 'true' (COMMAND goes after --)\n" },
 		{ { "verify", "--scenario", "post-503", "--", NULL }, "ratelab verify: missing COMMAND after --\n" },
-		{ { "verify", "--", "true", NULL }, "ratelab verify: --scenario is required\n" },
+		{ { "verify", "--", "true", NULL }, "ratelab verify: --scenario or --all is required\n" },
 		/* a result file that cannot be written stops the run before it starts */
 		{ { "verify", "--scenario", "post-503", "--json", "/nonexistent-dir/x.json", "--", "true", NULL },
 		  "ratelab verify: --json: '/nonexistent-dir/x.json' cannot be written (No such file or directory)\n" },

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/harness/testutil.h"
 
@@ -231,6 +232,41 @@ START_TEST(expect_exit_codes)
 	ck_assert_ptr_nonnull(strstr(r.err, "failed<=5 (got "));
 	ck_assert_str_eq(r.out, "");
 	testutil_run_free(&r);
+}
+END_TEST
+
+/* --junit with --expect: one testcase per check, the failed ones saying what the run got. */
+START_TEST(expect_junit)
+{
+	struct fixture f;
+	struct test_run r;
+	static const char *const sargs[] = { "--limiter", "token-bucket", "--limit", "5", NULL };
+	char xml_path[] = "/tmp/ratelab-hammer-junit-XXXXXX";
+	int fd = mkstemp(xml_path);
+	char *xml = NULL;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	serve(&f, sargs);
+	const char *args[] = { "hammer", f.url, "--expect", "ok>=30,calls=40,429<=5", "--quiet", "--junit", xml_path,
+		               NULL };
+	const char *alone[] = { "hammer", f.url, "--junit", xml_path, NULL };
+	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+	ck_assert_int_eq(r.status, 3);
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, alone, NULL, RUN_MS), 0);
+	unserve(&f);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab hammer: --junit needs --expect (its checks are the testcases)\n");
+	testutil_run_free(&r);
+	ck_assert_msg(testutil_junit_read(xml_path, &xml) == 0, "not JUnit XML: %s", xml);
+	unlink(xml_path);
+	ck_assert_msg(strstr(xml, "suites=1 tests=3 failures=2 skipped=0 errors=0\n") != NULL, "%s", xml);
+	ck_assert_msg(strstr(xml, "hammer --expect | ratelab.hammer.expect | ok>=30 | failure | ok>=30 (got ") != NULL,
+	              "%s", xml);
+	ck_assert_msg(strstr(xml, "| calls=40 | pass | \n") != NULL, "%s", xml);
+	ck_assert_msg(strstr(xml, "| 429<=5 | failure | 429<=5 (got ") != NULL, "%s", xml);
+	free(xml);
 }
 END_TEST
 
@@ -548,6 +584,7 @@ Suite *hammer_suite(void)
 	tcase_add_test(tc, signaldb_post_503_not_retried);
 	tcase_add_test(tc, retry_after_3600_fails_fast);
 	tcase_add_test(tc, expect_exit_codes);
+	tcase_add_test(tc, expect_junit);
 	tcase_add_test(tc, no_server_exits_1);
 	tcase_add_test(tc, usage_errors_exit_2);
 	tcase_add_test(tc, timeline_and_plot_files);

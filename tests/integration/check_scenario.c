@@ -30,18 +30,56 @@ START_TEST(builtins_load_with_defaults)
 {
 	static const char *const NAMES[] = { "retry-after-seconds", "retry-after-date", "no-retry-after",
 		                             "retry-after-too-long", "post-503", "post-429", "server-errors",
-		                             "persistent-429", "layered" };
+		                             "persistent-429", "layered", "maintenance-503", "bad-request-400",
+		                             "unauthorized-401", "not-found-404", "not-implemented-501",
+		                             "connection-reset", "close-mid-body", "malformed-answer", "slow-get",
+		                             "slow-post", "ratelimit-only", "ratelimit-reset", "x-ratelimit-reset",
+		                             "retry-after-zero", "retry-after-fraction", "retry-after-past-date",
+		                             "retry-after-garbage", "retry-after-twice", "payload-too-large" };
 	char err[300];
 
+	ck_assert_uint_eq(scenario_builtin_count(), sizeof(NAMES) / sizeof(NAMES[0]));
+	ck_assert_ptr_null(scenario_builtin_name(scenario_builtin_count()));
 	for (size_t i = 0; i < sizeof(NAMES) / sizeof(NAMES[0]); i++) {
 		struct scenario *sc = scenario_new(NAMES[i], err, sizeof(err));
 
 		ck_assert_msg(sc != NULL, "%s: %s", NAMES[i], err);
+		ck_assert_str_eq(scenario_builtin_name(i), NAMES[i]);
 		ck_assert_str_eq(scenario_name(sc), NAMES[i]);
 		ck_assert_msg(strlen(scenario_default_expect(sc)) > 0, "%s has no defaults", NAMES[i]);
 		ck_assert_ptr_nonnull(strstr(scenario_builtin_names(), NAMES[i]));
 		scenario_free(sc);
 	}
+}
+END_TEST
+
+/* What each scenario is for: its method, whether a run may end once settled, its --list lines. */
+START_TEST(builtins_say_what_a_correct_client_does)
+{
+	char err[300], *text = NULL;
+	size_t len = 0;
+	struct scenario *sc = scenario_new("post-429", err, sizeof(err));
+	FILE *f = open_memstream(&text, &len);
+
+	ck_assert_str_eq(scenario_method(sc), "POST");
+	ck_assert(!scenario_stops_when_settled(sc));
+	scenario_free(sc);
+	sc = scenario_new("retry-after-too-long", err, sizeof(err));
+	ck_assert_str_eq(scenario_method(sc), "GET");
+	ck_assert(scenario_stops_when_settled(sc));
+	ck_assert_str_eq(scenario_default_expect(sc), "gives-up-within=5s,max-attempts<=1");
+	scenario_free(sc);
+	sc = scenario_parse("[{\"status\":200}]", "mine", err, sizeof(err));
+	ck_assert_str_eq(scenario_method(sc), "GET");
+	scenario_free(sc);
+	scenario_builtin_describe(5, f);
+	fclose(f);
+	ck_assert_str_eq(text, "post-429 (POST)\n"
+	                       "  answers: 429 + Retry-After: 2, then 200, to a POST\n"
+	                       "  correct: a 429 was not processed, so even a POST may be retried: waits 2 s and "
+	                       "succeeds\n"
+	                       "  expects: succeeds,honours-retry-after,max-attempts<=2\n");
+	free(text);
 }
 END_TEST
 
@@ -113,6 +151,91 @@ START_TEST(date_asks_at_least_n_seconds)
 }
 END_TEST
 
+/*
+ * "date:N" counts from when the answer goes out: held 2 s, "date:3" is the
+ * first whole second at or after arrival + 2 s + 3 s, and the wait asked is
+ * counted from the answer's planned time.
+ */
+START_TEST(date_counts_from_the_answer)
+{
+	char err[300];
+	struct scenario *sc = scenario_parse("[{\"status\":429,\"retry_after\":\"date:3\",\"delay\":\"2s\"},"
+	                                     "{\"status\":429,\"retry_after\":\"date:-3600\"}]", "d", err, sizeof(err));
+	struct scenario_answer a;
+
+	ck_assert_msg(sc != NULL, "%s", err);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+	ck_assert_str_eq(a.headers, "Retry-After: Tue, 14 Nov 2023 22:13:26 GMT\n");
+	ck_assert(a.has_wait && a.wait_date);
+	ck_assert_int_eq(a.wait_source, SCENARIO_WAIT_RETRY_AFTER);
+	ck_assert_uint_eq(a.wait_ns, 3750 * NS_PER_MS);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+	ck_assert_str_eq(a.headers, "Retry-After: Tue, 14 Nov 2023 21:13:21 GMT\n");
+	ck_assert(a.has_wait);
+	ck_assert_uint_eq(a.wait_ns, 0);   /* a date in the past asks for no wait */
+	scenario_free(sc);
+}
+END_TEST
+
+/* Odd Retry-After values: two fields ask for the longer wait; values that are not delta-seconds ask for none. */
+START_TEST(odd_retry_after_values)
+{
+	static const struct {
+		const char *name, *headers;
+		bool has_wait;
+		uint64_t wait_ms;
+	} CASES[] = {
+		{ "retry-after-twice", "Retry-After: 1\nRetry-After: 3\n", true, 3000 },
+		{ "retry-after-zero", "Retry-After: 0\n", true, 0 },
+		{ "retry-after-fraction", "Retry-After: 1.5\n", false, 0 },
+		{ "retry-after-garbage", "Retry-After: soon\n", false, 0 },
+		{ "payload-too-large", "Retry-After: 2\n", true, 2000 },
+	};
+	char err[300];
+
+	for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+		struct scenario *sc = scenario_new(CASES[i].name, err, sizeof(err));
+		struct scenario_answer a;
+
+		ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+		ck_assert_msg(strcmp(a.headers, CASES[i].headers) == 0, "%s: %s", CASES[i].name, a.headers);
+		ck_assert_msg(a.has_wait == CASES[i].has_wait, "%s", CASES[i].name);
+		ck_assert_uint_eq(a.wait_ns, CASES[i].wait_ms * NS_PER_MS);
+		scenario_free(sc);
+	}
+}
+END_TEST
+
+/* A wait given only by RateLimit headers: RateLimit t=, RateLimit-Reset, X-RateLimit-Reset; Retry-After wins. */
+START_TEST(ratelimit_header_waits)
+{
+	static const struct {
+		const char *name;
+		enum scenario_wait_source source;
+	} CASES[] = {
+		{ "ratelimit-only", SCENARIO_WAIT_RATELIMIT },
+		{ "ratelimit-reset", SCENARIO_WAIT_RATELIMIT_RESET },
+		{ "x-ratelimit-reset", SCENARIO_WAIT_X_RATELIMIT_RESET },
+		{ "layered", SCENARIO_WAIT_RETRY_AFTER },
+	};
+	char err[300];
+
+	for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+		struct scenario *sc = scenario_new(CASES[i].name, err, sizeof(err));
+		struct scenario_answer a;
+
+		ask(sc, IP1, sizeof(IP1), "GET", "/", 0, &a);
+		ck_assert_int_eq(a.status, 429);
+		ck_assert_msg(a.has_wait && a.wait_source == CASES[i].source, "%s: source %d", CASES[i].name,
+		              (int)a.wait_source);
+		ck_assert_uint_eq(a.wait_ns, 2 * NS_PER_SEC);
+		ck_assert(strstr(a.headers, "Retry-After") == NULL || CASES[i].source == SCENARIO_WAIT_RETRY_AFTER);
+		scenario_free(sc);
+	}
+	ck_assert_str_eq(scenario_wait_source_name(SCENARIO_WAIT_X_RATELIMIT_RESET), "X-RateLimit-Reset");
+}
+END_TEST
+
 START_TEST(layered_sends_ratelimit_fields)
 {
 	char err[300];
@@ -173,6 +296,10 @@ START_TEST(script_errors_name_the_step)
 		{ "[{\"status\":200,\"delay\":\"11s\"}]", "10s cap" },
 		{ "[{\"status\":200,\"colour\":1}]", "unknown key \"colour\"" },
 		{ "[{\"status\":", "not JSON" },
+		{ "[{\"fault\":\"explode\"}]", "step 1: \"fault\" is one of" },
+		{ "[{\"fault\":\"close-mid-body\"}]", "step 1: \"status\"" },
+		{ "[{\"status\":429,\"retry_after\":[\"1\",\"2\",\"3\"]}]", "one or two values" },
+		{ "[{\"status\":429,\"retry_after\":\"date:99999999\"}]", "date:N" },
 	};
 	char err[300];
 
@@ -396,6 +523,93 @@ START_TEST(serve_delay_does_not_block_the_thread)
 }
 END_TEST
 
+/* A scenario file in /tmp for `serve --scenario FILE`; the path goes into path (unlinked by the caller). */
+static void write_script(char *path, const char *script)
+{
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, script, strlen(script)), (ssize_t)strlen(script));
+	close(fd);
+}
+
+/* The number after `key` in the n-th (0-based) occurrence of key in s; -1 when absent. */
+static double json_number_after(const char *s, const char *key, int n)
+{
+	const char *p = s;
+
+	for (int i = 0; p && i <= n; i++)
+		if ((p = strstr(p, key)) && i < n)
+			p += strlen(key);
+	return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+/*
+ * Scripted transport failures reach a real client as failures: a reset before
+ * any byte, a body cut halfway, bytes that are not HTTP; the log says which,
+ * and that none was delivered.
+ */
+START_TEST(serve_scripts_transport_failures)
+{
+	static const char SCRIPT[] = "[{\"fault\":\"reset\"},{\"status\":200,\"fault\":\"close-mid-body\"},"
+	                             "{\"fault\":\"malformed\"},{\"status\":200}]";
+	char path[] = "/tmp/ratelab-faults-XXXXXX";
+	const char *const args[] = { "--scenario", path, "--quiet", NULL };
+	struct test_server s;
+	char url[128], *body = NULL;
+	long status = 0;
+
+	write_script(path, SCRIPT);
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "serve --scenario FILE did not start");
+	unlink(path);
+	snprintf(url, sizeof(url), "%s/", s.url);
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(testutil_http("GET", url, NULL, &status, NULL, NULL) == -1, "step %d was not a failure", i + 1);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+	ck_assert_int_eq(status, 200);
+	snprintf(url, sizeof(url), "%s/scenario", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	ck_assert_ptr_nonnull(strstr(body, "\"fault\": \"reset\""));
+	ck_assert_ptr_nonnull(strstr(body, "\"fault\": \"close-mid-body\""));
+	ck_assert_ptr_nonnull(strstr(body, "\"fault\": \"malformed\""));
+	ck_assert_int_eq(count_of(body, "\"end\": \"failed\""), 3);
+	ck_assert_int_eq(count_of(body, "\"end\": \"sent\""), 1);
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
+/* The log records when each answer's last byte left: a held answer leaves after its delay. */
+START_TEST(serve_records_when_answers_left)
+{
+	static const char SCRIPT[] = "[{\"status\":503,\"delay\":\"300ms\"},{\"status\":200}]";
+	char path[] = "/tmp/ratelab-sent-XXXXXX";
+	const char *const args[] = { "--scenario", path, "--quiet", NULL };
+	struct test_server s;
+	char url[128], *body = NULL;
+	long status = 0;
+	double t, end;
+
+	write_script(path, SCRIPT);
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "serve --scenario FILE did not start");
+	unlink(path);
+	snprintf(url, sizeof(url), "%s/", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+	ck_assert_int_eq(status, 503);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+	snprintf(url, sizeof(url), "%s/scenario", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	ck_assert_int_eq(count_of(body, "\"end\": \"sent\""), 2);
+	end = json_number_after(body, "\"end_ms\": ", 0);
+	ck_assert_msg(end >= 300 && end < 1500, "the held answer left at %.1f ms, want after its 300 ms", end);
+	t = json_number_after(body, "\"t_ms\": ", 1);
+	end = json_number_after(body, "\"end_ms\": ", 1);
+	ck_assert_msg(end >= t && end < t + 500, "the second answer left at %.1f ms, arrived at %.1f ms", end, t);
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
 START_TEST(serve_rejects_a_bad_scenario)
 {
 	static const char *const ARGS[] = { "serve", "--scenario", "no-such-thing", NULL };
@@ -404,8 +618,7 @@ START_TEST(serve_rejects_a_bad_scenario)
 	ck_assert_int_eq(testutil_run(&r, ARGS, NULL, 5000), 0);
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_str_eq(r.err, "ratelab serve: --scenario: 'no-such-thing' is neither a built-in scenario "
-	                        "(retry-after-seconds, retry-after-date, no-retry-after, retry-after-too-long, "
-	                        "post-503, post-429, server-errors, persistent-429, layered) nor a readable file\n");
+	                        "(ratelab verify --list names them) nor a readable file\n");
 	testutil_run_free(&r);
 }
 END_TEST
@@ -417,6 +630,10 @@ Suite *scenario_suite(void)
 	TCase *live = tcase_create("serve");
 
 	tcase_add_test(tc, builtins_load_with_defaults);
+	tcase_add_test(tc, builtins_say_what_a_correct_client_does);
+	tcase_add_test(tc, date_counts_from_the_answer);
+	tcase_add_test(tc, odd_retry_after_values);
+	tcase_add_test(tc, ratelimit_header_waits);
 	tcase_add_test(tc, retry_after_seconds_steps_then_stays);
 	tcase_add_test(tc, clients_walk_separately);
 	tcase_add_test(tc, date_asks_at_least_n_seconds);
@@ -430,6 +647,8 @@ Suite *scenario_suite(void)
 	tcase_add_test(live, serve_reset_restarts_the_script);
 	tcase_add_test(live, serve_rejects_a_bad_scenario);
 	tcase_add_test(live, serve_delay_does_not_block_the_thread);
+	tcase_add_test(live, serve_scripts_transport_failures);
+	tcase_add_test(live, serve_records_when_answers_left);
 	tcase_set_timeout(live, 20);
 	suite_add_tcase(s, live);
 	return s;

@@ -430,8 +430,7 @@ START_TEST(bad_flags_exit_2)
 		{ "--connection-timeout", "soon", "ratelab serve: --connection-timeout: 'soon' is not a duration above 0\n" },
 		{ "--bind", "localhost", "ratelab serve: --bind: 'localhost' is not an IPv4 or IPv6 address\n" },
 		{ "--scenario=nope", NULL, "ratelab serve: --scenario: 'nope' is neither a built-in scenario "
-		                           "(retry-after-seconds, retry-after-date, no-retry-after, retry-after-too-long, "
-		                           "post-503, post-429, server-errors, persistent-429, layered) nor a readable file\n" },
+		                           "(ratelab verify --list names them) nor a readable file\n" },
 		{ "--delay", NULL, "ratelab serve: --delay needs a value\n" },
 		{ "--delay", "20", "ratelab serve: --delay: '20' is not a delay such as 20ms or 20ms\xc2\xb1" "5ms\n" },
 		{ "--port", "70000", "ratelab serve: --port: '70000' is not a number from 0 to 65535\n" },

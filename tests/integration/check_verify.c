@@ -1,4 +1,4 @@
-/* `ratelab verify`: the grader over synthetic logs (exact), the CLI, curl, and the hammer's grade table. */
+/* `ratelab verify`: the CLI, real clients (curl, the lab's hammer), CI output, and the hammer's grade table. */
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -12,208 +12,30 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "lab/verify_grade.h"
 #include "tests/harness/testutil.h"
-
-#define MS(x) ((uint64_t)(x) * NS_PER_MS)
-
-/* ---- the grader, exact ---- */
-
-static struct scenario_arrival arrival(const char *client, const char *method, uint64_t t_ms, int status,
-                                       int64_t wait_ms)
-{
-	struct scenario_arrival a;
-
-	memset(&a, 0, sizeof(a));
-	snprintf(a.client, sizeof(a.client), "%s", client);
-	snprintf(a.method, sizeof(a.method), "%s", method);
-	snprintf(a.path, sizeof(a.path), "/");
-	a.t_ns = MS(t_ms);
-	a.status = status;
-	a.has_wait = wait_ms >= 0;
-	a.wait_ns = wait_ms >= 0 ? MS(wait_ms) : 0;
-	return a;
-}
-
-static struct verify_grade_verdict grade(const char *expect, const struct scenario_arrival *log, size_t n,
-                                         const struct verify_grade_run *run)
-{
-	struct verify_grade_expect e[1];
-	struct verify_grade_verdict v;
-	size_t ne;
-	char err[200];
-
-	ck_assert_msg(verify_grade_parse(expect, e, 1, &ne, err, sizeof(err)) == 0, "%s", err);
-	verify_grade_one(&e[0], log, n, run, &v);
-	ck_assert_str_eq(v.name, expect);
-	return v;
-}
-
-static const struct verify_grade_run RUN_OK = { 0, false, 4 * NS_PER_SEC, 60 * NS_PER_SEC };
-
-START_TEST(parse_lists_and_errors)
-{
-	struct verify_grade_expect e[VERIFY_GRADE_MAX_EXPECT];
-	size_t n;
-	char err[300];
-
-	ck_assert_int_eq(verify_grade_parse("succeeds,max-attempts<=3,gives-up-within=5s,jitter", e,
-	                                    VERIFY_GRADE_MAX_EXPECT, &n, err, sizeof(err)), 0);
-	ck_assert_uint_eq(n, 4);
-	ck_assert_int_eq(e[1].kind, VERIFY_MAX_ATTEMPTS);
-	ck_assert_uint_eq(e[1].arg, 3);
-	ck_assert_int_eq(e[2].kind, VERIFY_GIVES_UP_WITHIN);
-	ck_assert_uint_eq(e[2].arg, 5 * NS_PER_SEC);
-	ck_assert_int_eq(verify_grade_parse("succeeds,fast", e, 4, &n, err, sizeof(err)), -1);
-	ck_assert_ptr_nonnull(strstr(err, "unknown expectation 'fast'"));
-	ck_assert_int_eq(verify_grade_parse("max-attempts=3", e, 4, &n, err, sizeof(err)), -1);
-	ck_assert_ptr_nonnull(strstr(err, "max-attempts<=N"));
-	ck_assert_int_eq(verify_grade_parse("gives-up-within=soon", e, 4, &n, err, sizeof(err)), -1);
-	ck_assert_ptr_nonnull(strstr(err, "gives-up-within=soon"));
-	ck_assert_int_eq(verify_grade_parse("succeeds=1", e, 4, &n, err, sizeof(err)), -1);
-	ck_assert_int_eq(verify_grade_parse(",", e, 4, &n, err, sizeof(err)), -1);
-}
-END_TEST
-
-START_TEST(retry_after_tolerance_is_50ms_from_the_answer)
-{
-	struct scenario_arrival log[3] = {
-		arrival("a", "GET", 0, 429, 2000), arrival("a", "GET", 1960, 429, 2000), arrival("a", "GET", 3900, 200, -1),
-	};
-	struct verify_grade_verdict v = grade("honours-retry-after", log, 2, &RUN_OK);
-
-	ck_assert(v.pass);
-	ck_assert_str_eq(v.evidence, "a: asked 2.000s, waited 1.960s [0 of 1 retries too early; tolerance 50ms]");
-	v = grade("honours-retry-after", log, 3, &RUN_OK);
-	ck_assert(!v.pass);
-	ck_assert_ptr_nonnull(strstr(v.evidence, "a: asked 2.000s, waited 1.940s (too early)"));
-	ck_assert_ptr_nonnull(strstr(v.evidence, "[1 of 2 retries too early"));
-	/* A held answer (scripted delay) counts from when it was sent. */
-	log[0].delay_ns = MS(500);
-	log[1].t_ns = MS(2400);
-	v = grade("honours-retry-after", log, 2, &RUN_OK);
-	ck_assert(!v.pass);
-	ck_assert_ptr_nonnull(strstr(v.evidence, "waited 1.900s (too early)"));
-	v = grade("honours-retry-after", log, 1, &RUN_OK);
-	ck_assert(v.pass);
-	ck_assert_str_eq(v.evidence, "no retry followed an answer that asked for a wait (1 arrivals)");
-}
-END_TEST
-
-START_TEST(attempts_and_exit)
-{
-	struct scenario_arrival log[4] = {
-		arrival("a", "GET", 0, 429, 1000), arrival("b", "GET", 5, 429, 1000), arrival("a", "GET", 1000, 429, 1000),
-		arrival("a", "GET", 2000, 429, 1000),
-	};
-	struct verify_grade_run killed = { 143, true, 6 * NS_PER_SEC, 6 * NS_PER_SEC };
-	struct verify_grade_run failed = { 3, false, 1500 * NS_PER_MS, 60 * NS_PER_SEC };
-	struct verify_grade_verdict v = grade("max-attempts<=2", log, 4, &RUN_OK);
-
-	ck_assert(!v.pass);
-	ck_assert_str_eq(v.evidence, "attempts: a=3 b=1");
-	ck_assert(grade("max-attempts<=3", log, 4, &RUN_OK).pass);
-	ck_assert(grade("succeeds", log, 4, &RUN_OK).pass);
-	v = grade("succeeds", log, 4, &failed);
-	ck_assert(!v.pass);
-	ck_assert_str_eq(v.evidence, "command exited 3 after 1.50s");
-	v = grade("gives-up-within=2s", log, 4, &failed);
-	ck_assert(v.pass);
-	ck_assert_str_eq(v.evidence, "command exited 3 after 1.50s (limit 2.00s)");
-	ck_assert(!grade("gives-up-within=1s", log, 4, &failed).pass);
-	v = grade("gives-up-within=5s", log, 4, &killed);
-	ck_assert(!v.pass);
-	ck_assert_str_eq(v.evidence, "still running at the 6.0s timeout: killed");
-	v = grade("stops-after-attempts", log, 4, &failed);
-	ck_assert(v.pass);
-	ck_assert_str_eq(v.evidence, "attempts: a=3 b=1; ended on its own after 1.50s");
-	ck_assert(!grade("stops-after-attempts", log, 4, &killed).pass);
-	ck_assert(!grade("stops-after-attempts", log, 0, &failed).pass);
-}
-END_TEST
-
-START_TEST(stopping_means_at_most_ten_attempts)
-{
-	struct scenario_arrival log[11];
-	struct verify_grade_run ran = { 0, false, NS_PER_SEC, 60 * NS_PER_SEC };
-
-	for (size_t i = 0; i < 11; i++)
-		log[i] = arrival("a", "GET", i * 10, 429, -1);
-	ck_assert(grade("stops-after-attempts", log, 10, &ran).pass);
-	ck_assert(!grade("stops-after-attempts", log, 11, &ran).pass);
-}
-END_TEST
-
-START_TEST(non_idempotent_retries)
-{
-	struct scenario_arrival log[5] = {
-		arrival("a", "POST", 0, 503, -1), arrival("a", "POST", 100, 200, -1),
-		arrival("b", "POST", 0, 429, 1000), arrival("b", "POST", 1000, 200, -1),
-		arrival("c", "POST", 0, 503, -1),
-	};
-	struct verify_grade_verdict v = grade("no-retry-non-idempotent", log, 5, &RUN_OK);
-
-	ck_assert(!v.pass);
-	ck_assert_str_eq(v.evidence, "POST retried 0.100s after 503 without an Idempotency-Key (a); "
-	                             "5 non-idempotent arrivals, 1 unsafe retries after a 5xx, 0 retries with an "
-	                             "Idempotency-Key");
-	snprintf(log[1].idempotency_key, sizeof(log[1].idempotency_key), "k1");
-	v = grade("no-retry-non-idempotent", log, 5, &RUN_OK);
-	ck_assert(v.pass);   /* a keyed retry is safe, and 429 means "not processed" */
-	ck_assert_ptr_nonnull(strstr(v.evidence, "0 unsafe retries after a 5xx, 1 retries with an Idempotency-Key"));
-}
-END_TEST
-
-START_TEST(backs_off_means_growing_gaps)
-{
-	struct scenario_arrival grow[3] = { arrival("a", "GET", 0, 503, -1), arrival("a", "GET", 100, 502, -1),
-		                            arrival("a", "GET", 300, 200, -1) };
-	struct scenario_arrival flat[3] = { arrival("a", "GET", 0, 503, -1), arrival("a", "GET", 100, 502, -1),
-		                            arrival("a", "GET", 200, 200, -1) };
-	struct scenario_arrival now[2] = { arrival("a", "GET", 0, 503, -1), arrival("a", "GET", 5, 200, -1) };
-	struct verify_grade_verdict v = grade("backs-off", grow, 3, &RUN_OK);
-
-	ck_assert(v.pass);
-	ck_assert_str_eq(v.evidence, "mean gap by retry after answers without a wait: 0.100s 0.200s");
-	v = grade("backs-off", flat, 3, &RUN_OK);
-	ck_assert(!v.pass);
-	ck_assert_ptr_nonnull(strstr(v.evidence, "(the gaps do not grow)"));
-	v = grade("backs-off", now, 2, &RUN_OK);
-	ck_assert(!v.pass);
-	ck_assert_ptr_nonnull(strstr(v.evidence, "under 10ms"));
-	v = grade("backs-off", now, 1, &RUN_OK);
-	ck_assert(v.pass);
-	ck_assert_str_eq(v.evidence, "no retry followed an answer without a wait");
-}
-END_TEST
-
-START_TEST(jitter_needs_spread_across_clients)
-{
-	struct scenario_arrival spread[4] = { arrival("a", "GET", 0, 429, 1000), arrival("b", "GET", 0, 429, 1000),
-		                              arrival("a", "GET", 1000, 200, -1), arrival("b", "GET", 1060, 200, -1) };
-	struct scenario_arrival lock[4] = { arrival("a", "GET", 0, 429, 1000), arrival("b", "GET", 0, 429, 1000),
-		                            arrival("a", "GET", 1000, 200, -1), arrival("b", "GET", 1002, 200, -1) };
-	struct verify_grade_verdict v = grade("jitter", spread, 4, &RUN_OK);
-
-	ck_assert(v.pass);
-	ck_assert_str_eq(v.evidence, "2 clients; retry 1: gaps 1.000s..1.060s (spread 60ms)");
-	v = grade("jitter", lock, 4, &RUN_OK);
-	ck_assert(!v.pass);
-	ck_assert_ptr_nonnull(strstr(v.evidence, "0 of 1 retry numbers spread 10ms or more"));
-	spread[1] = spread[2];
-	v = grade("jitter", spread, 2, &RUN_OK);
-	ck_assert(!v.pass);
-	ck_assert_ptr_nonnull(strstr(v.evidence, "1 clients"));
-	ck_assert_ptr_nonnull(strstr(v.evidence, "needs a multi-client run"));
-}
-END_TEST
-
-/* ---- the CLI ---- */
 
 static void run_verify(struct test_run *r, const char *const *args, int timeout_ms)
 {
 	ck_assert_int_eq(testutil_run(r, args, NULL, timeout_ms), 0);
 }
+
+/* A scenario script (or any text) in a fresh /tmp file; path must be a "...XXXXXX" template. */
+static void write_file(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* A path for a result file (created empty, so cli_check_output accepts it). */
+static void temp_path(char *path)
+{
+	write_file(path, "");
+}
+
+#define ck_assert_has(hay, needle) ck_assert_msg(strstr((hay), (needle)) != NULL, "no '%s' in:\n%s", (needle), (hay))
 
 START_TEST(usage_errors_exit_2)
 {
@@ -225,20 +47,26 @@ START_TEST(usage_errors_exit_2)
 		{ "verify", "--scenario", "nope", "--", "true", NULL },
 		{ "verify", "--scenario", "post-503", NULL },
 		{ "verify", "--", "true", NULL },
-		{ "verify", "--scenario", "post-503", "--", "/nonexistent-dir/client", NULL },
+		{ "verify", "--all", "--scenario", "post-503", "--", "true", NULL },
+		{ "verify", "--all", "--expect", "succeeds", "--", "true", NULL },
+		{ "verify", "--all", "--jobs", "0", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--junit", "/nonexistent-dir/v.xml", "--", "true", NULL },
 	};
 	static const char *const NAMED[] = {
 		"ratelab verify: unknown option '--bogus'\n",
 		"ratelab verify: --clients: '0' is not a number from 1 to 64\n",
 		"ratelab verify: --timeout: 'soon' is not a duration above 0\n",
-		"ratelab verify: --expect: unknown expectation 'fast' (succeeds, honours-retry-after, max-attempts<=N, "
-		"gives-up-within=DUR, no-retry-non-idempotent, backs-off, jitter, stops-after-attempts)\n",
-		"ratelab verify: --scenario: 'nope' is neither a built-in scenario (retry-after-seconds, retry-after-date, "
-		"no-retry-after, retry-after-too-long, post-503, post-429, server-errors, persistent-429, layered) "
+		"ratelab verify: --expect: unknown expectation 'fast' (succeeds, honours-retry-after, honours-ratelimit, "
+		"max-attempts<=N, gives-up-within=DUR, no-retry-non-idempotent, no-retry, backs-off, jitter, "
+		"stops-after-attempts)\n",
+		"ratelab verify: --scenario: 'nope' is neither a built-in scenario (ratelab verify --list names them) "
 		"nor a readable file\n",
 		"ratelab verify: missing COMMAND after --\n",
-		"ratelab verify: --scenario is required\n",
-		"ratelab verify: cannot run '/nonexistent-dir/client': No such file or directory\n" };
+		"ratelab verify: --scenario or --all is required\n",
+		"ratelab verify: --scenario and --all do not go together\n",
+		"ratelab verify: --expect does not go with --all (each scenario has its own)\n",
+		"ratelab verify: --jobs: '0' is not a number from 1 to 32\n",
+		"ratelab verify: --junit: '/nonexistent-dir/v.xml' cannot be written (No such file or directory)\n" };
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
@@ -251,16 +79,26 @@ START_TEST(usage_errors_exit_2)
 }
 END_TEST
 
-START_TEST(help_goes_to_stdout)
+START_TEST(help_and_list_go_to_stdout)
 {
-	static const char *const ARGS[] = { "verify", "--help", NULL };
+	static const char *const HELP[] = { "verify", "--help", NULL };
+	static const char *const LIST[] = { "verify", "--list", NULL };
 	struct test_run r;
 
-	run_verify(&r, ARGS, 5000);
+	run_verify(&r, HELP, 5000);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_ptr_nonnull(strstr(r.out, "usage: ratelab verify --scenario NAME|FILE"));
-	ck_assert_ptr_nonnull(strstr(r.out, "retry-after-too-long"));
-	ck_assert_ptr_nonnull(strstr(r.out, "no-retry-non-idempotent"));
+	ck_assert_has(r.out, "usage: ratelab verify --scenario NAME|FILE");
+	ck_assert_has(r.out, "ratelab verify --all [options] -- COMMAND");
+	ck_assert_has(r.out, "no-retry-non-idempotent");
+	ck_assert_has(r.out, "--junit FILE|-");
+	ck_assert_has(r.out, "exit: 0 every expectation holds, 1 one fails (or, with --strict, is not observed),\n"
+	                     "      2 usage error, 4 COMMAND could not run or never reached the server, 130 interrupted\n");
+	testutil_run_free(&r);
+	run_verify(&r, LIST, 5000);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_has(r.out, "retry-after-too-long (GET)\n  answers: 429 + Retry-After: 3600, always");
+	ck_assert_has(r.out, "slow-post (POST)\n");
+	ck_assert_has(r.out, "  correct: ");
 	testutil_run_free(&r);
 }
 END_TEST
@@ -269,16 +107,108 @@ END_TEST
 START_TEST(timeout_kills_the_command)
 {
 	static const char *const ARGS[] = { "verify", "--scenario", "persistent-429", "--timeout", "300ms", "--expect",
-		                            "succeeds,stops-after-attempts", "--", "sh", "-c", "sleep 30; true", NULL };
+		                            "succeeds,stops-after-attempts", "--", "sh", "-c",
+		                            "curl -s -o /dev/null \"$RATELAB_URL/\"; sleep 30; true", NULL };
 	struct test_run r;
 
 	run_verify(&r, ARGS, 10000);
 	ck_assert_int_eq(r.status, 1);
 	ck_assert_msg(r.seconds < 3.0, "took %.2fs", r.seconds);
-	ck_assert_ptr_nonnull(strstr(r.out, "FAIL  succeeds                 still running at the 0.3s timeout: killed"));
-	ck_assert_ptr_nonnull(strstr(r.out, "FAIL  stops-after-attempts"));
-	ck_assert_ptr_nonnull(strstr(r.out, "0 of 2 expectations hold"));
+	ck_assert_has(r.out, "scenario persistent-429: 1 arrivals; command killed at the 0.30s timeout\n");
+	ck_assert_has(r.out, "FAIL  succeeds                 still running at the 0.3s timeout: killed");
+	ck_assert_has(r.out, "FAIL  stops-after-attempts");
+	ck_assert_has(r.out, "0 of 2 expectations hold");
 	testutil_run_free(&r);
+}
+END_TEST
+
+/* A client that never reaches the server is a failed run of its own kind: exit 4, and says so. */
+START_TEST(never_reaching_the_server_exits_4)
+{
+	char wrong[128];
+	static const char *const NOTHING[] = { "verify", "--scenario", "retry-after-seconds", "--", "true", NULL };
+	const char *const elsewhere[] = { "verify", "--scenario", "retry-after-seconds", "--", "curl", "-s", wrong, NULL };
+	struct test_run r;
+
+	run_verify(&r, NOTHING, 10000);
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_has(r.out, "scenario retry-after-seconds: 0 arrivals; command exited 0 after ");
+	ck_assert_has(r.out, "FAIL  succeeds                 the command never reached the server\n");
+	ck_assert_has(r.out, "0 of 3 expectations hold\n");
+	ck_assert_str_eq(r.err, "ratelab verify: the command never reached the server (0 arrivals): does it use "
+	                        "$RATELAB_URL? (proxy variables are unset for it)\n");
+	testutil_run_free(&r);
+	snprintf(wrong, sizeof(wrong), "http://127.0.0.1:%d/", testutil_free_port());
+	run_verify(&r, elsewhere, 10000);
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_has(r.out, "0 arrivals");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* The client does not inherit a proxy: with http_proxy set to a dead port, curl still reaches the scenario. */
+START_TEST(proxy_variables_are_not_inherited)
+{
+	char script[] = "/tmp/ratelab-ok-XXXXXX", proxy[64], proxy2[64], proxy3[64];
+	const char *const args[] = { "verify", "--scenario", script, "--expect", "succeeds", "--", "curl", "-sf",
+		                     "-o", "/dev/null", "$RATELAB_URL/", NULL };
+	const char *env[] = { proxy, proxy2, proxy3, "NO_PROXY=", "no_proxy=", NULL };
+	struct test_run r;
+	int port = testutil_free_port();
+
+	write_file(script, "[{\"status\":200}]");
+	snprintf(proxy, sizeof(proxy), "http_proxy=http://127.0.0.1:%d", port);
+	snprintf(proxy2, sizeof(proxy2), "HTTP_PROXY=http://127.0.0.1:%d", port);
+	snprintf(proxy3, sizeof(proxy3), "ALL_PROXY=http://127.0.0.1:%d", port);
+	ck_assert_int_eq(testutil_run(&r, args, env, 10000), 0);
+	unlink(script);
+	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+	ck_assert_has(r.out, ": 1 arrivals; command exited 0 after");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* Exit 4, not 2, for a command that cannot be run: it is not a usage error. */
+START_TEST(cannot_run_exits_4)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "post-503", "--", "/nonexistent-dir/client", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 5000);
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_str_eq(r.err, "ratelab verify: cannot run '/nonexistent-dir/client': No such file or directory\n");
+	ck_assert_str_eq(r.out, "");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* A process the command detached with setsid does not outlive verify, whether the command exits or is killed. */
+START_TEST(detached_processes_are_stopped)
+{
+	static const char *const EXITS[] = { "verify", "--scenario", "post-503", "--quiet", "--", "sh", "-c",
+		                             "setsid sleep 61.25 & curl -s -o /dev/null -X POST \"$RATELAB_URL/\"", NULL };
+	static const char *const KILLED[] = { "verify", "--scenario", "post-503", "--quiet", "--timeout", "1s", "--",
+		                              "sh", "-c",
+		                              "setsid sleep 61.5 & curl -s -o /dev/null -X POST \"$RATELAB_URL/\"; "
+		                              "sleep 30", NULL };
+	struct test_run r;
+	pid_t left;
+
+	run_verify(&r, EXITS, 10000);
+	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+	testutil_run_free(&r);
+	left = testutil_find_process("sleep 61.25");
+	if (left)
+		kill(left, SIGKILL);
+	ck_assert_msg(left == 0, "the detached 'sleep 61.25' outlived verify");
+	run_verify(&r, KILLED, 10000);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_has(r.out, "command killed at the 1.00s timeout");
+	testutil_run_free(&r);
+	left = testutil_find_process("sleep 61.5");
+	if (left)
+		kill(left, SIGKILL);
+	ck_assert_msg(left == 0, "the detached 'sleep 61.5' outlived verify");
 }
 END_TEST
 
@@ -292,11 +222,11 @@ START_TEST(curl_with_retry_passes)
 
 	run_verify(&r, ARGS, 30000);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
-	ck_assert_ptr_nonnull(strstr(r.out, "PASS  succeeds"));
-	ck_assert_ptr_nonnull(strstr(r.out, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.0"));
-	ck_assert_ptr_nonnull(strstr(r.out, "PASS  max-attempts<=3          attempts: 127.0.0.1=3"));
-	ck_assert_ptr_nonnull(strstr(r.out, "3 of 3 expectations hold"));
-	ck_assert_ptr_nonnull(strstr(r.err, "scenario retry-after-seconds step 3: 200"));  /* curl's stdout */
+	ck_assert_has(r.out, "PASS  succeeds");
+	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.0");
+	ck_assert_has(r.out, "PASS  max-attempts<=3          attempts: 127.0.0.1=3");
+	ck_assert_has(r.out, "3 of 3 expectations hold");
+	ck_assert_has(r.err, "scenario retry-after-seconds step 3: 200");  /* curl's stdout */
 	testutil_run_free(&r);
 }
 END_TEST
@@ -305,28 +235,29 @@ END_TEST
 START_TEST(curl_loop_fails_with_exit_1)
 {
 	char json_path[] = "/tmp/ratelab-verify-XXXXXX";
-	int fd = mkstemp(json_path);
 	const char *const args[] = { "verify", "--scenario", "retry-after-seconds", "--expect", "honours-retry-after",
 		                     "--json", json_path, "--", "sh", "-c",
 		                     "for i in 1 2 3; do curl -s -o /dev/null \"$RATELAB_URL/\"; done", NULL };
 	struct test_run r;
 	json_t *root, *v;
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	temp_path(json_path);
 	run_verify(&r, args, 20000);
 	ck_assert_int_eq(r.status, 1);
-	ck_assert_ptr_nonnull(strstr(r.out, "FAIL  honours-retry-after      127.0.0.1: asked 2.000s, waited 0.0"));
-	ck_assert_ptr_nonnull(strstr(r.out, "[2 of 2 retries too early; tolerance 50ms]"));
+	ck_assert_has(r.out, "FAIL  honours-retry-after      127.0.0.1: asked 2.000s, waited 0.0");
+	ck_assert_has(r.out, "[2 of 2 retries too early; tolerance 50ms]");
 	testutil_run_free(&r);
 	root = json_load_file(json_path, 0, NULL);
 	unlink(json_path);
 	ck_assert_ptr_nonnull(root);
 	ck_assert(json_is_false(json_object_get(root, "pass")));
+	ck_assert_str_eq(json_string_value(json_object_get(root, "state")), "graded");
+	ck_assert_str_eq(json_string_value(json_object_get(root, "method")), "GET");
 	ck_assert_int_eq(json_integer_value(json_object_get(root, "exit_status")), 0);
 	ck_assert_uint_eq(json_array_size(json_object_get(root, "arrivals")), 3);
 	v = json_array_get(json_object_get(root, "verdicts"), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "name")), "honours-retry-after");
+	ck_assert_str_eq(json_string_value(json_object_get(v, "outcome")), "fail");
 	ck_assert(json_is_false(json_object_get(v, "pass")));
 	json_decref(root);
 }
@@ -352,79 +283,353 @@ START_TEST(jitter_across_clients)
 	         "--seed \"$RATELAB_CLIENT\" \"$RATELAB_URL\"", testutil_bin());
 	run_verify(&r, jittered, 30000);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
-	ck_assert_ptr_nonnull(strstr(r.out, "PASS  jitter                   3 clients; retry 1: gaps"));
-	ck_assert_ptr_nonnull(strstr(r.out, "127.0.0.1/client-3"));
+	ck_assert_has(r.out, "PASS  jitter                   3 clients; retry 1: gaps");
+	ck_assert_has(r.out, "127.0.0.1/client-3");
 	testutil_run_free(&r);
 	run_verify(&r, LOCKSTEP, 30000);
 	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
-	ck_assert_ptr_nonnull(strstr(r.out, "FAIL  jitter                   3 clients; retry 1: gaps 1.0"));
-	ck_assert_ptr_nonnull(strstr(r.out, "; retry 2: gaps 1.0"));  /* curl did retry, each time after 1 s */
+	ck_assert_has(r.out, "FAIL  jitter                   3 clients; retry 1: gaps 1.0");
+	ck_assert_has(r.out, "; retry 2: gaps 1.0");  /* curl did retry, each time after 1 s */
+	ck_assert_has(r.out, "the clients retry in lockstep");
 	testutil_run_free(&r);
 }
 END_TEST
 
-/* ---- the hammer's grade table ---- */
+/*
+ * An HTTP-date Retry-After on an answer held 2 s: curl waits until the date
+ * and passes.  The wait asked runs from when the answer left to the date.
+ */
+START_TEST(date_wait_on_a_held_answer)
+{
+	char script[] = "/tmp/ratelab-date-XXXXXX";
+	const char *const args[] = { "verify", "--scenario", script, "--expect", "succeeds,honours-retry-after", "--",
+		                     "curl", "--retry", "2", "-sf", "$RATELAB_URL/", NULL };
+	struct test_run r;
 
-#define GRID_MAX 80
-#define GRID_PARALLEL 8
+	write_file(script, "[{\"status\":429,\"retry_after\":\"date:3\",\"delay\":\"2s\"},{\"status\":200}]");
+	run_verify(&r, args, 20000);
+	unlink(script);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "(held 2.000s)  (asked to wait ");
+	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked 3.");
+	ck_assert_has(r.out, "s (date), waited ");
+	ck_assert_has(r.out, "[0 of 1 retries too early; tolerance 50ms]");
+	testutil_run_free(&r);
+}
+END_TEST
 
-struct grid_row {
-	char scenario[32], policy[16], expect[160], json[64];
-	char timeout[8];
-	char *argv[40];
+/* A POST sent again after the client's own timeout, while the first was still being answered, is a duplicate risk. */
+START_TEST(post_resent_after_a_timeout_fails)
+{
+	char script[] = "/tmp/ratelab-slowpost-XXXXXX";
+	const char *const args[] = { "verify", "--scenario", script, "--expect", "no-retry-non-idempotent", "--", "curl",
+		                     "--retry", "2", "--max-time", "1", "-s", "-X", "POST",
+		                     "$RATELAB_URL/", NULL };
+	struct test_run r;
+
+	write_file(script, "[{\"status\":200,\"delay\":\"3s\"},{\"status\":200}]");
+	run_verify(&r, args, 20000);
+	unlink(script);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "FAIL  no-retry-non-idempotent  POST sent again ");
+	ck_assert_has(r.out, "s after the first attempt, whose answer (held 3.0s) it never got, without an "
+	                     "Idempotency-Key (127.0.0.1)");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* A new Idempotency-Key on every attempt protects nothing. */
+START_TEST(new_key_per_attempt_fails)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "post-503", "--quiet", "--", "sh", "-c",
+		                            "for k in k1 k2; do curl -s -o /dev/null -X POST -H \"Idempotency-Key: $k\" "
+		                            "\"$RATELAB_URL/orders\"; done", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 10000);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "FAIL  no-retry-non-idempotent  POST sent again ");
+	ck_assert_has(r.out, "s after 503 with a new Idempotency-Key (127.0.0.1); 2 non-idempotent arrivals, 1 unsafe "
+	                     "retries, 0 retries with the same Idempotency-Key\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/*
+ * --timeout under gives-up-within: the client killed at the timeout might
+ * still have given up in time, so it is not observed (said before the run),
+ * and --strict makes that a failure.
+ */
+START_TEST(short_timeout_is_not_a_failure)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "retry-after-too-long", "--timeout", "1s", "--expect",
+		                            "gives-up-within=5s", "--quiet", "--", "sh", "-c",
+		                            "curl -s -o /dev/null \"$RATELAB_URL/\"; sleep 10", NULL };
+	static const char *const STRICT[] = { "verify", "--scenario", "retry-after-too-long", "--timeout", "1s",
+		                              "--expect", "gives-up-within=5s", "--quiet", "--strict", "--", "sh", "-c",
+		                              "curl -s -o /dev/null \"$RATELAB_URL/\"; sleep 10", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 10000);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "N/O   gives-up-within=5s       still running at the 1.0s timeout: killed, before the "
+	                     "5.00s limit: raise --timeout over it\n");
+	ck_assert_has(r.out, "0 of 1 expectations hold, 1 not observed\n");
+	ck_assert_str_eq(r.err, "ratelab verify: --timeout 1.00s is shorter than gives-up-within=5s: a command still "
+	                        "running at the timeout is 'not observed' there, not failed\n");
+	testutil_run_free(&r);
+	run_verify(&r, STRICT, 10000);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_has(r.out, "0 of 1 expectations hold, 1 not observed (failures with --strict)\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* A constant one-second delay does not back off. */
+START_TEST(constant_delay_does_not_back_off)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "server-errors", "--expect", "backs-off", "--quiet",
+		                            "--", "curl", "--retry", "3", "--retry-delay", "1", "-s", "$RATELAB_URL/", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 20000);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "FAIL  backs-off                median gap by retry after answers without a wait: 1.0");
+	ck_assert_has(r.out, "(the waits do not grow: the later ones are not 250ms over the first)\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* Past 4096 arrivals the log is full: the run says how many were not logged, and so does every verdict. */
+START_TEST(full_log_says_so)
+{
+	char script[] = "/tmp/ratelab-many-XXXXXX";
+	const char *const args[] = { "verify", "--scenario", script, "--expect", "max-attempts<=5000", "--quiet", "--",
+		                     "curl", "-s", "-o", "/dev/null", "$RATELAB_URL/[1-4100]", NULL };
+	struct test_run r;
+
+	write_file(script, "[{\"status\":200}]");
+	run_verify(&r, args, 60000);
+	unlink(script);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, ": 4096 arrivals; command exited 0 after ");
+	ck_assert_has(r.out, "s (4 more not logged: the log holds 4096)\n");
+	ck_assert_has(r.out, "PASS  max-attempts<=5000       attempts: 127.0.0.1=4096 (graded on the first 4096 "
+	                     "arrivals; 4 more not logged)\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/*
+ * Asked to wait an hour, curl --retry 3 would wait it out; the verdict is
+ * settled at 5 s (gives-up-within failed), and the run ends there.
+ */
+START_TEST(too_long_wait_ends_when_settled)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "retry-after-too-long", "--", "curl", "--retry", "3",
+		                            "-s", "$RATELAB_URL/", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 15000);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
+	ck_assert_msg(r.seconds < 9.0, "took %.2fs", r.seconds);
+	ck_assert_has(r.out, "scenario retry-after-too-long: 1 arrivals; command stopped after 5.");
+	ck_assert_has(r.out, "s: a verdict had failed for good\n");
+	ck_assert_has(r.out, "FAIL  gives-up-within=5s       still running when verify stopped it at 5.");
+	ck_assert_has(r.out, "PASS  max-attempts<=1          attempts: 127.0.0.1=1\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* A wait given only by RateLimit: curl ignores it (its own 1 s), and honours-ratelimit says so. */
+START_TEST(ratelimit_only_wait)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "ratelimit-only", "--", "curl", "--retry", "2", "-s",
+		                            "$RATELAB_URL/", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 15000);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "-> 429  (asked to wait 2.000s by RateLimit)\n");
+	ck_assert_has(r.out, "FAIL  honours-ratelimit        127.0.0.1: asked 2.000s, waited 1.0");
+	ck_assert_has(r.out, "(too early) [1 of 1 retries too early; tolerance 50ms]\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/*
+ * A preset that does not retry a POST: succeeds fails and says why,
+ * honours-retry-after is not observed (N/O, "pass": false in the JSON).
+ */
+START_TEST(not_observed_is_not_a_pass)
+{
+	char json_path[] = "/tmp/ratelab-nobs-XXXXXX";
+	const char *const args[] = { "verify", "--scenario", "post-429", "--quiet", "--json", json_path, "--",
+		                     testutil_bin(), "hammer", "--policy", "wasm", "--requests", "1", "--concurrency",
+		                     "1", "--quiet", "--method", "$RATELAB_METHOD", "--expect", "ok>=1", "$RATELAB_URL",
+		                     NULL };
+	struct test_run r;
+	json_t *root, *v;
+
+	temp_path(json_path);
+	run_verify(&r, args, 15000);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "FAIL  succeeds                 command exited 3 after ");
+	ck_assert_has(r.out, "s; its last answer was 429 to a POST and it did not retry (many clients retry only "
+	                     "idempotent methods)\n");
+	ck_assert_has(r.out, "N/O   honours-retry-after      not observed: no retry followed an answer that asked for a "
+	                     "wait (1 such answers, 1 arrivals)\n");
+	ck_assert_has(r.out, "1 of 3 expectations hold, 1 not observed\n");
+	testutil_run_free(&r);
+	root = json_load_file(json_path, 0, NULL);
+	unlink(json_path);
+	ck_assert_ptr_nonnull(root);
+	v = json_array_get(json_object_get(root, "verdicts"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "outcome")), "not observed");
+	ck_assert(json_is_false(json_object_get(v, "pass")));
+	json_decref(root);
+}
+END_TEST
+
+/* A run with nothing but "not observed" passes, and fails with --strict. */
+START_TEST(strict_fails_what_was_not_observed)
+{
+	static const char *const LAX[] = { "verify", "--scenario", "payload-too-large", "--quiet", "--", "curl", "-s",
+		                           "-o", "/dev/null", "-X", "$RATELAB_METHOD", "$RATELAB_URL/", NULL };
+	static const char *const STRICT[] = { "verify", "--scenario", "payload-too-large", "--quiet", "--strict", "--",
+		                              "curl", "-s", "-o", "/dev/null", "-X", "$RATELAB_METHOD", "$RATELAB_URL/",
+		                              NULL };
+	struct test_run r;
+
+	run_verify(&r, LAX, 10000);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "N/O   honours-retry-after");
+	ck_assert_has(r.out, "PASS  max-attempts<=2          attempts: 127.0.0.1=1\n");
+	testutil_run_free(&r);
+	run_verify(&r, STRICT, 10000);
+	ck_assert_int_eq(r.status, 1);
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* --junit: one testcase per expectation, failures with their evidence, read back by a real XML parser. */
+START_TEST(junit_for_ci)
+{
+	char path[] = "/tmp/ratelab-junit-XXXXXX";
+	const char *const failing[] = { "verify", "--scenario", "post-503", "--quiet", "--junit", path, "--", "curl",
+		                        "--retry", "3", "-s", "-X", "POST", "$RATELAB_URL/orders",
+		                        NULL };
+	const char *const mixed[] = { "verify", "--scenario", "post-429", "--quiet", "--junit", path, "--", "curl", "-sf",
+		                      "-o", "/dev/null", "-X", "POST", "$RATELAB_URL/", NULL };
+	const char *const never[] = { "verify", "--scenario", "post-429", "--junit", path, "--", "true", NULL };
+	struct test_run r;
+	char *xml = NULL;
+
+	temp_path(path);
+	run_verify(&r, failing, 15000);
+	ck_assert_int_eq(r.status, 1);
+	testutil_run_free(&r);
+	ck_assert_msg(testutil_junit_read(path, &xml) == 0, "not JUnit XML: %s", xml);
+	ck_assert_has(xml, "suites=1 tests=1 failures=1 skipped=0 errors=0\n");
+	ck_assert_has(xml, "verify post-503 | ratelab.verify.post-503 | no-retry-non-idempotent | failure | POST sent "
+	                   "again 1.");
+	ck_assert_has(xml, "without an Idempotency-Key (127.0.0.1); 2 non-idempotent arrivals, 1 unsafe retries");
+	free(xml);
+	run_verify(&r, mixed, 15000);
+	ck_assert_int_eq(r.status, 1);
+	testutil_run_free(&r);
+	ck_assert_msg(testutil_junit_read(path, &xml) == 0, "not JUnit XML: %s", xml);
+	ck_assert_has(xml, "suites=1 tests=3 failures=1 skipped=1 errors=0\n");
+	ck_assert_has(xml, "| succeeds | failure | command exited 22 after ");
+	ck_assert_has(xml, "| honours-retry-after | skipped | not observed: ");
+	ck_assert_has(xml, "| max-attempts<=2 | pass | \n");
+	free(xml);
+	run_verify(&r, never, 15000);
+	ck_assert_int_eq(r.status, 4);
+	testutil_run_free(&r);
+	ck_assert_msg(testutil_junit_read(path, &xml) == 0, "not JUnit XML: %s", xml);
+	ck_assert_has(xml, "suites=1 tests=3 failures=0 skipped=0 errors=3\n");
+	ck_assert_has(xml, "| succeeds | error | the command never reached the server\n");
+	free(xml);
+	unlink(path);
+}
+END_TEST
+
+/* --all: one row per built-in scenario; a command that never reaches the server exits 4 with every row failed. */
+START_TEST(all_scenarios_one_table)
+{
+	char json_path[] = "/tmp/ratelab-all-XXXXXX", xml_path[] = "/tmp/ratelab-allx-XXXXXX";
+	const char *const args[] = { "verify", "--all", "--jobs", "8", "--json", json_path, "--junit", xml_path, "--",
+		                     "true", NULL };
+	static const char *const CANNOT[] = { "verify", "--all", "--", "/nonexistent-dir/client", NULL };
+	struct test_run r;
+	json_t *root, *sc;
+	char *xml = NULL;
+
+	temp_path(json_path);
+	temp_path(xml_path);
+	run_verify(&r, args, 30000);
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_has(r.out, "scenario               method succeeds honours attempts within idempotent no-retry "
+	                     "backs-off stops\n");
+	ck_assert_has(r.out, "retry-after-seconds    GET    FAIL     FAIL    FAIL     -      -          -        -  "
+	                     "       -\n");
+	ck_assert_has(r.out, "0 of 28 scenarios hold (0 of them with a verdict not observed)\n");
+	ck_assert_has(r.out, "FAIL  slow-post no-retry-non-idempotent: the command never reached the server\n");
+	testutil_run_free(&r);
+	root = json_load_file(json_path, 0, NULL);
+	unlink(json_path);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "exit")), 4);
+	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 28);
+	sc = json_array_get(json_object_get(root, "scenarios"), 4);
+	ck_assert_str_eq(json_string_value(json_object_get(sc, "scenario")), "post-503");
+	ck_assert_str_eq(json_string_value(json_object_get(sc, "method")), "POST");
+	ck_assert_str_eq(json_string_value(json_object_get(sc, "state")), "no arrivals");
+	json_decref(root);
+	ck_assert_msg(testutil_junit_read(xml_path, &xml) == 0, "not JUnit XML: %s", xml);
+	unlink(xml_path);
+	ck_assert_has(xml, "suites=28 tests=");
+	ck_assert_has(xml, "verify slow-get | ratelab.verify.slow-get | gives-up-within=6s | error | ");
+	free(xml);
+	run_verify(&r, CANNOT, 15000);
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_has(r.err, "ratelab verify: cannot run '/nonexistent-dir/client': No such file or directory\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* ---- the hammer's grade table: `verify --all` per preset ---- */
+
+#define GRID_PRESETS 8
+
+struct grid_run {
+	char policy[16], json[64];
+	char *argv[48];
 	pid_t pid;
 };
 
-static void fill(char *dst, size_t len, const char *arg, const char *policy, const char *method)
+/* argv: ratelab verify --all --jobs 4 --timeout T --json F -- ratelab COMMAND..., {policy} filled in. */
+static void grid_argv(struct grid_run *g, json_t *table)
 {
-	snprintf(dst, len, "%s", strcmp(arg, "{policy}") == 0 ? policy : strcmp(arg, "{method}") == 0 ? method : arg);
-}
-
-/* One row's argv: ratelab verify --scenario S --timeout T --quiet --json F -- ratelab COMMAND... */
-static void grid_argv(struct grid_row *g, json_t *command, const char *method)
-{
-	const char *head[] = { testutil_bin(), "verify", "--scenario", g->scenario, "--timeout", g->timeout,
-		               "--quiet", "--json", g->json, "--", testutil_bin() };
+	const char *head[] = { testutil_bin(), "verify", "--all", "--jobs", "4", "--timeout",
+		               json_string_value(json_object_get(table, "timeout")), "--json", g->json, "--",
+		               testutil_bin() };
 	size_t n = 0, i;
 	json_t *a;
 
 	for (i = 0; i < sizeof(head) / sizeof(head[0]); i++)
 		g->argv[n++] = strdup(head[i]);
-	json_array_foreach(command, i, a) {
-		char buf[64];
+	json_array_foreach(json_object_get(table, "command"), i, a) {
+		const char *s = json_string_value(a);
 
-		fill(buf, sizeof(buf), json_string_value(a), g->policy, method);
-		if (n < 39)
-			g->argv[n++] = strdup(buf);
+		if (n < 47)
+			g->argv[n++] = strdup(strcmp(s, "{policy}") == 0 ? g->policy : s);
 	}
 	g->argv[n] = NULL;
 }
 
-static size_t grid_load(struct grid_row *rows, json_t *table)
-{
-	json_t *scenarios = json_object_get(table, "scenarios"), *sc, *grade;
-	const char *sname, *policy;
-	size_t n = 0;
-
-	json_object_foreach(scenarios, sname, sc) {
-		json_object_foreach(json_object_get(sc, "grades"), policy, grade) {
-			struct grid_row *g = &rows[n];
-
-			ck_assert_uint_lt(n, GRID_MAX);
-			memset(g, 0, sizeof(*g));
-			snprintf(g->scenario, sizeof(g->scenario), "%s", sname);
-			snprintf(g->policy, sizeof(g->policy), "%s", policy);
-			snprintf(g->expect, sizeof(g->expect), "%s", json_string_value(grade));
-			snprintf(g->timeout, sizeof(g->timeout), "%s", json_string_value(json_object_get(sc, "timeout")));
-			snprintf(g->json, sizeof(g->json), "/tmp/ratelab-grade-%d-%zu.json", (int)getpid(), n);
-			grid_argv(g, json_object_get(table, "command"), json_string_value(json_object_get(sc, "method")));
-			n++;
-		}
-	}
-	return n;
-}
-
-static pid_t grid_spawn(struct grid_row *g)
+static pid_t grid_spawn(struct grid_run *g)
 {
 	pid_t pid = fork();
 
@@ -439,27 +644,6 @@ static pid_t grid_spawn(struct grid_row *g)
 	return pid;
 }
 
-/* Run every row, GRID_PARALLEL at a time; each verify bounds itself by its --timeout. */
-static void grid_run(struct grid_row *rows, size_t n)
-{
-	size_t next = 0, running = 0;
-	uint64_t deadline = clock_monotonic_ns() + 150 * NS_PER_SEC;
-
-	while ((next < n || running > 0) && clock_monotonic_ns() < deadline) {
-		pid_t done;
-
-		while (next < n && running < GRID_PARALLEL) {
-			rows[next].pid = grid_spawn(&rows[next]);
-			ck_assert_int_gt(rows[next++].pid, 0);
-			running++;
-		}
-		done = waitpid(-1, NULL, 0);
-		if (done > 0)
-			running--;
-	}
-	ck_assert_msg(next == n && running == 0, "the grade table did not finish in 150s");
-}
-
 static void append(char *msg, size_t len, const char *fmt, ...)
 {
 	size_t used = strlen(msg);
@@ -470,55 +654,128 @@ static void append(char *msg, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Compare one row's --json verdicts with its marks; appends mismatches to msg. */
-static void grid_check(const struct grid_row *g, char *msg, size_t len)
+/* The result of scenario `name` in an --all JSON, or NULL. */
+static json_t *grid_scenario(json_t *all, const char *name)
 {
-	json_t *root = json_load_file(g->json, 0, NULL), *verdicts = json_object_get(root, "verdicts");
-	char marks[160], *save = NULL;
+	size_t i;
+	json_t *sc;
+
+	json_array_foreach(json_object_get(all, "scenarios"), i, sc)
+		if (strcmp(json_string_value(json_object_get(sc, "scenario")), name) == 0)
+			return sc;
+	return NULL;
+}
+
+static bool mark_holds(char mark, const char *outcome)
+{
+	return mark == '~' || (mark == '+' && strcmp(outcome, "pass") == 0) ||
+	       (mark == '-' && strcmp(outcome, "fail") == 0) || (mark == '?' && strcmp(outcome, "not observed") == 0);
+}
+
+/* Compare one scenario's verdicts under one preset with its marks; appends mismatches to msg. */
+static void grid_check_one(const char *policy, const char *sname, const char *marks_in, json_t *sc, char *msg,
+                           size_t len)
+{
+	json_t *verdicts = json_object_get(sc, "verdicts");
+	char marks[200], *save = NULL;
 	size_t i = 0;
 
-	unlink(g->json);
-	if (!root) {
-		append(msg, len, "%s/%s: no JSON; ", g->scenario, g->policy);
-		return;
-	}
-	snprintf(marks, sizeof(marks), "%s", g->expect);
+	snprintf(marks, sizeof(marks), "%s", marks_in);
 	for (char *m = strtok_r(marks, " ", &save); m; m = strtok_r(NULL, " ", &save), i++) {
 		json_t *v = json_array_get(verdicts, i);
 		const char *name = json_string_value(json_object_get(v, "name"));
-		bool pass = json_is_true(json_object_get(v, "pass"));
+		const char *outcome = json_string_value(json_object_get(v, "outcome"));
 
 		if (!name || strcmp(name, m + 1) != 0)
-			append(msg, len, "%s/%s: verdict %zu is %s, table says %s; ",
-			         g->scenario, g->policy, i, name ? name : "missing", m + 1);
-		else if ((m[0] == '+' && !pass) || (m[0] == '-' && pass))
-			append(msg, len, "%s/%s: %s %s (%s); ", g->scenario, g->policy,
-			         name, pass ? "held" : "failed", json_string_value(json_object_get(v, "evidence")));
+			append(msg, len, "%s/%s: verdict %zu is %s, table says %s; ", sname, policy, i, name ? name : "missing",
+			       m + 1);
+		else if (!mark_holds(m[0], outcome))
+			append(msg, len, "%s/%s: %s is %s, table says %c (%s); ", sname, policy, name, outcome, m[0],
+			       json_string_value(json_object_get(v, "evidence")));
 	}
 	if (json_array_size(verdicts) != i)
-		append(msg, len, "%s/%s: %zu verdicts for %zu marks; ", g->scenario,
-		         g->policy, json_array_size(verdicts), i);
-	json_decref(root);
+		append(msg, len, "%s/%s: %zu verdicts for %zu marks; ", sname, policy, json_array_size(verdicts), i);
+}
+
+/* Compare one preset's --all JSON with the table's marks. */
+static void grid_check(const struct grid_run *g, json_t *table, char *msg, size_t len)
+{
+	json_t *all = json_load_file(g->json, 0, NULL), *sc;
+	const char *sname;
+
+	unlink(g->json);
+	if (!all) {
+		append(msg, len, "%s: no JSON; ", g->policy);
+		return;
+	}
+	json_object_foreach(json_object_get(table, "scenarios"), sname, sc) {
+		json_t *got = grid_scenario(all, sname);
+		const char *marks = json_string_value(json_object_get(json_object_get(sc, "grades"), g->policy));
+
+		if (!got || !marks)
+			append(msg, len, "%s/%s: %s; ", sname, g->policy, got ? "no marks in the table" : "not run");
+		else
+			grid_check_one(g->policy, sname, marks, got, msg, len);
+	}
+	if (json_array_size(json_object_get(all, "scenarios")) != json_object_size(json_object_get(table, "scenarios")))
+		append(msg, len, "%s: %zu scenarios run, the table has %zu; ", g->policy,
+		       json_array_size(json_object_get(all, "scenarios")), json_object_size(json_object_get(table, "scenarios")));
+	json_decref(all);
+}
+
+/* Start every preset's --all at once and wait for them, bounded. */
+static void grid_run(struct grid_run *g, size_t n)
+{
+	uint64_t deadline = clock_monotonic_ns() + 170 * NS_PER_SEC;
+	size_t running = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_gt(g[i].pid = grid_spawn(&g[i]), 0);
+		running++;
+	}
+	while (running > 0 && clock_monotonic_ns() < deadline) {
+		struct timespec ts = { 0, 50 * 1000000L };
+
+		for (size_t i = 0; i < n; i++)
+			if (g[i].pid > 0 && waitpid(g[i].pid, NULL, WNOHANG) == g[i].pid) {
+				g[i].pid = 0;
+				running--;
+			}
+		if (running > 0)
+			nanosleep(&ts, NULL);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (g[i].pid > 0)
+			kill(g[i].pid, SIGKILL);
+	ck_assert_msg(running == 0, "the grade table did not finish in 170s");
 }
 
 START_TEST(hammer_presets_grade_as_the_table_says)
 {
-	static struct grid_row rows[GRID_MAX];
-	static char msg[16384];
+	static struct grid_run runs[GRID_PRESETS];
+	static char msg[32768];
 	char path[512];
-	json_t *table = json_load_file(testutil_path("tests/verify-grades.json", path, sizeof(path)), 0, NULL);
-	size_t n;
+	json_t *table = json_load_file(testutil_path("tests/verify-grades.json", path, sizeof(path)), 0, NULL), *p;
+	size_t n = 0, i;
 
 	ck_assert_msg(table != NULL, "cannot read tests/verify-grades.json");
-	n = grid_load(rows, table);
-	ck_assert_uint_eq(n, 63);   /* 9 scenarios x 7 presets */
-	grid_run(rows, n);
+	json_array_foreach(json_object_get(table, "presets"), i, p) {
+		ck_assert_uint_lt(n, GRID_PRESETS);
+		memset(&runs[n], 0, sizeof(runs[n]));
+		snprintf(runs[n].policy, sizeof(runs[n].policy), "%s", json_string_value(p));
+		snprintf(runs[n].json, sizeof(runs[n].json), "/tmp/ratelab-grade-%d-%zu.json", (int)getpid(), n);
+		grid_argv(&runs[n], table);
+		n++;
+	}
+	ck_assert_uint_eq(n, 7);
+	ck_assert_uint_eq(json_object_size(json_object_get(table, "scenarios")), 28);
+	grid_run(runs, n);
 	msg[0] = '\0';
-	for (size_t i = 0; i < n; i++)
-		grid_check(&rows[i], msg, sizeof(msg));
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; rows[i].argv[j]; j++)
-			free(rows[i].argv[j]);
+	for (i = 0; i < n; i++)
+		grid_check(&runs[i], table, msg, sizeof(msg));
+	for (i = 0; i < n; i++)
+		for (size_t j = 0; runs[i].argv[j]; j++)
+			free(runs[i].argv[j]);
 	json_decref(table);
 	ck_assert_msg(msg[0] == '\0', "%s", msg);
 }
@@ -527,28 +784,38 @@ END_TEST
 Suite *verify_suite(void)
 {
 	Suite *s = suite_create("verify");
-	TCase *unit = tcase_create("grader");
 	TCase *cli = tcase_create("cli");
+	TCase *clients = tcase_create("clients");
 	TCase *grid = tcase_create("grades");
 
-	tcase_add_test(unit, parse_lists_and_errors);
-	tcase_add_test(unit, retry_after_tolerance_is_50ms_from_the_answer);
-	tcase_add_test(unit, attempts_and_exit);
-	tcase_add_test(unit, stopping_means_at_most_ten_attempts);
-	tcase_add_test(unit, non_idempotent_retries);
-	tcase_add_test(unit, backs_off_means_growing_gaps);
-	tcase_add_test(unit, jitter_needs_spread_across_clients);
-	suite_add_tcase(s, unit);
 	tcase_add_test(cli, usage_errors_exit_2);
-	tcase_add_test(cli, help_goes_to_stdout);
+	tcase_add_test(cli, help_and_list_go_to_stdout);
 	tcase_add_test(cli, timeout_kills_the_command);
-	tcase_add_test(cli, curl_with_retry_passes);
-	tcase_add_test(cli, curl_loop_fails_with_exit_1);
-	tcase_add_test(cli, jitter_across_clients);
-	tcase_set_timeout(cli, 60);
+	tcase_add_test(cli, never_reaching_the_server_exits_4);
+	tcase_add_test(cli, proxy_variables_are_not_inherited);
+	tcase_add_test(cli, cannot_run_exits_4);
+	tcase_add_test(cli, detached_processes_are_stopped);
+	tcase_add_test(cli, full_log_says_so);
+	tcase_add_test(cli, junit_for_ci);
+	tcase_add_test(cli, all_scenarios_one_table);
+	tcase_set_timeout(cli, 90);
 	suite_add_tcase(s, cli);
+	tcase_add_test(clients, curl_with_retry_passes);
+	tcase_add_test(clients, curl_loop_fails_with_exit_1);
+	tcase_add_test(clients, jitter_across_clients);
+	tcase_add_test(clients, date_wait_on_a_held_answer);
+	tcase_add_test(clients, post_resent_after_a_timeout_fails);
+	tcase_add_test(clients, new_key_per_attempt_fails);
+	tcase_add_test(clients, short_timeout_is_not_a_failure);
+	tcase_add_test(clients, constant_delay_does_not_back_off);
+	tcase_add_test(clients, too_long_wait_ends_when_settled);
+	tcase_add_test(clients, ratelimit_only_wait);
+	tcase_add_test(clients, not_observed_is_not_a_pass);
+	tcase_add_test(clients, strict_fails_what_was_not_observed);
+	tcase_set_timeout(clients, 60);
+	suite_add_tcase(s, clients);
 	tcase_add_test(grid, hammer_presets_grade_as_the_table_says);
-	tcase_set_timeout(grid, 180);
+	tcase_set_timeout(grid, 200);
 	suite_add_tcase(s, grid);
 	return s;
 }

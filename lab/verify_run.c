@@ -1,0 +1,192 @@
+/* One verify run: scenario server, client command, settled-early check, verdicts. */
+#include "lab/verify_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "lab/verify_child.h"
+#include "server/server.h"
+
+#define POLL_NS (2ULL * 1000000ULL)
+#define SETTLE_EVERY 10            /* polls between two looks at the verdicts */
+#define PROGRESS_EVERY 100         /* polls between two progress calls: 200 ms */
+
+/* Per run: what the loop needs. */
+struct run {
+	struct scenario *sc;
+	const struct verify_grade_expect *ex;
+	size_t nex;
+	const struct verify_run_opts *o;
+	struct verify_children *kids;
+	struct scenario_arrival *log;
+	uint64_t t0;
+};
+
+static struct server *start_server(struct scenario *sc, unsigned clients, char *err, size_t errlen)
+{
+	struct server_config *cfg = malloc(sizeof(*cfg));
+	struct server *srv = NULL;
+
+	if (!cfg) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	server_config_defaults(cfg);
+	cfg->port = 0;
+	cfg->quiet = true;
+	cfg->threads = clients < 4 ? 4 : clients;  /* scripted delays hold no thread, but clients come at once */
+	if (scenario_register(cfg, sc) < 0)
+		snprintf(err, errlen, "cannot add the scenario");
+	else
+		srv = server_start(cfg, err, errlen);
+	free(cfg);
+	return srv;
+}
+
+/* True when the verdict is settled while the command runs (an expectation failed for good), so the run may end. */
+static bool settled(struct run *rn)
+{
+	struct verify_grade_run so_far = { .wall_ns = clock_monotonic_ns() - rn->t0, .timeout_ns = rn->o->timeout_ns };
+	size_t n = scenario_arrivals(rn->sc, rn->log, SCENARIO_LOG_MAX, NULL);
+
+	for (size_t i = 0; i < rn->nex; i++)
+		if (verify_grade_failed(&rn->ex[i], rn->log, n, &so_far))
+			return true;
+	return false;
+}
+
+/* The progress hook while the copies run. */
+static void tick(struct run *rn, unsigned running)
+{
+	struct verify_progress p = { scenario_name(rn->sc), rn->o->index, rn->o->total, false, rn->o->clients, running,
+	                             0, clock_monotonic_ns() - rn->t0 };
+
+	if (rn->o->progress)
+		rn->o->progress(rn->o->progress_ctx, &p);
+}
+
+/* Wait for the copies to end, at most until the timeout; fills how the run ended. */
+static void wait_run(struct run *rn, struct verify_grade_run *run)
+{
+	struct timespec ts = { 0, (long)POLL_NS };
+	uint64_t deadline = rn->t0 + rn->o->timeout_ns;
+	unsigned polls = 0, ticks = 0;
+	bool stops = scenario_stops_when_settled(rn->sc);
+	size_t seen = 0;
+
+	for (unsigned running; (running = verify_children_reap(rn->kids)) > 0;) {
+		size_t now_seen = stops ? scenario_arrivals(rn->sc, NULL, 0, NULL) : 0;
+
+		if (clock_monotonic_ns() >= deadline) {
+			run->killed = true;
+			break;
+		}
+		if (*rn->o->interrupted)
+			break;
+		/* A new arrival can settle a verdict at once; time alone (gives-up-within) every few polls. */
+		if (stops && (now_seen != seen || ++polls % SETTLE_EVERY == 0) && settled(rn)) {
+			run->stopped = true;
+			break;
+		}
+		seen = now_seen;
+		if (++ticks % PROGRESS_EVERY == 0)
+			tick(rn, running);
+		nanosleep(&ts, NULL);
+	}
+	run->wall_ns = clock_monotonic_ns() - rn->t0;
+	verify_children_kill(rn->kids);
+	run->exit_status = verify_children_status(rn->kids);
+}
+
+static void progress(const struct verify_run_opts *o, const struct verify_result *r, bool done)
+{
+	struct verify_progress p = { r->scenario, o->index, o->total, done, o->clients, done ? 0 : o->clients, r->n,
+	                             r->run.wall_ns };
+
+	if (o->progress)
+		o->progress(o->progress_ctx, &p);
+}
+
+/* Start the copies against srv and wait for them; -1 with r->state/error when they cannot start. */
+static int run_command(struct run *rn, struct server *srv, struct verify_result *r)
+{
+	char url[64];
+	struct verify_child_opts co = { rn->o->cmd, url, scenario_method(rn->sc), rn->o->clients, rn->o->quiet_command };
+	bool cannot_run;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port(srv));
+	rn->t0 = clock_monotonic_ns();
+	if (!(rn->kids = verify_children_start(&co, &cannot_run, r->error, sizeof(r->error)))) {
+		r->state = VERIFY_CANNOT_RUN;
+		return -1;
+	}
+	wait_run(rn, &r->run);
+	verify_children_free(rn->kids);
+	return 0;
+}
+
+/* Grade what the server saw (after it stopped: every held answer has left or failed by then). */
+static void grade(struct run *rn, struct verify_result *r)
+{
+	r->n = scenario_arrivals(rn->sc, r->log, SCENARIO_LOG_MAX, &r->run.dropped);
+	r->state = r->n == 0 ? VERIFY_NO_ARRIVALS : VERIFY_GRADED;
+	for (size_t i = 0; i < rn->nex; i++) {
+		verify_grade_one(&rn->ex[i], r->log, r->n, &r->run, &r->v[i]);
+		if (r->state == VERIFY_NO_ARRIVALS) {
+			r->v[i].outcome = VERIFY_FAIL;
+			snprintf(r->v[i].evidence, sizeof(r->v[i].evidence), "the command never reached the server");
+		}
+	}
+	r->arrivals_json = scenario_arrivals_json(rn->sc);
+}
+
+int verify_run(struct scenario *sc, const struct verify_grade_expect *ex, size_t nex,
+               const struct verify_run_opts *o, struct verify_result *r)
+{
+	struct run rn = { sc, ex, nex, o, NULL, NULL, 0 };
+	struct verify_noise *noise;
+	struct server *srv;
+	int rc = -1;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->scenario, sizeof(r->scenario), "%s", scenario_name(sc));
+	r->method = scenario_method(sc);
+	r->clients = o->clients;
+	r->nex = nex;
+	memcpy(r->ex, ex, nex * sizeof(*ex));
+	r->run.timeout_ns = o->timeout_ns;
+	r->state = VERIFY_SETUP_FAILED;
+	r->log = malloc(SCENARIO_LOG_MAX * sizeof(*r->log));
+	rn.log = malloc(SCENARIO_LOG_MAX * sizeof(*rn.log));
+	if (!r->log || !rn.log || !(srv = start_server(sc, o->clients, r->error, sizeof(r->error))))
+		goto free_log;
+	progress(o, r, false);
+	noise = verify_noise_start();
+	rc = run_command(&rn, srv, r);
+	server_stop(srv);
+	verify_noise_stop(noise, &r->noise);
+	r->run.noise_ns = r->noise.p90_ns;
+	r->run.stalls = r->noise.stalls;
+	r->run.nstalls = r->noise.nstalls;
+	if (rc == 0 && *o->interrupted) {
+		r->state = VERIFY_INTERRUPTED;
+		rc = -1;
+	} else if (rc == 0) {
+		grade(&rn, r);
+	}
+	progress(o, r, true);
+free_log:
+	free(rn.log);
+	return rc;
+}
+
+void verify_result_free(struct verify_result *r)
+{
+	free(r->log);
+	free(r->arrivals_json);
+	r->log = NULL;
+	r->arrivals_json = NULL;
+}
