@@ -79,7 +79,7 @@ void server_usage(FILE *f)
 	        "  --status 429|503          rejection status (default 429)\n"
 	        "  --retry-after seconds|http-date|none  (default seconds: the wait rounded up, never 0)\n"
 	        "  --headers ietf|legacy|both|none  RateLimit headers (default ietf)\n"
-	        "  --threads N               server threads (default 2)\n"
+	        "  --threads N               listeners, one thread each, sharing the port (default 2)\n"
 	        "  --max-keys N              cap of each route's per-key state table, LRU-evicted\n"
 	        "                            (default 100000, or fewer when the limiter's state is\n"
 	        "                            large: as many as fit --max-key-memory)\n"

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "server/http/limited.h"
@@ -223,41 +222,56 @@ static bool needs_suspend(const struct server_config *c)
 	return false;
 }
 
+/* The accept policy, on the listener's own thread: refuse once the drain asked it to stop accepting. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	(void)addr;
+	(void)addrlen;
+	return listeners_keep_accepting(cls) ? MHD_YES : MHD_NO;
+}
+
+/* One listener's daemon: one internal polling thread, its share of the connection limit. */
+static struct MHD_Daemon *start_one(void *ctx, struct listener *l, const struct sockaddr *sa, bool share)
+{
+	struct server *s = ctx;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_TURBO;
+	uint64_t tmo = headers_ceil_secs(s->cfg.connection_timeout_ns);
+	unsigned n = s->cfg.threads ? s->cfg.threads : 1;
+
+	/* "::" is every address, IPv4 ones too; another IPv6 address is that one only. */
+	if (sa->sa_family == AF_INET6)
+		flags |= strcmp(s->cfg.bind, "::") == 0 ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+	/* /events streams are suspended between events, and the delays and asynchronous stores hold requests. */
+	flags |= MHD_ALLOW_SUSPEND_RESUME;
+	return MHD_start_daemon(flags, 0, on_accept, l, on_request, s,
+	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	                        MHD_OPTION_NOTIFY_CONNECTION, request_on_connection, s,
+	                        MHD_OPTION_SOCK_ADDR, sa,
+	                        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)share,
+	                        MHD_OPTION_CONNECTION_LIMIT, (s->cfg.max_connections + n - 1) / n,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(tmo ? tmo : 1),
+	                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
+	                        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)SERVER_MEMORY_INCREMENT,
+	                        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+	                        MHD_OPTION_END);
+}
+
 static int start_daemon(struct server *s, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	bool v6;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_TURBO;
-	uint64_t tmo = headers_ceil_secs(s->cfg.connection_timeout_ns);
-	const union MHD_DaemonInfo *di;
 
 	if (!bind_address(&s->cfg, &ss, &v6)) {
 		snprintf(err, errlen, "--bind '%s': not an IPv4 or IPv6 address", s->cfg.bind);
 		return -1;
 	}
-	/* "::" is every address, IPv4 ones too; another IPv6 address is that one only. */
-	if (v6)
-		flags |= strcmp(s->cfg.bind, "::") == 0 ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
-	/* /events streams are suspended between events, and the delays and asynchronous stores hold requests. */
-	flags |= MHD_ALLOW_SUSPEND_RESUME;
-	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-	                             MHD_OPTION_NOTIFY_CONNECTION, request_on_connection, s,
-	                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(s->cfg.threads > 1 ? s->cfg.threads : 0),
-	                             MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
-	                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(tmo ? tmo : 1),
-	                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
-	                             MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)SERVER_MEMORY_INCREMENT,
-	                             MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-	                             MHD_OPTION_END);
-	if (!s->daemon) {
+	if (listeners_start(&s->listeners, s->cfg.threads ? s->cfg.threads : 1, &ss, start_one, s, err, errlen) < 0) {
 		snprintf(err, errlen, "cannot listen on %s:%u (address in use or not available)", s->cfg.bind,
 		         s->cfg.port);
 		return -1;
 	}
-	di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = di ? (int)di->port : (int)s->cfg.port;
+	s->port = s->listeners.port;
+	s->running = true;
 	return 0;
 }
 
@@ -329,19 +343,13 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 void server_drain(struct server *s)
 {
 	uint64_t deadline;
-	MHD_socket fd;
 
-	if (!s || !s->daemon)
+	if (!s || !s->running)
 		return;
 	atomic_store(&s->stopping, true);
 	/* Streams end now: they would hold the drain, and none may stay suspended when the daemon stops. */
 	events_stop(s->events);
-	/*
-	 * Known hazard: libmicrohttpd 0.9.75's quiesce aborts the process ("Failed
-	 * to remove listen FD from epoll set") when a pool thread drops the
-	 * listening socket from its epoll set before quiesce does.
-	 */
-	fd = MHD_quiesce_daemon(s->daemon);
+	listeners_quiesce(&s->listeners);
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + DRAIN_NS;
@@ -352,10 +360,8 @@ void server_drain(struct server *s)
 	}
 	/* No connection may stay suspended on a store past this: MHD_stop_daemon would abort. */
 	routes_quiesce(&s->routes);
-	MHD_stop_daemon(s->daemon);
-	s->daemon = NULL;
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+	listeners_stop(&s->listeners);
+	s->running = false;
 }
 
 void server_stop(struct server *s)

@@ -8,6 +8,7 @@
 
 #include "server/http/delayq.h"
 #include "server/http/hooks.h"
+#include "server/http/listeners.h"
 #include "server/http/responses.h"
 #include "server/http/routes.h"
 #include "server/clients.h"
@@ -25,7 +26,8 @@
 
 struct server {
 	struct server_config cfg;
-	struct MHD_Daemon *daemon;
+	struct listeners listeners;         /* the daemons, one polling thread each */
+	bool running;                        /* listening (or draining): server_drain has work */
 	struct routes routes;
 	struct hooks hooks;
 	struct responses resp;

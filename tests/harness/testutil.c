@@ -144,12 +144,17 @@ static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 
 int testutil_server_stop(struct test_server *s, int timeout_ms)
 {
+	return testutil_server_kill(s, SIGTERM, timeout_ms);
+}
+
+int testutil_server_kill(struct test_server *s, int sig, int timeout_ms)
+{
 	bool to;
 	int rc;
 
 	if (s->pid <= 0)
 		return -1;
-	kill(s->pid, SIGTERM);
+	kill(s->pid, sig);
 	rc = wait_bounded(s->pid, timeout_ms, &to);
 	if (s->stdout_fd >= 0)
 		close(s->stdout_fd);
@@ -409,4 +414,28 @@ bool testutil_one_line(const char *s)
 	const char *nl = strchr(s, '\n');
 
 	return nl != NULL && nl[1] == '\0';
+}
+
+pid_t testutil_spawn_quiet(const char *const *args)
+{
+	const char *argv[64];
+	size_t n = 0;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	pid_t pid;
+
+	argv[n++] = testutil_bin();
+	for (size_t i = 0; args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = spawn(argv, NULL, null, null);
+	if (null >= 0)
+		close(null);
+	return pid;
+}
+
+int testutil_wait(pid_t pid, int timeout_ms)
+{
+	bool to;
+
+	return pid > 0 ? wait_bounded(pid, timeout_ms, &to) : -1;
 }

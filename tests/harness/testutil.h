@@ -36,6 +36,15 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 /* SIGTERM, then SIGKILL after timeout_ms; returns the exit status as from waitpid decoding (exit code, or 128+signal). */
 int testutil_server_stop(struct test_server *s, int timeout_ms);
 
+/* testutil_server_stop with signal sig instead of SIGTERM. */
+int testutil_server_kill(struct test_server *s, int sig, int timeout_ms);
+
+/* Start `ratelab ARGS...` (args[0] is the subcommand) with stdout and stderr to /dev/null; its pid, or -1. */
+pid_t testutil_spawn_quiet(const char *const *args);
+
+/* Wait for pid at most timeout_ms (then SIGKILL it); its exit status as testutil_server_stop returns it. */
+int testutil_wait(pid_t pid, int timeout_ms);
+
 struct test_run {
 	int status;         /* exit code, 128+signal, or -1 on timeout (the child is killed) */
 	char *out;          /* NUL-terminated stdout, malloc'd */
