@@ -328,9 +328,10 @@ static struct server *start_server(const struct herd_opts *o, struct occ_route *
 	c.quiet = true;
 	c.key = CONFIG_KEY_GLOBAL;
 	c.threads = 4;
-	/* Every client keeps its connection open: room for all of them. */
+	/* Every client keeps its connection open, all from this machine: room for all of them. */
 	if (c.max_connections < o->clients + 64)
 		c.max_connections = o->clients + 64;
+	c.max_connections_per_ip = c.max_connections;
 	c.seed = o->seed;
 	r = &c.routes[0];
 	snprintf(r->limiter, sizeof(r->limiter), "%s", o->limiter);

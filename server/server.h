@@ -107,8 +107,10 @@ struct server_config {
 	uint64_t max_keys;               /* per route; default 100000, or what fits max_key_memory */
 	bool max_keys_set;               /* --max-keys given: refused, not lowered, when it does not fit */
 	uint64_t max_key_memory;         /* bytes all routes' key tables may grow to; default 64 MiB */
-	unsigned max_connections;        /* default 1024 */
-	uint64_t connection_timeout_ns;  /* default 30 s */
+	unsigned max_connections;        /* 0 (default): sized to the open-file limit, at most 16384 */
+	unsigned max_connections_per_ip; /* 0 (default): three quarters of max_connections */
+	uint64_t connection_timeout_ns;  /* idle timeout; default 30 s */
+	uint64_t header_timeout_ns;      /* a request head must be in within it; default 10 s */
 	size_t max_body;                 /* default 64 KiB; larger bodies get 413 */
 	struct faults faults;
 	bool query_faults;
@@ -173,6 +175,18 @@ void server_usage(FILE *f);
  * server_config_from_args, only when the tables are in process.
  */
 int server_config_fit_keys(struct server_config *c, uint64_t phys_bytes, char *msg, size_t len);
+
+/*
+ * Size the connection limits to nofile, the open-file limit (RLIMIT_NOFILE's
+ * soft value): the server keeps 64 + 4 per listener descriptors for itself
+ * and the rest may be connections.  An unset max_connections becomes that,
+ * at most SERVER_CONNECTIONS_DEFAULT; an unset max_connections_per_ip three
+ * quarters of max_connections (rounded up), so no single address can take
+ * every slot of a big limit.  A max_connections given over what nofile allows is refused:
+ * returns -1 with the one-line reason in msg; else 0 (msg "").  Pure.
+ */
+#define SERVER_CONNECTIONS_DEFAULT 16384
+int server_config_fit_connections(struct server_config *c, uint64_t nofile, char *msg, size_t len);
 
 /* Add a special handler for `path`.  Returns 0, or -1 when the table is full. */
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx);

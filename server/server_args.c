@@ -32,8 +32,8 @@ void server_config_defaults(struct server_config *c)
 	c->threads = 2;
 	c->max_keys = SERVER_MAX_KEYS_DEFAULT;
 	c->max_key_memory = SERVER_KEY_MEMORY_DEFAULT;
-	c->max_connections = 1024;
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
+	c->header_timeout_ns = 10 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
 	c->seed = 1;
 	c->top_clients = CLIENTS_TOP_DEFAULT;
@@ -85,7 +85,14 @@ void server_usage(FILE *f)
 	        "                            large: as many as fit --max-key-memory)\n"
 	        "  --max-key-memory SIZE     memory the key tables may grow to, e.g. 64M, 1G; a\n"
 	        "                            --max-keys that does not fit is refused (default 64M)\n"
-	        "  --max-connections N       (default 1024)\n"
+	        "  --max-connections N       connections open at once, split evenly among the\n"
+	        "                            listeners (default: what the open-file limit allows,\n"
+	        "                            raised to its hard value, at most %d)\n"
+	        "  --max-connections-per-ip N  connections one client address may hold (default:\n"
+	        "                            three quarters of --max-connections)\n"
+	        "  --header-timeout DUR      a request head (request line and headers) must be in\n"
+	        "                            within DUR of the connection opening or of its\n"
+	        "                            previous answer, else the connection closes (default 10s)\n"
 	        "  --connection-timeout DUR  idle connection timeout (default 30s)\n"
 	        "  --max-body BYTES          larger request bodies get 413 (default 65536)\n"
 	        "  --faults SPEC             e.g. 503:5,502:2,504:1,reset:1,no-retry-after:10,delay=50ms:20\n"
@@ -101,7 +108,7 @@ void server_usage(FILE *f)
 	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n"
 	        "  --quiet                   no log lines on stderr\n"
 	        "  --help                    this text\n",
-	        limiter_names());
+	        limiter_names(), SERVER_CONNECTIONS_DEFAULT);
 }
 
 static int opt_bind(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
@@ -205,7 +212,9 @@ const struct cli_option server_args_options[] = {
 	  CLI_GIVEN(struct server_args, cfg.max_keys_set) },
 	{ "--max-key-memory", CLI_CUSTOM, .fn = opt_key_memory },
 	{ "--max-connections", CLI_U64, SA(cfg.max_connections), .min = 1, .max = 1000000 },
+	{ "--max-connections-per-ip", CLI_U64, SA(cfg.max_connections_per_ip), .min = 1, .max = 1000000 },
 	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX },
+	{ "--header-timeout", CLI_DURATION, SA(cfg.header_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC },
 	{ "--max-body", CLI_U64, SA(cfg.max_body), .max = 1ULL << 30 },
 	{ "--faults", CLI_CUSTOM, .fn = opt_faults },
 	{ "--query-faults", CLI_BOOL, SA(cfg.query_faults) },
@@ -343,5 +352,25 @@ int server_config_fit_keys(struct server_config *c, uint64_t phys_bytes, char *m
 	         "--max-key-memory %s)", (unsigned long long)fit, what, c->nroutes > 1 ? "" : "s",
 	         (unsigned long long)per, budget);
 	c->max_keys = fit;
+	return 0;
+}
+
+int server_config_fit_connections(struct server_config *c, uint64_t nofile, char *msg, size_t len)
+{
+	uint64_t keep = 64 + 4 * (uint64_t)(c->threads ? c->threads : 1);
+	uint64_t room = nofile > keep + 1 ? nofile - keep : 1;
+
+	msg[0] = '\0';
+	if (c->max_connections > room) {
+		snprintf(msg, len, "ratelab serve: --max-connections %u: the open-file limit is %llu and the server "
+		         "keeps %llu for itself; use --max-connections %llu or less, or raise the limit (ulimit -n)",
+		         c->max_connections, (unsigned long long)nofile, (unsigned long long)keep,
+		         (unsigned long long)room);
+		return -1;
+	}
+	if (c->max_connections == 0)
+		c->max_connections = (unsigned)(room < SERVER_CONNECTIONS_DEFAULT ? room : SERVER_CONNECTIONS_DEFAULT);
+	if (c->max_connections_per_ip == 0)
+		c->max_connections_per_ip = c->max_connections - c->max_connections / 4;
 	return 0;
 }

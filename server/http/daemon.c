@@ -5,10 +5,12 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/siphash.h"
 #include "server/http/limited.h"
 #include "server/http/request.h"
 
@@ -84,11 +86,34 @@ static bool announced_too_big(const struct server *s, struct MHD_Connection *c, 
 	return rq->phase == REQUEST_TOO_BIG;
 }
 
+/* True when a body follows the head: a Content-Length above 0, or a Transfer-Encoding. */
+static bool body_follows(struct MHD_Connection *c)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (cl && strtoull(cl, NULL, 10) > 0) ||
+	       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
 /* 413 at once, before the body is read (MHD then closes the connection). */
 static enum MHD_Result refuse_body(struct server *s, struct MHD_Connection *c)
 {
 	stats_record(s->stats, -1, 413, STATS_NONE, clock_monotonic_ns());
 	return MHD_queue_response(c, 413, s->resp.too_big);
+}
+
+/*
+ * The head is in: tell the connection table, which may have closed the
+ * connection for a late head already (false: close it unanswered).  A body
+ * still to come can be answered by the drain.
+ */
+static bool head_in(struct server *s, struct MHD_Connection *c, struct request *rq, bool answer_now)
+{
+	(void)s;
+	if (!rq->pooled)
+		return true;
+	rq->body_pending = !answer_now && body_follows(c);
+	return conns_head_done(&rq->tracked, rq->body_pending);
 }
 
 /*
@@ -98,6 +123,7 @@ static enum MHD_Result refuse_body(struct server *s, struct MHD_Connection *c)
 static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c, const char *url, void **con_cls)
 {
 	struct request *rq;
+	bool too_big;
 
 	/*
 	 * Draining: a new request on a kept-alive connection is not taken in
@@ -114,14 +140,19 @@ static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c,
 		atomic_fetch_sub(&s->inflight, 1);
 		return MHD_NO;
 	}
+	*con_cls = rq;
+	too_big = announced_too_big(s, c, rq);
+	if (!head_in(s, c, rq, too_big))
+		return MHD_NO;
+	if (too_big)
+		return refuse_body(s, c);
 	rq->handler = hooks_match(&s->hooks, url);
 	rq->route = rq->handler ? -1 : routes_match(&s->routes, url);
 	if (rq->route >= 0 && s->hooks.limited) {
 		rq->handler = s->hooks.limited;
 		rq->keylen = routes_client_key(&s->routes.r[rq->route], c, rq->key);
 	}
-	*con_cls = rq;
-	return announced_too_big(s, c, rq) ? refuse_body(s, c) : MHD_YES;
+	return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -142,12 +173,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
 		return MHD_NO;
 	}
+	/* The body is in; the drain may have answered it first (503). */
+	if (rq->body_pending) {
+		rq->body_pending = false;
+		if (!conns_body_done(&rq->tracked))
+			return MHD_NO;
+	}
 	if (rq->phase == REQUEST_TOO_BIG)
 		return refuse_body(s, c);
 	if (rq->handler)
 		return hooks_serve(s, c, url, method, rq);
-	if (rq->route < 0)
+	if (rq->route < 0) {
+		stats_record(s->stats, -1, MHD_HTTP_NOT_FOUND, STATS_NONE, clock_monotonic_ns());
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->resp.no_route);
+	}
 	return limited_serve(s, c, rq);
 }
 
@@ -158,7 +197,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct request *rq = *con_cls;
 
 	(void)c;
-	(void)toe;
 	if (!rq)
 		return;
 	/*
@@ -167,8 +205,56 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	 */
 	limited_end(s, rq);
 	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+	if (rq->pooled && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		conns_wait_head(&rq->tracked, clock_monotonic_ns());
 	request_end(rq);
 	*con_cls = NULL;
+}
+
+/* A connection opens (its slot, its entry in the table) or closes. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct server *s = cls;
+	struct request *rq = *socket_context;
+	const union MHD_ConnectionInfo *fd, *peer;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		if (!(rq = request_slot_new()))
+			return;
+		fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		conns_open(s->conns, &rq->tracked, peer ? peer->client_addr : NULL, fd ? fd->connect_fd : -1,
+		           clock_monotonic_ns());
+		*socket_context = rq;
+		return;
+	}
+	if (rq)
+		conns_close(s->conns, &rq->tracked);
+	request_slot_free(rq);
+	*socket_context = NULL;
+}
+
+/* The sweep's actions (conns.h), with the table locked: the socket is still this connection's. */
+static void close_late(void *ctx, int fd)
+{
+	struct server *s = ctx;
+
+	shutdown(fd, SHUT_RDWR);
+	stats_refused(s->stats, STATS_REFUSED_HEADER_TIMEOUT);
+}
+
+static void answer_drained(void *ctx, int fd)
+{
+	struct server *s = ctx;
+	size_t len;
+	const char *raw = responses_draining_raw(&len);
+
+	/* Only the request's head and body came in so far: nothing of ours is on the wire yet. */
+	send(fd, raw, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_RDWR);
+	stats_record(s->stats, -1, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, clock_monotonic_ns());
+	stats_refused(s->stats, STATS_REFUSED_DRAINING);
 }
 
 void server_reset(struct server *s)
@@ -222,12 +308,22 @@ static bool needs_suspend(const struct server_config *c)
 	return false;
 }
 
-/* The accept policy, on the listener's own thread: refuse once the drain asked it to stop accepting. */
+/*
+ * The accept policy, on the listener's own thread: refuse once the drain
+ * asked it to stop accepting, or when the address holds its share.
+ */
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
-	(void)addr;
+	struct listener *l = cls;
+	struct server *s = l->owner;
+
 	(void)addrlen;
-	return listeners_keep_accepting(cls) ? MHD_YES : MHD_NO;
+	if (!listeners_keep_accepting(l))
+		return MHD_NO;
+	if (conns_admit(s->conns, addr))
+		return MHD_YES;
+	stats_refused(s->stats, STATS_REFUSED_PER_IP);
+	return MHD_NO;
 }
 
 /* One listener's daemon: one internal polling thread, its share of the connection limit. */
@@ -245,7 +341,7 @@ static struct MHD_Daemon *start_one(void *ctx, struct listener *l, const struct 
 	flags |= MHD_ALLOW_SUSPEND_RESUME;
 	return MHD_start_daemon(flags, 0, on_accept, l, on_request, s,
 	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-	                        MHD_OPTION_NOTIFY_CONNECTION, request_on_connection, s,
+	                        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 	                        MHD_OPTION_SOCK_ADDR, sa,
 	                        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)share,
 	                        MHD_OPTION_CONNECTION_LIMIT, (s->cfg.max_connections + n - 1) / n,
@@ -277,6 +373,7 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 
 static void free_parts(struct server *s)
 {
+	conns_free(s->conns);
 	responses_destroy(&s->resp);
 	routes_free(&s->routes);
 	stats_free(s->stats);
@@ -295,10 +392,38 @@ static struct clients *new_clients(const struct server *s)
 	return clients_new(&key, s->epoch_ns);
 }
 
+/* The open-file limit (RLIMIT_NOFILE's soft value); 1024 when unknown. */
+static uint64_t nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1024;
+	return (uint64_t)rl.rlim_cur;
+}
+
+/* The connection table: per-address counts under a random hash key, and head deadlines. */
+static int setup_conns(struct server *s, char *err, size_t errlen)
+{
+	char msg[256];
+	struct conns_config cc = { .header_timeout_ns = s->cfg.header_timeout_ns,
+		                   .ops = { close_late, answer_drained, s } };
+
+	/* A limit given over the open-file limit is the caller's to refuse (serve does); here it stands. */
+	server_config_fit_connections(&s->cfg, nofile_limit(), msg, sizeof(msg));
+	cc.per_ip = s->cfg.max_connections_per_ip;
+	cc.max_conns = (size_t)s->cfg.max_connections + LISTENERS_MAX;
+	if (siphash_key_random(&cc.key) < 0 || !(s->conns = conns_new(&cc)) || conns_start(s->conns) < 0) {
+		snprintf(err, errlen, "cannot set up the connection table");
+		return -1;
+	}
+	return 0;
+}
+
 /* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
 static int setup_parts(struct server *s, char *err, size_t errlen)
 {
-	if (routes_setup(&s->routes, &s->cfg, err, errlen) < 0)
+	if (routes_setup(&s->routes, &s->cfg, err, errlen) < 0 || setup_conns(s, err, errlen) < 0)
 		return -1;
 	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
@@ -350,6 +475,8 @@ void server_drain(struct server *s)
 	/* Streams end now: they would hold the drain, and none may stay suspended when the daemon stops. */
 	events_stop(s->events);
 	listeners_quiesce(&s->listeners);
+	/* A body still arriving gets its 503 now rather than hold the drain to its deadline. */
+	conns_drain(s->conns, clock_monotonic_ns());
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + DRAIN_NS;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "server/http/conns.h"
 #include "server/http/delayq.h"
 #include "server/http/hooks.h"
 #include "server/http/listeners.h"
@@ -35,6 +36,7 @@ struct server {
 	struct clients *clients;             /* the per-client figures (server/clients.h) */
 	struct events *events;               /* the /events hub (server/handlers/events.h) */
 	struct delayq *delays;               /* NULL when no answer is ever held */
+	struct conns *conns;                 /* open connections: per-address counts, head deadlines */
 	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
 	/*
 	 * Limiter time 0: limiters see monotonic time since the server started, so

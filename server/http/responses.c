@@ -321,3 +321,17 @@ enum MHD_Result responses_bad_query(struct MHD_Connection *c, const char *why)
 	body[n - 1] = '\n';
 	return responses_send(c, MHD_HTTP_BAD_REQUEST, text_response(body, (size_t)n, "text/plain"));
 }
+
+const char *responses_draining_raw(size_t *len)
+{
+	static const char raw[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	                          "Connection: close\r\n"
+	                          "Retry-After: 1\r\n"
+	                          "Content-Type: text/plain\r\n"
+	                          "Content-Length: 25\r\n"
+	                          "\r\n"
+	                          "server is shutting down\r\n";
+
+	*len = sizeof(raw) - 1;
+	return raw;
+}

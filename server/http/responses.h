@@ -102,6 +102,13 @@ uint64_t responses_announced_ns(const struct responses *rs, const struct request
 /* An injected fault's answer: `status` with "injected fault: STATUS". */
 enum MHD_Result responses_fault(struct MHD_Connection *c, int status);
 
+/*
+ * The drain's answer to a request whose body is still arriving, as the raw
+ * bytes of a whole HTTP/1.1 response: 503, Connection: close, Retry-After: 1,
+ * a text body.  Constant; *len is its length.
+ */
+const char *responses_draining_raw(size_t *len);
+
 /* 400 for a bad fault query: "bad fault query: WHY" as one line of text. */
 enum MHD_Result responses_bad_query(struct MHD_Connection *c, const char *why);
 

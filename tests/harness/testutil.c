@@ -439,3 +439,50 @@ int testutil_wait(pid_t pid, int timeout_ms)
 
 	return pid > 0 ? wait_bounded(pid, timeout_ms, &to) : -1;
 }
+
+int testutil_raw_connect(int port, int src)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | (unsigned)src) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) != 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+size_t testutil_raw_read(int fd, char *buf, size_t cap, int timeout_ms)
+{
+	return testutil_raw_read_until(fd, buf, cap, NULL, timeout_ms);
+}
+
+size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, int timeout_ms)
+{
+	double deadline = now_s() + timeout_ms / 1000.0;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	while (used + 1 < cap && !(end && strstr(buf, end))) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int left = (int)((deadline - now_s()) * 1000);
+		ssize_t r;
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			break;
+		r = recv(fd, buf + used, cap - 1 - used, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		used += (size_t)r;
+		buf[used] = '\0';
+	}
+	buf[used] = '\0';
+	return used;
+}

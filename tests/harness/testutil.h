@@ -107,6 +107,18 @@ json_t *testutil_jserver(json_t *j, size_t i);
 /* A TCP port on 127.0.0.1 with nothing listening (bound, read back, released); -1 on failure. */
 int testutil_free_port(void);
 
+/* A blocking TCP connection from 127.0.0.<src> to 127.0.0.1:port; -1 on failure. */
+int testutil_raw_connect(int port, int src);
+
+/*
+ * Read from fd until the peer closes, cap - 1 bytes, or timeout_ms; buf is
+ * NUL-terminated.  Returns the bytes read.
+ */
+size_t testutil_raw_read(int fd, char *buf, size_t cap, int timeout_ms);
+
+/* testutil_raw_read that also stops once buf holds `end`. */
+size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, int timeout_ms);
+
 /* True when s holds exactly one line: its only newline is its last character. */
 bool testutil_one_line(const char *s);
 
