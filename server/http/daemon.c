@@ -348,7 +348,7 @@ static struct MHD_Daemon *start_one(void *ctx, struct listener *l, const struct 
 	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(tmo ? tmo : 1),
 	                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
 	                        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)SERVER_MEMORY_INCREMENT,
-	                        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+	                        MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
 	                        MHD_OPTION_END);
 }
 
