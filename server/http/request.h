@@ -23,6 +23,7 @@
  * suspension, and the phase alone says what is left to do.
  */
 enum request_phase {
+	REQUEST_LINE,          /* its request line is read, the rest of its head not yet */
 	REQUEST_NEW,           /* headers in, maybe body chunks: nothing decided yet */
 	REQUEST_TOO_BIG,       /* the body is over max_body: answer 413 (or close) */
 	REQUEST_DECIDING,      /* suspended while an asynchronous store decides */
@@ -38,6 +39,7 @@ struct request {
 	int route;                   /* the limited route, or -1 */
 	bool holds_slot;             /* the store admitted it and counts it: release when it ends */
 	bool body_pending;           /* its body is still arriving (the connection table knows: conns.h) */
+	const char *raw_uri;         /* the request target as sent, in MHD's buffer (the URI log callback's) */
 	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
 	unsigned kept_status;

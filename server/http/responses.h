@@ -14,7 +14,7 @@
 /*
  * The answers of limited paths as MHD responses: admitted (200 with the
  * RateLimit headers), rejected (the problem body with Retry-After), injected
- * faults, and the constant ones (413, 503 store unavailable, 404 no route),
+ * faults, and the constant ones (413, 503 store unavailable, 404 no route, 400 bad path),
  * built once at start-up.  Admitted and rejected answers are reused while they
  * say the same thing, so the hot paths seldom allocate or format headers.
  */
@@ -63,6 +63,7 @@ struct responses {
 	struct MHD_Response *too_big;        /* 413, Connection: close */
 	struct MHD_Response *unavailable;    /* 503: the store failed and fails closed */
 	struct MHD_Response *no_route;       /* 404 */
+	struct MHD_Response *bad_path;       /* 400: a path path_normalize refuses, Connection: close */
 };
 
 struct request;
@@ -108,6 +109,9 @@ enum MHD_Result responses_fault(struct MHD_Connection *c, int status);
  * a text body.  Constant; *len is its length.
  */
 const char *responses_draining_raw(size_t *len);
+
+/* 400 for an ambiguous body framing (framing.h): "bad framing: WHY", Connection: close. */
+enum MHD_Result responses_bad_framing(struct MHD_Connection *c, const char *why);
 
 /* 400 for a bad fault query: "bad fault query: WHY" as one line of text. */
 enum MHD_Result responses_bad_query(struct MHD_Connection *c, const char *why);
