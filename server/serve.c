@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,7 +216,10 @@ static void banner(const struct server_config *cfg, int port)
 	fflush(stdout);
 }
 
-/* During the drain: a second SIGINT or SIGTERM ends the process at once. */
+/* True from the first signal until the drain is done: a second signal then forces the exit. */
+static _Atomic bool draining;
+
+/* During the drain: a second SIGINT or SIGTERM ends the process at once.  After it, one is ignored. */
 static void *second_signal(void *arg)
 {
 	static const char msg[] = "ratelab serve: second signal, exiting without waiting for the drain\n";
@@ -223,6 +227,8 @@ static void *second_signal(void *arg)
 	int sig = 0;
 
 	sigwait(set, &sig);
+	if (!atomic_load(&draining))
+		return NULL;
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(SERVE_EXIT_FORCED);
 	_exit(SERVE_EXIT_FORCED);
@@ -252,9 +258,11 @@ static int run(const struct server_config *cfg)
 	t0 = clock_monotonic_ns();
 	banner(cfg, server_port(srv));
 	sigwait(&set, &sig);
+	atomic_store(&draining, true);
 	if (pthread_create(&forced, NULL, second_signal, &set) == 0)
 		pthread_detach(forced);
 	server_drain(srv);
+	atomic_store(&draining, false);
 	summary(srv, clock_monotonic_ns() - t0, sig);
 	server_stop(srv);
 	return 0;
