@@ -353,13 +353,20 @@ static int post_reset(const char *base, char *err, size_t errlen)
 	char url[512];
 	long status = 0;
 	CURL *e = curl_easy_init();
+	struct curl_slist *h;
 	CURLcode rc;
 
 	if (!e)
 		return snprintf(err, errlen, "curl init failed"), -1;
 	snprintf(url, sizeof(url), "%s/reset", base);
+	/* An empty POST without libcurl's form Content-Type, which admin endpoints refuse. */
+	if (!(h = curl_slist_append(NULL, "Content-Type:"))) {
+		curl_easy_cleanup(e);
+		return snprintf(err, errlen, "out of memory"), -1;
+	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
@@ -367,6 +374,7 @@ static int post_reset(const char *base, char *err, size_t errlen)
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(e);
+	curl_slist_free_all(h);
 	if (rc != CURLE_OK || status < 200 || status >= 300) {
 		snprintf(err, errlen, "POST %.200s failed (%s, status %ld)", url,
 		         rc == CURLE_OK ? "answered" : curl_easy_strerror(rc), status);

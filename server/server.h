@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "common/cli.h"
@@ -41,6 +42,7 @@ struct server_request {
 	void *conn;              /* for server_request_header/_query */
 	const char *key;         /* limited-path hook only: the client key as the limiter keys it, else NULL */
 	size_t keylen;
+	const struct sockaddr *client;  /* the peer's address, or NULL when unknown */
 };
 
 /* A special handler's answer.  body is malloc'd (the server frees it) or NULL. */
@@ -64,6 +66,26 @@ struct server_reply {
 	void (*stream_free)(void *ctx);
 	void *stream_ctx;
 };
+
+/*
+ * Whether req may use an admin endpoint: one that changes the server's
+ * state (POST /reset), which every such handler checks first.  By default
+ * only loopback clients may; with --admin-token T, any client that sends
+ * "Authorization: Bearer T" may too.  Refused whoever asks: a body of type
+ * application/x-www-form-urlencoded, multipart/form-data or text/plain, and
+ * an Origin other than the server's own ("http://" + Host), so a web page
+ * cannot make a browser do it; and, from loopback, a browser's request to a
+ * host name other than localhost (DNS rebinding).  False with the reason in
+ * why.  Thread-safe.
+ */
+bool server_admin_allowed(struct server *srv, const struct server_request *req, char *why, size_t len);
+
+/*
+ * server_admin_allowed for a handler: true when req is refused, with *out
+ * filled (403, an application/problem+json body whose detail says why) and
+ * the refusal counted (/stats refused.admin); false to go on.  Thread-safe.
+ */
+bool server_admin_refused(struct server *srv, const struct server_request *req, struct server_reply *out);
 
 /* Header `name` of the request, or NULL. */
 const char *server_request_header(const struct server_request *r, const char *name);
@@ -118,6 +140,7 @@ struct server_config {
 	bool quiet;                      /* no log lines on stderr */
 	unsigned top_clients;            /* clients /stats, /metrics and /events name; the rest summed; default 50 */
 	unsigned max_subscribers;        /* /events streams at once; default 32 */
+	char admin_token[128];           /* --admin-token: admits non-loopback clients to admin endpoints; "" none */
 	struct server_handler handlers[SERVER_MAX_HANDLERS];
 	size_t nhandlers;
 	server_store_fn store_new;       /* NULL: store_memory_new */

@@ -60,7 +60,8 @@ void server_usage(FILE *f)
 	        "\n"
 	        "A rate-limited HTTP lab server.  Every path is limited except /dashboard (the live\n"
 	        "page for a projector), /events (its figures as Server-Sent Events), /stats (JSON),\n"
-	        "/metrics (Prometheus), POST /reset (clear limiter state and stats) and /healthz.\n"
+	        "/metrics (Prometheus), POST /reset (clear limiter state and stats; loopback or\n"
+	        "--admin-token only) and /healthz.\n"
 	        "A client may name itself in the dashboard with an X-Client-Name header.\n"
 	        "Prints 'listening on http://ADDR:PORT' when ready, then the dashboard's URL (with\n"
 	        "--bind 0.0.0.0 or ::, first one URL per LAN address for the attendees);\n"
@@ -101,6 +102,10 @@ void server_usage(FILE *f)
 	        "                            from rejections, delay holds the answer)\n"
 	        "  --query-faults            accept ?status=503:50&delay=50ms on limited paths\n"
 	        "  --seed N                  seed of the fault draws (default 1)\n"
+	        "  --admin-token T           admin endpoints (POST /reset) also answer clients that\n"
+	        "                            are not on loopback when they send Authorization: Bearer T\n"
+	        "                            (by default they answer loopback clients only; a form or\n"
+	        "                            text/plain body or a foreign Origin is refused either way)\n"
 	        "  --config FILE             JSON routes: {\"routes\":[{\"prefix\":\"/api\",\"limiter\":\"gcra\",\n"
 	        "                            \"limit\":5,\"window\":\"1s\",\"burst\":10,\"key\":\"ip\"}]}\n"
 	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
@@ -190,6 +195,20 @@ static int opt_key_memory(void *base, const struct cli_option *o, const char *v,
 	return snprintf(why, wl, "is not a size such as 64M or 1G from %s to %s", lo, hi), -1;
 }
 
+static int opt_admin_token(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct server_config *c = &((struct server_args *)base)->cfg;
+
+	(void)o;
+	if (v[0] == '\0' || strlen(v) >= sizeof(c->admin_token))
+		return snprintf(why, wl, "is not a token of 1 to %zu characters", sizeof(c->admin_token) - 1), -1;
+	for (const char *p = v; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			return snprintf(why, wl, "has a space or a character that is not printable ASCII"), -1;
+	snprintf(c->admin_token, sizeof(c->admin_token), "%s", v);
+	return 0;
+}
+
 static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
 static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
 
@@ -219,6 +238,7 @@ const struct cli_option server_args_options[] = {
 	{ "--faults", CLI_CUSTOM, .fn = opt_faults },
 	{ "--query-faults", CLI_BOOL, SA(cfg.query_faults) },
 	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },
+	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token },
 	{ "--config", CLI_STRING, SA(config_path) },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
 	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000 },

@@ -102,8 +102,11 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 		if (r <= 0)
 			break;
 		if (line[used] == '\n') {
+			const char *colon;
+
 			line[used] = '\0';
-			if (sscanf(line, "listening on http://127.0.0.1:%d", &s->port) == 1)
+			colon = strrchr(line, ':');
+			if (strncmp(line, "listening on http://", 20) == 0 && colon && sscanf(colon + 1, "%d", &s->port) == 1)
 				break;
 			used = 0;
 			continue;
@@ -114,7 +117,7 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 		testutil_server_stop(s, 1000);
 		return -1;
 	}
-	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
+	snprintf(s->url, sizeof(s->url), "%.63s", line + 13);
 	return 0;
 }
 
@@ -250,10 +253,15 @@ int testutil_http(const char *method, const char *url, const char *body,
 {
 	struct buf h = { calloc(1, 1), 0 }, b = { calloc(1, 1), 0 };
 	CURL *c = curl_easy_init();
+	/* An empty body goes without libcurl's form Content-Type (admin endpoints refuse that type). */
+	struct curl_slist *no_type = body && !body[0] ? curl_slist_append(NULL, "Content-Type:") : NULL;
 	CURLcode rc;
 
-	if (!c)
+	if (!c) {
+		curl_slist_free_all(no_type);
 		return -1;
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, no_type);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
@@ -270,6 +278,7 @@ int testutil_http(const char *method, const char *url, const char *body,
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	curl_easy_cleanup(c);
+	curl_slist_free_all(no_type);
 	if (headers)
 		*headers = h.p;
 	else
@@ -338,6 +347,12 @@ CURLcode testutil_fire(CURL *c, const char *method, const char *url, const char 
 	struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
 	CURLcode rc;
 
+	/*
+	 * No body, so no Content-Type: CURLOPT_POSTFIELDS (set to "" or NULL) would
+	 * make libcurl send its form type with any method, which admin endpoints refuse.
+	 */
+	if (!(header && strncasecmp(header, "Content-Type:", 13) == 0))
+		h = curl_slist_append(h, "Content-Type:");
 	memset(r, 0, sizeof(*r));
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

@@ -23,7 +23,7 @@ struct test_server {
 	pid_t pid;
 	int port;
 	int stdout_fd;      /* the rest of the server's stdout */
-	char url[64];       /* "http://127.0.0.1:PORT" */
+	char url[64];       /* "http://127.0.0.1:PORT" (the address serve printed) */
 };
 
 /*
