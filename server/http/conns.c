@@ -30,7 +30,8 @@ struct conns *conns_new(const struct conns_config *cfg)
 	if (!cs)
 		return NULL;
 	cs->cfg = *cfg;
-	if (!(cs->addrs = addr_count_new(cfg->max_conns, cfg->key))) {
+	/* No address holds two slots of the table: it never holds more addresses than connections. */
+	if (!(cs->addrs = addr_count_new(cfg->max_conns ? cfg->max_conns + 64 : 1u << 20, cfg->key))) {
 		free(cs);
 		return NULL;
 	}
@@ -97,17 +98,19 @@ int conns_start(struct conns *cs)
 	return 0;
 }
 
-bool conns_admit(struct conns *cs, const struct sockaddr *sa)
+enum conns_verdict conns_admit(struct conns *cs, const struct sockaddr *sa)
 {
 	unsigned char key[ADDR_COUNT_KEY_LEN];
-	bool ok;
+	bool keyed = cs->cfg.per_ip > 0 && addr_count_key(sa, key);
+	enum conns_verdict v = CONNS_ADMIT;
 
-	if (cs->cfg.per_ip == 0 || !addr_count_key(sa, key))
-		return true;
 	pthread_mutex_lock(&cs->lock);
-	ok = addr_count_get(cs->addrs, key) < cs->cfg.per_ip;
+	if (cs->cfg.max_conns > 0 && cs->open >= cs->cfg.max_conns)
+		v = CONNS_FULL;
+	else if (keyed && addr_count_get(cs->addrs, key) >= cs->cfg.per_ip)
+		v = CONNS_ADDRESS_FULL;
 	pthread_mutex_unlock(&cs->lock);
-	return ok;
+	return v;
 }
 
 void conns_open(struct conns *cs, struct conns_entry *e, const struct sockaddr *sa, int fd, uint64_t now_ns)

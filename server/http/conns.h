@@ -55,7 +55,7 @@ struct conns_ops {
 struct conns_config {
 	uint64_t header_timeout_ns;          /* 0: heads have no deadline */
 	unsigned per_ip;                     /* connections one address may hold; 0: no cap */
-	size_t max_conns;                    /* the most connections open at once (sizes the address table) */
+	size_t max_conns;                    /* connections open at once, over every listener; 0: no cap */
 	struct siphash_key key;              /* the address table's hash key */
 	struct conns_ops ops;
 };
@@ -75,8 +75,18 @@ void conns_free(struct conns *cs);
  */
 int conns_start(struct conns *cs);
 
-/* True when a connection from sa may open: its address holds fewer than per_ip.  Thread-safe. */
-bool conns_admit(struct conns *cs, const struct sockaddr *sa);
+/* Whether a new connection may open. */
+enum conns_verdict {
+	CONNS_ADMIT,
+	CONNS_FULL,          /* max_conns are open */
+	CONNS_ADDRESS_FULL,  /* its address holds per_ip */
+};
+
+/*
+ * Whether a connection from sa may open now.  Connections accepted at once
+ * on several listeners may pass the caps by one per listener.  Thread-safe.
+ */
+enum conns_verdict conns_admit(struct conns *cs, const struct sockaddr *sa);
 
 /*
  * A connection opened at now_ns (socket fd, peer sa): count its address and

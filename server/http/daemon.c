@@ -450,13 +450,26 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	(void)addrlen;
 	if (!listeners_keep_accepting(l))
 		return MHD_NO;
-	if (conns_admit(s->conns, addr))
+	switch (conns_admit(s->conns, addr)) {
+	case CONNS_ADMIT:
 		return MHD_YES;
+	case CONNS_FULL:
+		stats_refused(s->stats, STATS_REFUSED_CONNECTION_LIMIT);
+		return MHD_NO;
+	case CONNS_ADDRESS_FULL:
+		break;
+	}
 	stats_refused(s->stats, STATS_REFUSED_PER_IP);
 	return MHD_NO;
 }
 
-/* One listener's daemon: one internal polling thread, its share of the connection limit. */
+/*
+ * One listener's daemon: one internal polling thread.  The connection
+ * table holds the whole server to --max-connections (the accept policy
+ * closes a connection past it); each daemon's own limit is only a backstop
+ * for accepts racing on several listeners, since the kernel's spread of
+ * connections over the listeners is never exactly even.
+ */
 static struct MHD_Daemon *start_one(void *ctx, struct listener *l, const struct sockaddr *sa, bool share)
 {
 	struct server *s = ctx;
@@ -479,7 +492,7 @@ static struct MHD_Daemon *start_one(void *ctx, struct listener *l, const struct 
 	                        MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
 	                        MHD_OPTION_SOCK_ADDR, sa,
 	                        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)share,
-	                        MHD_OPTION_CONNECTION_LIMIT, (s->cfg.max_connections + n - 1) / n,
+	                        MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections + n,
 	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(tmo ? tmo : 1),
 	                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
 	                        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)SERVER_MEMORY_INCREMENT,
@@ -547,7 +560,7 @@ static int setup_conns(struct server *s, char *err, size_t errlen)
 	/* A limit given over the open-file limit is the caller's to refuse (serve does); here it stands. */
 	server_config_fit_connections(&s->cfg, nofile_limit(), msg, sizeof(msg));
 	cc.per_ip = s->cfg.max_connections_per_ip;
-	cc.max_conns = (size_t)s->cfg.max_connections + LISTENERS_MAX;
+	cc.max_conns = s->cfg.max_connections;
 	if (siphash_key_random(&cc.key) < 0 || !(s->conns = conns_new(&cc)) || conns_start(s->conns) < 0) {
 		snprintf(err, errlen, "cannot set up the connection table");
 		return -1;

@@ -199,7 +199,7 @@ void listeners_quiesce(struct listeners *ls)
 			pokes[np++] = fd;
 		wait_progress(ls, quiet);
 	}
-	/* A daemon that accepted nothing has its listening socket out of its epoll set or sleeps. */
+	/* One that accepted nothing was held up, or is at MHD's own limit (its socket out of its epoll set). */
 	for (size_t i = 0; i < ls->n; i++)
 		take_and_quiesce(&ls->l[i]);
 	for (size_t i = 0; i < np; i++)

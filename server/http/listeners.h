@@ -72,7 +72,9 @@ bool listeners_keep_accepting(struct listener *l);
 /*
  * Stop accepting on every daemon, each on its own thread: ask, then connect
  * to the port until each has seen an accept (at most 250 ms); a daemon that
- * saw none (at its connection limit, or blocked) is quiesced from here.
+ * saw none (its thread held up that long, or at libmicrohttpd's own
+ * connection limit, when its listening socket is out of its epoll set
+ * anyway) is quiesced from here.
  * Then the listening sockets close: new connections are refused, those in a
  * backlog reset.  Connections already accepted go on being served.  Call
  * once, before listeners_stop.

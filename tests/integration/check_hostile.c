@@ -498,6 +498,55 @@ START_TEST(per_address_cap)
 }
 END_TEST
 
+/*
+ * --max-connections 4 holds over both listeners and every address: a fifth
+ * connection, from a third address, is closed at accept, unanswered and
+ * counted; a freed slot is usable again.
+ */
+START_TEST(connection_limit)
+{
+	static const char *const args[] = { "--limiter", "none", "--max-connections", "4", NULL };
+	static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char stats_req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	static char body[16384];
+	struct test_server s;
+	int fd[5], again = -1;
+	const char *p;
+
+	start(&s, args);
+	for (int i = 0; i < 4; i++) {
+		fd[i] = raw_connect_from(s.port, 1 + i / 2);
+		ck_assert_int_eq(raw_send(fd[i], req, sizeof(req) - 1, 1000), 0);
+		ck_assert_int_eq(raw_status(fd[i], 1000), 200);
+	}
+	fd[4] = raw_connect_from(s.port, 3);
+	ck_assert_int_ge(fd[4], 0);
+	raw_send(fd[4], req, sizeof(req) - 1, 1000);
+	ck_assert_int_eq(raw_status(fd[4], 1000), 0);
+	close(fd[4]);
+	close(fd[0]);
+	for (int k = 0; k < 100 && again < 0; k++) {
+		int t = raw_connect_from(s.port, 3);
+
+		raw_send(t, req, sizeof(req) - 1, 1000);
+		if (raw_status(t, 1000) == 200)
+			again = t;
+		else
+			close(t), poll(NULL, 0, 10);
+	}
+	ck_assert_msg(again >= 0, "the freed slot never came back");
+	ck_assert_int_eq(raw_send(again, stats_req, sizeof(stats_req) - 1, 1000), 0);
+	testutil_raw_read(again, body, sizeof(body), 3000);
+	ck_assert_msg((p = strstr(body, "\"connection_limit\":")) && atoi(p + 19) >= 1, "/stats: %.300s", body);
+	close(again);
+	for (int i = 1; i < 4; i++)
+		close(fd[i]);
+	for (int k = 0; k < 200 && get_status(&s, "/healthz") != 200; k++)
+		poll(NULL, 0, 10);
+	still_up_then_stop(&s);
+}
+END_TEST
+
 /* "GET /<n x a> HTTP/1.1", or with one header of n bytes, or n small headers. */
 static char *oversized(const char *kind, size_t n, size_t *len)
 {
@@ -873,6 +922,7 @@ Suite *hostile_suite(void)
 {
 	const struct { const char *name; const TTest *test; } tests[] = {
 		{ "slowloris", slowloris }, { "header_deadline", header_deadline }, { "per_address_cap", per_address_cap },
+		{ "connection_limit", connection_limit },
 		{ "oversized", oversized_requests }, { "garbage", garbage },
 		{ "key_flood", key_flood }, { "large_state_flood", large_state_flood },
 		{ "huge_cap_starts_small", huge_cap_starts_small }, { "key_memory_refused", key_memory_refused },

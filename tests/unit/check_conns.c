@@ -172,15 +172,38 @@ START_TEST(per_address_cap)
 	struct conns_entry e1, e2;
 
 	ck_assert_int_eq(inet_pton(AF_INET6, "::ffff:192.0.2.7", &mapped.sin6_addr), 1);
-	ck_assert(conns_admit(cs, SA(a)));
+	ck_assert_int_eq(conns_admit(cs, SA(a)), CONNS_ADMIT);
 	conns_open(cs, &e1, SA(a), 1, S(0));
-	ck_assert(conns_admit(cs, SA(mapped)));
+	ck_assert_int_eq(conns_admit(cs, SA(mapped)), CONNS_ADMIT);
 	conns_open(cs, &e2, SA(mapped), 2, S(0));
-	ck_assert(!conns_admit(cs, SA(a)));
-	ck_assert(!conns_admit(cs, SA(mapped)));
-	ck_assert(conns_admit(cs, SA(b)));
+	ck_assert_int_eq(conns_admit(cs, SA(a)), CONNS_ADDRESS_FULL);
+	ck_assert_int_eq(conns_admit(cs, SA(mapped)), CONNS_ADDRESS_FULL);
+	ck_assert_int_eq(conns_admit(cs, SA(b)), CONNS_ADMIT);
 	conns_close(cs, &e1);
-	ck_assert(conns_admit(cs, SA(a)));
+	ck_assert_int_eq(conns_admit(cs, SA(a)), CONNS_ADMIT);
+	conns_close(cs, &e2);
+	conns_free(cs);
+}
+END_TEST
+
+/* One limit on the connections open over every listener, whatever their addresses. */
+START_TEST(total_cap)
+{
+	struct record r;
+	struct conns_config cfg = { .header_timeout_ns = S(10), .per_ip = 0, .max_conns = 2, .key = { 3, 4 },
+		                    .ops = { on_late, on_drained, &r } };
+	struct conns *cs = conns_new(&cfg);
+	struct sockaddr_in a = addr4("192.0.2.7"), b = addr4("192.0.2.8");
+	struct conns_entry e1, e2;
+
+	ck_assert_ptr_nonnull(cs);
+	conns_open(cs, &e1, SA(a), 1, S(0));
+	ck_assert_int_eq(conns_admit(cs, SA(b)), CONNS_ADMIT);
+	conns_open(cs, &e2, SA(b), 2, S(0));
+	ck_assert_int_eq(conns_admit(cs, SA(a)), CONNS_FULL);
+	ck_assert_int_eq(conns_admit(cs, SA(b)), CONNS_FULL);
+	conns_close(cs, &e1);
+	ck_assert_int_eq(conns_admit(cs, SA(a)), CONNS_ADMIT);
 	conns_close(cs, &e2);
 	conns_free(cs);
 }
@@ -197,6 +220,7 @@ Suite *conns_suite(void)
 	tcase_add_test(tc, drain_answers_bodies);
 	tcase_add_test(tc, no_deadline);
 	tcase_add_test(tc, per_address_cap);
+	tcase_add_test(tc, total_cap);
 	suite_add_tcase(s, tc);
 	return s;
 }
