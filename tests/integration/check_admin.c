@@ -206,11 +206,45 @@ START_TEST(others_refused_by_default)
 }
 END_TEST
 
+/*
+ * `ratelab herd --url` posts /reset before each policy: from a non-loopback
+ * address it fails, saying what to do, without --admin-token and runs with it.
+ */
+START_TEST(herd_sends_the_token)
+{
+	char ip[64], url[96];
+	struct test_server s;
+	struct test_run r;
+
+	if (!own_address(ip, sizeof(ip))) {
+		fprintf(stderr, "admin: no non-loopback address on this machine: herd token test skipped\n");
+		return;
+	}
+	const char *const args[] = { "--bind", ip, "--admin-token", "s3cret", NULL };
+	ck_assert_int_eq(testutil_server_start(&s, args, 10000), 0);
+	snprintf(url, sizeof(url), "http://%s:%d", ip, s.port);
+	const char *const bare[] = { "herd", "--url", url, "--clients", "5", "--policies", "none", NULL };
+	const char *const with[] = { "herd", "--url", url, "--clients", "5", "--policies", "none",
+	                             "--admin-token", "s3cret", NULL };
+	ck_assert_int_eq(testutil_run(&r, bare, NULL, 20000), 0);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "status 403): off the server's machine, give herd the server's --admin-token\n"),
+	              "herd stderr: %s", r.err);
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_run(&r, with, NULL, 20000), 0);
+	ck_assert_msg(r.status == 0, "herd exit %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.out, "\nnone                 5       0       5 "), "herd stdout: %s", r.out);
+	testutil_run_free(&r);
+	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
+}
+END_TEST
+
 Suite *admin_suite(void)
 {
 	const struct { const char *name; const TTest *test; } tests[] = {
 		{ "loopback_and_pages", loopback_and_pages }, { "token_admits_others", token_admits_others },
 		{ "others_refused_by_default", others_refused_by_default },
+		{ "herd_sends_the_token", herd_sends_the_token },
 	};
 	Suite *s = suite_create("admin");
 
