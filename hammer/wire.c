@@ -222,7 +222,8 @@ char *wire_request_new(const char *url, const struct wire_spec *s, size_t *len)
 			puts_(&b, num);
 			puts_(&b, "\r\n");
 		}
-		if (!user_has(s, "Content-Type"))
+		/* No body, no Content-Type (a form type on an empty POST is what a web page's form sends). */
+		if (s->data != NULL && !user_has(s, "Content-Type"))
 			puts_(&b, "Content-Type: application/x-www-form-urlencoded\r\n");
 	}
 	put_user_headers(&b, s);

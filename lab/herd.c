@@ -41,6 +41,7 @@ struct herd_opts {
 	struct occ_delay delay;
 	uint64_t max_ns;
 	char server_policy[256];   /* --url: the RateLimit-Policy the server sent, or "" */
+	const char *admin_token;   /* --admin-token: sent with POST /reset, or NULL */
 };
 
 /* Set by the first Ctrl-C (SIGINT): the policy running stops, the finished ones are reported. */
@@ -74,6 +75,8 @@ static void usage(FILE *f)
 	"  --max-attempts N    attempts per client, the first included (10; occ: 100)\n"
 	"  --max-time DUR      bound on one policy's run; clients still waiting fail (60s)\n"
 	"  --url URL           target this server instead of starting one\n"
+	"  --admin-token T     send Authorization: Bearer T with POST /reset (a server\n"
+	"                      started with --admin-token T; needed off its machine)\n"
 	"  --path PATH         request workload path (default /)\n"
 	"  --limiter NAME      in-process server's limiter (token-bucket; occ: none)\n"
 	"  --limit N           its requests per second (default 50)\n"
@@ -149,6 +152,19 @@ static int opt_url(void *base, const struct cli_option *opt, const char *v, char
 	return 0;
 }
 
+/* --admin-token: what serve accepts (printable ASCII, no space), so it fits in a header line. */
+static int opt_admin_token(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	(void)opt;
+	if (v[0] == '\0' || strlen(v) > 127)
+		return snprintf(why, wl, "is not a token of 1 to 127 characters"), -1;
+	for (const char *p = v; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			return snprintf(why, wl, "has a space or a character that is not printable ASCII"), -1;
+	((struct herd_opts *)base)->admin_token = v;
+	return 0;
+}
+
 static int opt_path(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
 {
 	(void)opt;
@@ -188,6 +204,7 @@ static const struct cli_option HERD_OPTIONS[] = {
 	{ "--workload", CLI_CHOICE, HO(workload), .words = WORKLOADS },
 	{ "--report", CLI_STRING, HO(report_dir) },
 	{ "--url", CLI_CUSTOM, .fn = opt_url },
+	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token },
 	{ "--path", CLI_CUSTOM, .fn = opt_path },
 	{ "--base", CLI_DURATION, HO(knobs.base_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, base_set) },
 	{ "--cap", CLI_DURATION, HO(knobs.cap_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, cap_set) },
@@ -328,9 +345,10 @@ static struct server *start_server(const struct herd_opts *o, struct occ_route *
 	c.quiet = true;
 	c.key = CONFIG_KEY_GLOBAL;
 	c.threads = 4;
-	/* Every client keeps its connection open: room for all of them. */
+	/* Every client keeps its connection open, all from this machine: room for all of them. */
 	if (c.max_connections < o->clients + 64)
 		c.max_connections = o->clients + 64;
+	c.max_connections_per_ip = c.max_connections;
 	c.seed = o->seed;
 	r = &c.routes[0];
 	snprintf(r->limiter, sizeof(r->limiter), "%s", o->limiter);
@@ -346,19 +364,28 @@ static struct server *start_server(const struct herd_opts *o, struct occ_route *
 	return server_start(&c, err, errlen);
 }
 
-/* POST URL/reset; returns 0, or -1 with a reason. */
-static int post_reset(const char *base, char *err, size_t errlen)
+/* POST URL/reset, with Authorization: Bearer token unless token is NULL; returns 0, or -1 with a reason. */
+static int post_reset(const char *base, const char *token, char *err, size_t errlen)
 {
-	char url[512];
+	char url[512], auth[160];
 	long status = 0;
 	CURL *e = curl_easy_init();
+	struct curl_slist *h;
 	CURLcode rc;
 
 	if (!e)
 		return snprintf(err, errlen, "curl init failed"), -1;
 	snprintf(url, sizeof(url), "%s/reset", base);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token ? token : "");
+	/* An empty POST without libcurl's form Content-Type, which admin endpoints refuse. */
+	if (!(h = curl_slist_append(NULL, "Content-Type:")) || (token && !curl_slist_append(h, auth))) {
+		curl_slist_free_all(h);
+		curl_easy_cleanup(e);
+		return snprintf(err, errlen, "out of memory"), -1;
+	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
@@ -366,9 +393,11 @@ static int post_reset(const char *base, char *err, size_t errlen)
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(e);
+	curl_slist_free_all(h);
 	if (rc != CURLE_OK || status < 200 || status >= 300) {
-		snprintf(err, errlen, "POST %.200s failed (%s, status %ld)", url,
-		         rc == CURLE_OK ? "answered" : curl_easy_strerror(rc), status);
+		snprintf(err, errlen, "POST %.200s failed (%s, status %ld)%s", url,
+		         rc == CURLE_OK ? "answered" : curl_easy_strerror(rc), status,
+		         status == 403 ? ": off the server's machine, give herd the server's --admin-token" : "");
 		return -1;
 	}
 	return 0;
@@ -474,7 +503,7 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
 static int run_all(const struct herd_opts *o, const char *base, const struct retry_policy *pol,
                    struct herd_result *res, size_t *done)
 {
-	char err[256], url[640];
+	char err[512], url[640];
 	int rc = 0;
 
 	/* the occ workload names its own path */
@@ -482,7 +511,7 @@ static int run_all(const struct herd_opts *o, const char *base, const struct ret
 	for (*done = 0; *done < o->npolicies && rc == 0; ++*done) {
 		size_t i = *done;
 
-		if (atomic_load(&herd_cancel) || post_reset(base, err, sizeof(err)) != 0 ||
+		if (atomic_load(&herd_cancel) || post_reset(base, o->admin_token, err, sizeof(err)) != 0 ||
 		    (rc = run_policy(o, url, &pol[i], i, &res[i], err, sizeof(err))) != 0)
 			break;
 		herd_report_row(stdout, &res[i], i == 0);

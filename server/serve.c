@@ -5,11 +5,14 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/cli.h"
@@ -19,6 +22,9 @@
 #include "server/handlers/occ.h"
 #include "server/handlers/scenario.h"
 #include "server/store/store_redis.h"
+
+/* The exit code of a second SIGINT/SIGTERM during the drain (serve --help says it). */
+#define SERVE_EXIT_FORCED 3
 
 /* The machine's memory in bytes; 0 when unknown. */
 static uint64_t phys_memory(void)
@@ -57,6 +63,11 @@ static void usage(FILE *f)
 	occ_route_usage(f);
 	store_redis_cli_usage(f);
 	scenario_usage(f);
+	fprintf(f, "\nSIGINT or SIGTERM drains: no new connections, requests in flight answered (a body\n"
+	           "still arriving gets 503), at most 5 s.  Exit status: 0 after the drain, 1 when the\n"
+	           "server cannot start, 2 on a bad flag, %d when a second SIGINT or SIGTERM cuts the\n"
+	           "drain short.\n",
+	        SERVE_EXIT_FORCED);
 }
 
 static const struct cli_command SERVE_CLI = { "serve", usage };
@@ -94,11 +105,39 @@ static int parse(struct serve_parts *p, int argc, char **argv, char *err, size_t
 	return rc;
 }
 
+/*
+ * Raise the open-file limit to its hard value (connections are descriptors)
+ * and size the connection limits to it; 0, or 2 after the message when
+ * --max-connections does not fit.
+ */
+static int fit_connections(struct server_config *cfg)
+{
+	struct rlimit rl;
+	uint64_t nofile = 1024;
+	char msg[320];
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		nofile = rl.rlim_cur == RLIM_INFINITY ? (1ULL << 20) : (uint64_t)rl.rlim_cur;
+	}
+	if (server_config_fit_connections(cfg, nofile, msg, sizeof(msg)) == 0)
+		return 0;
+	fprintf(stderr, "%s\n", msg);
+	return 2;
+}
+
 /* Hook /occ, the store and the scenario into the config; 0, or the exit code after a message. */
 static int wire(struct serve_parts *p)
 {
 	struct server_config *cfg = &p->args.cfg;
 	char msg[512];
+
+	if (fit_connections(cfg) != 0)
+		return 2;
 
 	p->occ.seed = cfg->seed;
 	if (!(p->occ.occ = occ_new()) || occ_route_register(cfg, &p->occ) != 0) {
@@ -177,12 +216,31 @@ static void banner(const struct server_config *cfg, int port)
 	fflush(stdout);
 }
 
+/* True from the first signal until the drain is done: a second signal then forces the exit. */
+static _Atomic bool draining;
+
+/* During the drain: a second SIGINT or SIGTERM ends the process at once.  After it, one is ignored. */
+static void *second_signal(void *arg)
+{
+	static const char msg[] = "ratelab serve: second signal, exiting without waiting for the drain\n";
+	sigset_t *set = arg;
+	int sig = 0;
+
+	sigwait(set, &sig);
+	if (!atomic_load(&draining))
+		return NULL;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(SERVE_EXIT_FORCED);
+	_exit(SERVE_EXIT_FORCED);
+}
+
 /* Start, say where, wait for SIGINT/SIGTERM, drain and summarise; the exit code. */
 static int run(const struct server_config *cfg)
 {
 	struct server *srv;
 	char err[512];
 	sigset_t set;
+	pthread_t forced;
 	int sig = 0;
 	uint64_t t0;
 
@@ -200,7 +258,11 @@ static int run(const struct server_config *cfg)
 	t0 = clock_monotonic_ns();
 	banner(cfg, server_port(srv));
 	sigwait(&set, &sig);
+	atomic_store(&draining, true);
+	if (pthread_create(&forced, NULL, second_signal, &set) == 0)
+		pthread_detach(forced);
 	server_drain(srv);
+	atomic_store(&draining, false);
 	summary(srv, clock_monotonic_ns() - t0, sig);
 	server_stop(srv);
 	return 0;

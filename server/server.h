@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "common/cli.h"
@@ -41,6 +42,7 @@ struct server_request {
 	void *conn;              /* for server_request_header/_query */
 	const char *key;         /* limited-path hook only: the client key as the limiter keys it, else NULL */
 	size_t keylen;
+	const struct sockaddr *client;  /* the peer's address, or NULL when unknown */
 };
 
 /* How a special handler's answer goes out: whole, or as a scripted transport failure. */
@@ -74,6 +76,26 @@ struct server_reply {
 	enum server_reply_kind kind;
 	uint64_t token;          /* handed to the handler's done hook when the request ends */
 };
+
+/*
+ * Whether req may use an admin endpoint: one that changes the server's
+ * state (POST /reset), which every such handler checks first.  By default
+ * only loopback clients may; with --admin-token T, any client that sends
+ * "Authorization: Bearer T" may too.  Refused whoever asks: a body of type
+ * application/x-www-form-urlencoded, multipart/form-data or text/plain, and
+ * an Origin other than the server's own ("http://" + Host), so a web page
+ * cannot make a browser do it; and, from loopback, a browser's request to a
+ * host name other than localhost (DNS rebinding).  False with the reason in
+ * why.  Thread-safe.
+ */
+bool server_admin_allowed(struct server *srv, const struct server_request *req, char *why, size_t len);
+
+/*
+ * server_admin_allowed for a handler: true when req is refused, with *out
+ * filled (403, an application/problem+json body whose detail says why) and
+ * the refusal counted (/stats refused.admin); false to go on.  Thread-safe.
+ */
+bool server_admin_refused(struct server *srv, const struct server_request *req, struct server_reply *out);
 
 /* Header `name` of the request, or NULL. */
 const char *server_request_header(const struct server_request *r, const char *name);
@@ -123,12 +145,14 @@ struct server_config {
 	int reject_status;               /* 429 or 503 */
 	enum headers_retry_after retry_after;
 	enum headers_mode headers;
-	unsigned threads;                /* MHD thread pool; default 2 */
+	unsigned threads;                /* listeners (MHD daemons, one thread each) on the port; default 2 */
 	uint64_t max_keys;               /* per route; default 100000, or what fits max_key_memory */
 	bool max_keys_set;               /* --max-keys given: refused, not lowered, when it does not fit */
 	uint64_t max_key_memory;         /* bytes all routes' key tables may grow to; default 64 MiB */
-	unsigned max_connections;        /* default 1024 */
-	uint64_t connection_timeout_ns;  /* default 30 s */
+	unsigned max_connections;        /* 0 (default): sized to the open-file limit, at most 16384 */
+	unsigned max_connections_per_ip; /* 0 (default): three quarters of max_connections */
+	uint64_t connection_timeout_ns;  /* idle timeout; default 30 s */
+	uint64_t header_timeout_ns;      /* a request head must be in within it; default 10 s */
 	size_t max_body;                 /* default 64 KiB; larger bodies get 413 */
 	struct faults faults;
 	bool query_faults;
@@ -136,6 +160,7 @@ struct server_config {
 	bool quiet;                      /* no log lines on stderr */
 	unsigned top_clients;            /* clients /stats, /metrics and /events name; the rest summed; default 50 */
 	unsigned max_subscribers;        /* /events streams at once; default 32 */
+	char admin_token[128];           /* --admin-token: admits non-loopback clients to admin endpoints; "" none */
 	struct server_handler handlers[SERVER_MAX_HANDLERS];
 	size_t nhandlers;
 	server_store_fn store_new;       /* NULL: store_memory_new */
@@ -193,6 +218,18 @@ void server_usage(FILE *f);
  * server_config_from_args, only when the tables are in process.
  */
 int server_config_fit_keys(struct server_config *c, uint64_t phys_bytes, char *msg, size_t len);
+
+/*
+ * Size the connection limits to nofile, the open-file limit (RLIMIT_NOFILE's
+ * soft value): the server keeps 64 + 4 per listener descriptors for itself
+ * and the rest may be connections.  An unset max_connections becomes that,
+ * at most SERVER_CONNECTIONS_DEFAULT; an unset max_connections_per_ip three
+ * quarters of max_connections (rounded up), so no single address can take
+ * every slot of a big limit.  A max_connections given over what nofile allows is refused:
+ * returns -1 with the one-line reason in msg; else 0 (msg "").  Pure.
+ */
+#define SERVER_CONNECTIONS_DEFAULT 16384
+int server_config_fit_connections(struct server_config *c, uint64_t nofile, char *msg, size_t len);
 
 /* Add a special handler for `path`.  Returns 0, or -1 when the table is full. */
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx);

@@ -32,8 +32,8 @@ void server_config_defaults(struct server_config *c)
 	c->threads = 2;
 	c->max_keys = SERVER_MAX_KEYS_DEFAULT;
 	c->max_key_memory = SERVER_KEY_MEMORY_DEFAULT;
-	c->max_connections = 1024;
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
+	c->header_timeout_ns = 10 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
 	c->seed = 1;
 	c->top_clients = CLIENTS_TOP_DEFAULT;
@@ -60,7 +60,8 @@ void server_usage(FILE *f)
 	        "\n"
 	        "A rate-limited HTTP lab server.  Every path is limited except /dashboard (the live\n"
 	        "page for a projector), /events (its figures as Server-Sent Events), /stats (JSON),\n"
-	        "/metrics (Prometheus), POST /reset (clear limiter state and stats) and /healthz.\n"
+	        "/metrics (Prometheus), POST /reset (clear limiter state and stats; loopback or\n"
+	        "--admin-token only) and /healthz.\n"
 	        "A client may name itself in the dashboard with an X-Client-Name header.\n"
 	        "Prints 'listening on http://ADDR:PORT' when ready, then the dashboard's URL (with\n"
 	        "--bind 0.0.0.0 or ::, first one URL per LAN address for the attendees);\n"
@@ -79,13 +80,20 @@ void server_usage(FILE *f)
 	        "  --status 429|503          rejection status (default 429)\n"
 	        "  --retry-after seconds|http-date|none  (default seconds: the wait rounded up, never 0)\n"
 	        "  --headers ietf|legacy|both|none  RateLimit headers (default ietf)\n"
-	        "  --threads N               server threads (default 2)\n"
+	        "  --threads N               listeners, one thread each, sharing the port (default 2)\n"
 	        "  --max-keys N              cap of each route's per-key state table, LRU-evicted\n"
 	        "                            (default 100000, or fewer when the limiter's state is\n"
 	        "                            large: as many as fit --max-key-memory)\n"
 	        "  --max-key-memory SIZE     memory the key tables may grow to, e.g. 64M, 1G; a\n"
 	        "                            --max-keys that does not fit is refused (default 64M)\n"
-	        "  --max-connections N       (default 1024)\n"
+	        "  --max-connections N       connections open at once; past it a new one is closed\n"
+	        "                            (default: what the open-file limit allows, raised to\n"
+	        "                            its hard value, at most %d)\n"
+	        "  --max-connections-per-ip N  connections one client address may hold (default:\n"
+	        "                            three quarters of --max-connections)\n"
+	        "  --header-timeout DUR      a request head (request line and headers) must be in\n"
+	        "                            within DUR of the connection opening or of its\n"
+	        "                            previous answer, else the connection closes (default 10s)\n"
 	        "  --connection-timeout DUR  idle connection timeout (default 30s)\n"
 	        "  --max-body BYTES          larger request bodies get 413 (default 65536)\n"
 	        "  --faults SPEC             e.g. 503:5,502:2,504:1,reset:1,no-retry-after:10,delay=50ms:20\n"
@@ -94,6 +102,10 @@ void server_usage(FILE *f)
 	        "                            from rejections, delay holds the answer)\n"
 	        "  --query-faults            accept ?status=503:50&delay=50ms on limited paths\n"
 	        "  --seed N                  seed of the fault draws (default 1)\n"
+	        "  --admin-token T           admin endpoints (POST /reset) also answer clients that\n"
+	        "                            are not on loopback when they send Authorization: Bearer T\n"
+	        "                            (by default they answer loopback clients only; a form or\n"
+	        "                            text/plain body or a foreign Origin is refused either way)\n"
 	        "  --config FILE             JSON routes: {\"routes\":[{\"prefix\":\"/api\",\"limiter\":\"gcra\",\n"
 	        "                            \"limit\":5,\"window\":\"1s\",\"burst\":10,\"key\":\"ip\"}]}\n"
 	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
@@ -101,7 +113,7 @@ void server_usage(FILE *f)
 	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n"
 	        "  --quiet                   no log lines on stderr\n"
 	        "  --help                    this text\n",
-	        limiter_names());
+	        limiter_names(), SERVER_CONNECTIONS_DEFAULT);
 }
 
 static int opt_bind(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
@@ -183,6 +195,20 @@ static int opt_key_memory(void *base, const struct cli_option *o, const char *v,
 	return snprintf(why, wl, "is not a size such as 64M or 1G from %s to %s", lo, hi), -1;
 }
 
+static int opt_admin_token(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct server_config *c = &((struct server_args *)base)->cfg;
+
+	(void)o;
+	if (v[0] == '\0' || strlen(v) >= sizeof(c->admin_token))
+		return snprintf(why, wl, "is not a token of 1 to %zu characters", sizeof(c->admin_token) - 1), -1;
+	for (const char *p = v; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			return snprintf(why, wl, "has a space or a character that is not printable ASCII"), -1;
+	snprintf(c->admin_token, sizeof(c->admin_token), "%s", v);
+	return 0;
+}
+
 static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
 static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
 
@@ -205,11 +231,14 @@ const struct cli_option server_args_options[] = {
 	  CLI_GIVEN(struct server_args, cfg.max_keys_set) },
 	{ "--max-key-memory", CLI_CUSTOM, .fn = opt_key_memory },
 	{ "--max-connections", CLI_U64, SA(cfg.max_connections), .min = 1, .max = 1000000 },
+	{ "--max-connections-per-ip", CLI_U64, SA(cfg.max_connections_per_ip), .min = 1, .max = 1000000 },
 	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX },
+	{ "--header-timeout", CLI_DURATION, SA(cfg.header_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC },
 	{ "--max-body", CLI_U64, SA(cfg.max_body), .max = 1ULL << 30 },
 	{ "--faults", CLI_CUSTOM, .fn = opt_faults },
 	{ "--query-faults", CLI_BOOL, SA(cfg.query_faults) },
 	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },
+	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token },
 	{ "--config", CLI_STRING, SA(config_path) },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
 	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000 },
@@ -343,5 +372,25 @@ int server_config_fit_keys(struct server_config *c, uint64_t phys_bytes, char *m
 	         "--max-key-memory %s)", (unsigned long long)fit, what, c->nroutes > 1 ? "" : "s",
 	         (unsigned long long)per, budget);
 	c->max_keys = fit;
+	return 0;
+}
+
+int server_config_fit_connections(struct server_config *c, uint64_t nofile, char *msg, size_t len)
+{
+	uint64_t keep = 64 + 4 * (uint64_t)(c->threads ? c->threads : 1);
+	uint64_t room = nofile > keep + 1 ? nofile - keep : 1;
+
+	msg[0] = '\0';
+	if (c->max_connections > room) {
+		snprintf(msg, len, "ratelab serve: --max-connections %u: the open-file limit is %llu and the server "
+		         "keeps %llu for itself; use --max-connections %llu or less, or raise the limit (ulimit -n)",
+		         c->max_connections, (unsigned long long)nofile, (unsigned long long)keep,
+		         (unsigned long long)room);
+		return -1;
+	}
+	if (c->max_connections == 0)
+		c->max_connections = (unsigned)(room < SERVER_CONNECTIONS_DEFAULT ? room : SERVER_CONNECTIONS_DEFAULT);
+	if (c->max_connections_per_ip == 0)
+		c->max_connections_per_ip = c->max_connections - c->max_connections / 4;
 	return 0;
 }

@@ -23,6 +23,7 @@ struct stats_shard {
 	_Alignas(64) _Atomic uint64_t status[STATS_NSTATUS];
 	_Atomic uint64_t route[STATS_MAX_ROUTES][2];
 	_Atomic uint64_t faults;
+	_Atomic uint64_t refused[STATS_REFUSALS];
 	struct stats_bucket timeline[STATS_BUCKETS];
 };
 
@@ -131,6 +132,8 @@ void stats_reset(struct stats *s, uint64_t now_ns)
 		for (size_t b = 0; b < STATS_BUCKETS; b++)
 			atomic_store_explicit(&sh->timeline[b].epoch, 0, memory_order_relaxed);
 		atomic_store_explicit(&sh->faults, 0, memory_order_relaxed);
+		for (size_t r = 0; r < STATS_REFUSALS; r++)
+			atomic_store_explicit(&sh->refused[r], 0, memory_order_relaxed);
 	}
 	atomic_store(&s->reset_ns, now_ns);
 }
@@ -173,6 +176,34 @@ uint64_t stats_decisions(struct stats *s, int route, enum stats_decision d)
 	for (size_t i = 0; i < STATS_SHARDS; i++)
 		sum += atomic_load_explicit(&s->shards[i].route[route][d == STATS_ADMITTED], memory_order_relaxed);
 	return sum;
+}
+
+static const char *const REFUSAL_NAMES[STATS_REFUSALS] = {
+	"admin", "smuggling", "header_timeout", "per_ip", "connection_limit", "draining",
+};
+
+void stats_refused(struct stats *s, enum stats_refusal r)
+{
+	if (r < STATS_REFUSALS)
+		bump(&shard_of(s)->refused[r]);
+}
+
+uint64_t stats_refusals(struct stats *s, enum stats_refusal r)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; r < STATS_REFUSALS && i < STATS_SHARDS; i++)
+		sum += atomic_load_explicit(&s->shards[i].refused[r], memory_order_relaxed);
+	return sum;
+}
+
+static json_t *refused_json(struct stats *s)
+{
+	json_t *o = json_object();
+
+	for (int r = 0; r < STATS_REFUSALS; r++)
+		json_object_set_new(o, REFUSAL_NAMES[r], json_integer((json_int_t)stats_refusals(s, (enum stats_refusal)r)));
+	return o;
 }
 
 /* Sums of bucket `epoch` over the shards. */
@@ -276,6 +307,7 @@ json_t *stats_json_value(struct stats *s, uint64_t now_ns, const struct stats_ro
 	json_object_set_new(root, "since_reset_s", json_real((double)(now_ns - atomic_load(&s->reset_ns)) / 1e9));
 	json_object_set_new(root, "status", status_json(s, &total));
 	json_object_set_new(root, "requests", json_integer((json_int_t)total));
+	json_object_set_new(root, "refused", refused_json(s));
 	json_object_set_new(root, "routes", routes_json(s, ri, n, by_limiter));
 	json_object_set_new(root, "decisions", by_limiter);
 	json_object_set_new(root, "live_keys", json_integer((json_int_t)live));
@@ -344,6 +376,15 @@ static void metrics_status(struct strbuf *b, struct stats *s)
 	}
 }
 
+static void metrics_refused(struct strbuf *b, struct stats *s)
+{
+	sb_printf(b, "# HELP ratelab_refused_total Connections and requests refused before a limiter saw them, by reason.\n"
+	             "# TYPE ratelab_refused_total counter\n");
+	for (int r = 0; r < STATS_REFUSALS; r++)
+		sb_printf(b, "ratelab_refused_total{reason=\"%s\"} %" PRIu64 "\n", REFUSAL_NAMES[r],
+		          stats_refusals(s, (enum stats_refusal)r));
+}
+
 static void metrics_routes(struct strbuf *b, struct stats *s, const struct stats_route_info *ri, size_t n)
 {
 	sb_printf(b, "# HELP ratelab_decisions_total Limiter decisions, by route.\n"
@@ -375,6 +416,7 @@ char *stats_metrics(struct stats *s, uint64_t now_ns, const struct stats_route_i
 	              "# TYPE ratelab_uptime_seconds gauge\nratelab_uptime_seconds %.3f\n",
 	          (double)(now_ns - s->start_ns) / 1e9);
 	metrics_status(&b, s);
+	metrics_refused(&b, s);
 	metrics_routes(&b, s, ri, n);
 	if (b.failed) {
 		free(b.p);

@@ -21,6 +21,17 @@
 
 enum stats_decision { STATS_NONE = -1, STATS_REJECTED = 0, STATS_ADMITTED = 1 };
 
+/* What the server refused or closed before any limiter saw it, by reason (/stats "refused"). */
+enum stats_refusal {
+	STATS_REFUSED_ADMIN,            /* an admin endpoint refused the client: 403 */
+	STATS_REFUSED_SMUGGLING,        /* Transfer-Encoding with Content-Length, or conflicting lengths: 400 */
+	STATS_REFUSED_HEADER_TIMEOUT,   /* a request head not in within --header-timeout: closed */
+	STATS_REFUSED_PER_IP,           /* a connection past --max-connections-per-ip: closed at accept */
+	STATS_REFUSED_CONNECTION_LIMIT, /* a connection past --max-connections: closed at accept */
+	STATS_REFUSED_DRAINING,         /* a body still arriving when the drain began: 503, closed */
+	STATS_REFUSALS
+};
+
 struct stats;
 
 /* What /stats and /metrics say about one route besides the counters. */
@@ -58,6 +69,12 @@ uint64_t stats_status_range(struct stats *s, int lo, int hi);
  * buckets have consecutive numbers).
  */
 void stats_buckets(struct stats *s, uint64_t now_ns, size_t n, uint64_t *adm, uint64_t *rej, uint64_t *first);
+
+/* Count one refusal r.  Thread-safe, lock-free. */
+void stats_refused(struct stats *s, enum stats_refusal r);
+
+/* Refusals r so far (summed over shards). */
+uint64_t stats_refusals(struct stats *s, enum stats_refusal r);
 
 /* Zero every counter and the timeline; uptime keeps counting.  Thread-safe (racing records may survive). */
 void stats_reset(struct stats *s, uint64_t now_ns);

@@ -49,6 +49,8 @@ static int handle_metrics(struct server *s, void *ctx, const struct server_reque
 static int handle_reset(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
 	(void)ctx;
+	if (server_admin_refused(s, req, out))
+		return 0;
 	if (strcmp(req->method, "POST") != 0) {
 		snprintf(out->headers, sizeof(out->headers), "Allow: POST\n");
 		return reply_text(out, 405, "text/plain", strdup("use POST /reset\n"));

@@ -3,14 +3,19 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
+#include "common/siphash.h"
+#include "server/http/framing.h"
 #include "server/http/limited.h"
+#include "server/http/path.h"
 #include "server/http/request.h"
 
 /*
@@ -22,6 +27,8 @@
 #define SERVER_MEMORY_LIMIT (8 * 1024)
 #endif
 #define SERVER_MEMORY_INCREMENT 1024
+/* A path in normal form is at most one byte longer than the target, which fits the pool. */
+#define SERVER_PATH_CAP (SERVER_MEMORY_LIMIT + 2)
 #define DRAIN_NS (5 * NS_PER_SEC)
 
 static _Atomic uint64_t server_generation;
@@ -75,14 +82,44 @@ char *daemon_stats_metrics(struct server *s)
 	return live_metrics(&p, clock_monotonic_ns());
 }
 
-/* True when Content-Length already says the body is over the limit. */
-static bool announced_too_big(const struct server *s, struct MHD_Connection *c, struct request *rq)
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	(void)kind;
+	framing_add(cls, key, value);
+	return MHD_YES;
+}
 
-	if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
-		rq->phase = REQUEST_TOO_BIG;
-	return rq->phase == REQUEST_TOO_BIG;
+/* What a request's head alone decides: go on, or one of the answers sent before any body. */
+enum head_verdict {
+	HEAD_OK,
+	HEAD_SMUGGLING,    /* its body's framing is ambiguous: 400, close (framing.h) */
+	HEAD_TOO_BIG,      /* Content-Length is over --max-body: 413 */
+	HEAD_BAD_PATH,     /* a path path_normalize refuses: 400 */
+};
+
+/*
+ * Judge the head of a request for url (HTTP version `version`); its path in
+ * normal form into path (len bytes; "" for a target that is not a path),
+ * whether a body follows into *body, a smuggling refusal's reason into *why.
+ */
+static enum head_verdict judge_head(const struct server *s, struct MHD_Connection *c, const char *url,
+                                    const char *version, char path[SERVER_PATH_CAP], size_t *len, bool *body,
+                                    const char **why)
+{
+	struct framing f;
+
+	framing_init(&f);
+	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+	*body = framing_has_body(&f);
+	*len = 0;
+	path[0] = '\0';
+	if ((*why = framing_refusal(&f, version && strcmp(version, MHD_HTTP_VERSION_1_0) == 0)))
+		return HEAD_SMUGGLING;
+	if (f.length > s->cfg.max_body)
+		return HEAD_TOO_BIG;
+	if (url[0] == '/' && path_normalize(url, strlen(url), path, SERVER_PATH_CAP, len) < 0)
+		return HEAD_BAD_PATH;
+	return HEAD_OK;
 }
 
 /* 413 at once, before the body is read (MHD then closes the connection). */
@@ -93,12 +130,67 @@ static enum MHD_Result refuse_body(struct server *s, struct MHD_Connection *c)
 }
 
 /*
- * The first call of a request (headers only: answering now would force
- * Connection: close): take it in, match its handler or route.
+ * The head is in: tell the connection table, which may have closed the
+ * connection for a late head already (false: close it unanswered).  A body
+ * still to come can be answered by the drain.
  */
-static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c, const char *url, void **con_cls)
+static bool head_in(struct request *rq, bool answer_now, bool body)
 {
-	struct request *rq;
+	if (!rq->pooled)
+		return true;
+	rq->body_pending = !answer_now && body;
+	return conns_head_done(&rq->tracked, rq->body_pending);
+}
+
+/* The answer a head gets before its body (judge_head's verdict v), counted. */
+static enum MHD_Result answer_head(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                   enum head_verdict v, const char *why)
+{
+	uint64_t now = clock_monotonic_ns();
+
+	if (v == HEAD_TOO_BIG) {
+		rq->phase = REQUEST_TOO_BIG;
+		return refuse_body(s, c);
+	}
+	stats_record(s->stats, -1, MHD_HTTP_BAD_REQUEST, STATS_NONE, now);
+	if (v == HEAD_BAD_PATH)
+		return MHD_queue_response(c, MHD_HTTP_BAD_REQUEST, s->resp.bad_path);
+	stats_refused(s->stats, STATS_REFUSED_SMUGGLING);
+	return responses_bad_framing(c, why);
+}
+
+/*
+ * Match rq's handler or route on its normalised path.  A target that is not
+ * a path (absolute-form "http://...", CONNECT's "host:port", OPTIONS's "*")
+ * matches nothing: 404.
+ */
+static void match(struct server *s, struct MHD_Connection *c, const char *path, size_t len, struct request *rq)
+{
+	rq->route = -1;
+	if (path[0] != '/')
+		return;
+	rq->handler = hooks_match(&s->hooks, path);
+	rq->route = rq->handler ? -1 : routes_match(&s->routes, path, len);
+	if (rq->route >= 0 && s->hooks.limited) {
+		rq->handler = s->hooks.limited;
+		rq->keylen = routes_client_key(&s->routes.r[rq->route], c, rq->key);
+	}
+}
+
+/*
+ * The first call of a request (headers only: answering now would force
+ * Connection: close): take it in, match its handler or route.  rq is the
+ * request the URI callback began (NULL when memory was short then).
+ */
+static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c, const char *url,
+                                     const char *version, void **con_cls)
+{
+	struct request *rq = *con_cls;
+	char path[SERVER_PATH_CAP];
+	const char *why;
+	enum head_verdict v;
+	size_t len;
+	bool body;
 
 	/*
 	 * Draining: a new request on a kept-alive connection is not taken in
@@ -111,18 +203,31 @@ static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c,
 	 * after MHD_stop_daemon began, which aborts.)
 	 */
 	atomic_fetch_add(&s->inflight, 1);
-	if (atomic_load(&s->stopping) || !(rq = request_begin(c))) {
+	if (atomic_load(&s->stopping) || (!rq && !(rq = request_begin(c)))) {
 		atomic_fetch_sub(&s->inflight, 1);
 		return MHD_NO;
 	}
-	rq->handler = hooks_match(&s->hooks, url);
-	rq->route = rq->handler ? -1 : routes_match(&s->routes, url);
-	if (rq->route >= 0 && s->hooks.limited) {
-		rq->handler = s->hooks.limited;
-		rq->keylen = routes_client_key(&s->routes.r[rq->route], c, rq->key);
-	}
 	*con_cls = rq;
-	return announced_too_big(s, c, rq) ? refuse_body(s, c) : MHD_YES;
+	rq->phase = REQUEST_NEW;
+	v = judge_head(s, c, url, version, path, &len, &body, &why);
+	if (!head_in(rq, v != HEAD_OK, body))
+		return MHD_NO;
+	if (v != HEAD_OK)
+		return answer_head(s, c, rq, v, why);
+	match(s, c, url[0] == '/' ? path : url, len, rq);
+	return MHD_YES;
+}
+
+/* A special handler's call: with the request's normalised path. */
+static enum MHD_Result serve_hook(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
+                                  struct request *rq)
+{
+	char path[SERVER_PATH_CAP];
+	size_t len;
+
+	if (path_normalize(url, strlen(url), path, sizeof(path), &len) < 0)
+		snprintf(path, sizeof(path), "%s", url);
+	return hooks_serve(s, c, path, method, rq);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -131,9 +236,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct server *s = cls;
 	struct request *rq = *con_cls;
 
-	(void)version;
-	if (!rq)
-		return request_start(s, c, url, con_cls);
+	if (!rq || rq->phase == REQUEST_LINE)
+		return request_start(s, c, url, version, con_cls);
 	if (*upload_size) {
 		request_take_upload(rq, s->cfg.max_body, upload, *upload_size);
 		*upload_size = 0;
@@ -143,13 +247,54 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
 		return MHD_NO;
 	}
+	/* The body is in; the drain may have answered it first (503). */
+	if (rq->body_pending) {
+		rq->body_pending = false;
+		if (!conns_body_done(&rq->tracked))
+			return MHD_NO;
+	}
 	if (rq->phase == REQUEST_TOO_BIG)
 		return refuse_body(s, c);
 	if (rq->handler)
-		return hooks_serve(s, c, url, method, rq);
-	if (rq->route < 0)
+		return serve_hook(s, c, url, method, rq);
+	if (rq->route < 0) {
+		stats_record(s->stats, -1, MHD_HTTP_NOT_FOUND, STATS_NONE, clock_monotonic_ns());
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->resp.no_route);
+	}
 	return limited_serve(s, c, rq);
+}
+
+/*
+ * MHD_OPTION_URI_LOG_CALLBACK, once the request line is read: the request
+ * begins here (MHD hands the result to the access handler and to
+ * on_completed), and the target is noted as sent, for on_unescape.
+ */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct request *rq = request_begin(c);
+
+	(void)cls;
+	if (rq) {
+		rq->phase = REQUEST_LINE;
+		rq->raw_uri = uri;
+	}
+	return rq;
+}
+
+/*
+ * MHD_OPTION_UNESCAPE_CALLBACK: query arguments are decoded as MHD's own
+ * callback does; the path (the string on_uri noted, its query already cut
+ * off) is left as sent, so path_normalize sees "%2F" apart from "/".
+ */
+static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const struct request *rq = ci ? ci->socket_context : NULL;
+
+	(void)cls;
+	if (rq && rq->raw_uri == s)
+		return strlen(s);
+	return MHD_http_unescape(s);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -166,12 +311,63 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		                  clock_monotonic_ns());
 	/*
 	 * Fires on completion and on a client that went away: give back a concurrency
-	 * slot either way, also when it went away before the answer.
+	 * slot either way, also when it went away before the answer.  A request still
+	 * at its line never reached the access handler (MHD answered it, or the client
+	 * left): it was never in flight.
 	 */
 	limited_end(s, rq);
-	atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+	if (rq->phase != REQUEST_LINE)
+		atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+	if (rq->pooled && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		conns_wait_head(&rq->tracked, clock_monotonic_ns());
 	request_end(rq);
 	*con_cls = NULL;
+}
+
+/* A connection opens (its slot, its entry in the table) or closes. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct server *s = cls;
+	struct request *rq = *socket_context;
+	const union MHD_ConnectionInfo *fd, *peer;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		if (!(rq = request_slot_new()))
+			return;
+		fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		conns_open(s->conns, &rq->tracked, peer ? peer->client_addr : NULL, fd ? fd->connect_fd : -1,
+		           clock_monotonic_ns());
+		*socket_context = rq;
+		return;
+	}
+	if (rq)
+		conns_close(s->conns, &rq->tracked);
+	request_slot_free(rq);
+	*socket_context = NULL;
+}
+
+/* The sweep's actions (conns.h), with the table locked: the socket is still this connection's. */
+static void close_late(void *ctx, int fd)
+{
+	struct server *s = ctx;
+
+	shutdown(fd, SHUT_RDWR);
+	stats_refused(s->stats, STATS_REFUSED_HEADER_TIMEOUT);
+}
+
+static void answer_drained(void *ctx, int fd)
+{
+	struct server *s = ctx;
+	size_t len;
+	const char *raw = responses_draining_raw(&len);
+
+	/* Only the request's head and body came in so far: nothing of ours is on the wire yet. */
+	send(fd, raw, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_RDWR);
+	stats_record(s->stats, -1, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, clock_monotonic_ns());
+	stats_refused(s->stats, STATS_REFUSED_DRAINING);
 }
 
 void server_reset(struct server *s)
@@ -225,46 +421,110 @@ static bool needs_suspend(const struct server_config *c)
 	return false;
 }
 
+/*
+ * MHD_OPTION_EXTERNAL_LOGGER, where the answers libmicrohttpd sends itself
+ * are counted: a request it refuses before (or instead of) calling the
+ * access handler (400 malformed, 413, 414, 431, 505) is logged first, by
+ * 0.9.75's transmit_error_response, as "Error processing request (HTTP
+ * response code is %u ...", and a connection past a listener's limit as
+ * "Server reached connection limit...".  Nothing is printed.
+ */
+static void on_mhd_log(void *cls, const char *fm, va_list ap)
+{
+	static const char ANSWERED[] = "Error processing request (HTTP response code is %u";
+	static const char AT_LIMIT[] = "Server reached connection limit";
+	struct server *s = cls;
+
+	if (strncmp(fm, ANSWERED, sizeof(ANSWERED) - 1) == 0)
+		stats_record(s->stats, -1, (int)va_arg(ap, unsigned), STATS_NONE, clock_monotonic_ns());
+	else if (strncmp(fm, AT_LIMIT, sizeof(AT_LIMIT) - 1) == 0)
+		stats_refused(s->stats, STATS_REFUSED_CONNECTION_LIMIT);
+}
+
+/*
+ * The accept policy, on the listener's own thread: refuse once the drain
+ * asked it to stop accepting, or when the address holds its share.
+ */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct listener *l = cls;
+	struct server *s = l->owner;
+
+	(void)addrlen;
+	if (!listeners_keep_accepting(l))
+		return MHD_NO;
+	switch (conns_admit(s->conns, addr)) {
+	case CONNS_ADMIT:
+		return MHD_YES;
+	case CONNS_FULL:
+		stats_refused(s->stats, STATS_REFUSED_CONNECTION_LIMIT);
+		return MHD_NO;
+	case CONNS_ADDRESS_FULL:
+		break;
+	}
+	stats_refused(s->stats, STATS_REFUSED_PER_IP);
+	return MHD_NO;
+}
+
+/*
+ * One listener's daemon: one internal polling thread.  The connection
+ * table holds the whole server to --max-connections (the accept policy
+ * closes a connection past it); each daemon's own limit is only a backstop
+ * for accepts racing on several listeners, since the kernel's spread of
+ * connections over the listeners is never exactly even.
+ */
+static struct MHD_Daemon *start_one(void *ctx, struct listener *l, const struct sockaddr *sa, bool share)
+{
+	struct server *s = ctx;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_TURBO |
+	                 MHD_USE_ERROR_LOG;
+	uint64_t tmo = headers_ceil_secs(s->cfg.connection_timeout_ns);
+	unsigned n = s->cfg.threads ? s->cfg.threads : 1;
+
+	/* "::" is every address, IPv4 ones too; another IPv6 address is that one only. */
+	if (sa->sa_family == AF_INET6)
+		flags |= strcmp(s->cfg.bind, "::") == 0 ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+	/* /events streams are suspended between events, and the delays and asynchronous stores hold requests. */
+	flags |= MHD_ALLOW_SUSPEND_RESUME;
+	/* The logger must be the first option, or MHD prints what comes before it. */
+	return MHD_start_daemon(flags, 0, on_accept, l, on_request, s,
+	                        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	                        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+	                        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+	                        MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
+	                        MHD_OPTION_SOCK_ADDR, sa,
+	                        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)share,
+	                        MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections + n,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(tmo ? tmo : 1),
+	                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
+	                        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)SERVER_MEMORY_INCREMENT,
+	                        MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+	                        MHD_OPTION_END);
+}
+
 static int start_daemon(struct server *s, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	bool v6;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_TURBO;
-	uint64_t tmo = headers_ceil_secs(s->cfg.connection_timeout_ns);
-	const union MHD_DaemonInfo *di;
 
 	if (!bind_address(&s->cfg, &ss, &v6)) {
 		snprintf(err, errlen, "--bind '%s': not an IPv4 or IPv6 address", s->cfg.bind);
 		return -1;
 	}
-	/* "::" is every address, IPv4 ones too; another IPv6 address is that one only. */
-	if (v6)
-		flags |= strcmp(s->cfg.bind, "::") == 0 ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
-	/* /events streams are suspended between events, and the delays and asynchronous stores hold requests. */
-	flags |= MHD_ALLOW_SUSPEND_RESUME;
-	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-	                             MHD_OPTION_NOTIFY_CONNECTION, request_on_connection, s,
-	                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(s->cfg.threads > 1 ? s->cfg.threads : 0),
-	                             MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
-	                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(tmo ? tmo : 1),
-	                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_LIMIT,
-	                             MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)SERVER_MEMORY_INCREMENT,
-	                             MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-	                             MHD_OPTION_END);
-	if (!s->daemon) {
+	if (listeners_start(&s->listeners, s->cfg.threads ? s->cfg.threads : 1, &ss, start_one, s, err, errlen) < 0) {
 		snprintf(err, errlen, "cannot listen on %s:%u (address in use or not available)", s->cfg.bind,
 		         s->cfg.port);
 		return -1;
 	}
-	di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = di ? (int)di->port : (int)s->cfg.port;
+	s->port = s->listeners.port;
+	s->running = true;
 	return 0;
 }
 
 static void free_parts(struct server *s)
 {
+	conns_free(s->conns);
 	responses_destroy(&s->resp);
 	routes_free(&s->routes);
 	stats_free(s->stats);
@@ -283,10 +543,38 @@ static struct clients *new_clients(const struct server *s)
 	return clients_new(&key, s->epoch_ns);
 }
 
+/* The open-file limit (RLIMIT_NOFILE's soft value); 1024 when unknown. */
+static uint64_t nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1024;
+	return (uint64_t)rl.rlim_cur;
+}
+
+/* The connection table: per-address counts under a random hash key, and head deadlines. */
+static int setup_conns(struct server *s, char *err, size_t errlen)
+{
+	char msg[256];
+	struct conns_config cc = { .header_timeout_ns = s->cfg.header_timeout_ns,
+		                   .ops = { close_late, answer_drained, s } };
+
+	/* A limit given over the open-file limit is the caller's to refuse (serve does); here it stands. */
+	server_config_fit_connections(&s->cfg, nofile_limit(), msg, sizeof(msg));
+	cc.per_ip = s->cfg.max_connections_per_ip;
+	cc.max_conns = s->cfg.max_connections;
+	if (siphash_key_random(&cc.key) < 0 || !(s->conns = conns_new(&cc)) || conns_start(s->conns) < 0) {
+		snprintf(err, errlen, "cannot set up the connection table");
+		return -1;
+	}
+	return 0;
+}
+
 /* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
 static int setup_parts(struct server *s, char *err, size_t errlen)
 {
-	if (routes_setup(&s->routes, &s->cfg, err, errlen) < 0)
+	if (routes_setup(&s->routes, &s->cfg, err, errlen) < 0 || setup_conns(s, err, errlen) < 0)
 		return -1;
 	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
@@ -331,19 +619,15 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 void server_drain(struct server *s)
 {
 	uint64_t deadline;
-	MHD_socket fd;
 
-	if (!s || !s->daemon)
+	if (!s || !s->running)
 		return;
 	atomic_store(&s->stopping, true);
 	/* Streams end now: they would hold the drain, and none may stay suspended when the daemon stops. */
 	events_stop(s->events);
-	/*
-	 * Known hazard: libmicrohttpd 0.9.75's quiesce aborts the process ("Failed
-	 * to remove listen FD from epoll set") when a pool thread drops the
-	 * listening socket from its epoll set before quiesce does.
-	 */
-	fd = MHD_quiesce_daemon(s->daemon);
+	listeners_quiesce(&s->listeners);
+	/* A body still arriving gets its 503 now rather than hold the drain to its deadline. */
+	conns_drain(s->conns, clock_monotonic_ns());
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + DRAIN_NS;
@@ -354,10 +638,8 @@ void server_drain(struct server *s)
 	}
 	/* No connection may stay suspended on a store past this: MHD_stop_daemon would abort. */
 	routes_quiesce(&s->routes);
-	MHD_stop_daemon(s->daemon);
-	s->daemon = NULL;
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+	listeners_stop(&s->listeners);
+	s->running = false;
 }
 
 void server_stop(struct server *s)

@@ -6,8 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "server/http/conns.h"
 #include "server/http/delayq.h"
 #include "server/http/hooks.h"
+#include "server/http/listeners.h"
 #include "server/http/responses.h"
 #include "server/http/routes.h"
 #include "server/clients.h"
@@ -25,7 +27,8 @@
 
 struct server {
 	struct server_config cfg;
-	struct MHD_Daemon *daemon;
+	struct listeners listeners;         /* the daemons, one polling thread each */
+	bool running;                        /* listening (or draining): server_drain has work */
 	struct routes routes;
 	struct hooks hooks;
 	struct responses resp;
@@ -33,6 +36,7 @@ struct server {
 	struct clients *clients;             /* the per-client figures (server/clients.h) */
 	struct events *events;               /* the /events hub (server/handlers/events.h) */
 	struct delayq *delays;               /* NULL when no answer is ever held */
+	struct conns *conns;                 /* open connections: per-address counts, head deadlines */
 	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
 	/*
 	 * Limiter time 0: limiters see monotonic time since the server started, so

@@ -1,11 +1,13 @@
 /* Special handlers: the table, the reset hooks, and a handler's reply as a response. */
 #include "server/http/hooks.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "common/clock.h"
+#include "server/http/admin.h"
 #include "server/http/daemon.h"
 #include "server/http/request.h"
 #include "server/http/responses.h"
@@ -18,6 +20,37 @@ const char *server_request_header(const struct server_request *r, const char *na
 const char *server_request_query(const struct server_request *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool server_admin_allowed(struct server *srv, const struct server_request *req, char *why, size_t len)
+{
+	struct admin_request a = {
+		req->client, server_request_header(req, MHD_HTTP_HEADER_AUTHORIZATION),
+		server_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE), server_request_header(req, "Origin"),
+		server_request_header(req, MHD_HTTP_HEADER_HOST),
+	};
+	const char *no = admin_refusal(&a, srv->cfg.admin_token);
+
+	if (no)
+		snprintf(why, len, "%s", no);
+	return no == NULL;
+}
+
+bool server_admin_refused(struct server *srv, const struct server_request *req, struct server_reply *out)
+{
+	char why[160], body[320];
+	int n;
+
+	if (server_admin_allowed(srv, req, why, sizeof(why)))
+		return false;
+	n = snprintf(body, sizeof(body), "{\"type\":\"about:blank\",\"title\":\"Forbidden\",\"status\":403,"
+	             "\"detail\":\"admin endpoint refused: %s\"}\n", why);
+	stats_refused(srv->stats, STATS_REFUSED_ADMIN);
+	out->status = 403;
+	out->content_type = "application/problem+json";
+	out->body = strdup(body);
+	out->body_len = out->body && n > 0 ? strlen(out->body) : 0;
+	return true;
 }
 
 void hooks_setup(struct hooks *hk, const struct server_config *cfg)
@@ -213,8 +246,9 @@ static enum MHD_Result serve_failure(struct server *s, struct MHD_Connection *c,
 enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                             struct request *rq)
 {
+	const union MHD_ConnectionInfo *peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	struct server_request req = { method, url, rq->body ? rq->body : "", rq->body_len, c,
-	                              rq->keylen ? rq->key : NULL, rq->keylen };
+	                              rq->keylen ? rq->key : NULL, rq->keylen, peer ? peer->client_addr : NULL };
 	struct server_reply out;
 	struct MHD_Response *r;
 

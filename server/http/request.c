@@ -4,21 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-void request_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                           enum MHD_ConnectionNotificationCode toe)
+struct request *request_slot_new(void)
 {
-	struct request *rq = *socket_context;
+	return calloc(1, sizeof(struct request));
+}
 
-	(void)cls;
-	(void)c;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		*socket_context = calloc(1, sizeof(struct request));
-		return;
-	}
+void request_slot_free(struct request *rq)
+{
 	if (rq)
 		responses_rejection_destroy(&rq->rej);
 	free(rq);
-	*socket_context = NULL;
 }
 
 struct request *request_begin(struct MHD_Connection *c)

@@ -7,6 +7,7 @@
 
 #include "server/faults.h"
 #include "server/http/client_key.h"
+#include "server/http/conns.h"
 #include "server/http/responses.h"
 #include "server/limit/limiter.h"
 #include "server/server.h"
@@ -22,6 +23,7 @@
  * suspension, and the phase alone says what is left to do.
  */
 enum request_phase {
+	REQUEST_LINE,          /* its request line is read, the rest of its head not yet */
 	REQUEST_NEW,           /* headers in, maybe body chunks: nothing decided yet */
 	REQUEST_TOO_BIG,       /* the body is over max_body: answer 413 (or close) */
 	REQUEST_DECIDING,      /* suspended while an asynchronous store decides */
@@ -36,6 +38,8 @@ struct request {
 	const struct server_handler *handler;  /* a special handler's path, else NULL */
 	int route;                   /* the limited route, or -1 */
 	bool holds_slot;             /* the store admitted it and counts it: release when it ends */
+	bool body_pending;           /* its body is still arriving (the connection table knows: conns.h) */
+	const char *raw_uri;         /* the request target as sent, in MHD's buffer (the URI log callback's) */
 	struct MHD_Connection *conn; /* set while the store works on the decision */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
 	unsigned kept_status;
@@ -52,15 +56,17 @@ struct request {
 	char key[CLIENT_KEY_LEN];
 	/* Not cleared per request: kept for the connection's life (pooled requests only). */
 	struct responses_rejection rej;
+	struct conns_entry tracked;  /* the connection in the server's table (conns.h) */
 };
 
 /*
- * MHD_OPTION_NOTIFY_CONNECTION: a connection's request slot is allocated when
- * it opens (none when memory is short: its requests are then allocated one by
- * one) and freed, with its kept rejection, when it closes.
+ * A connection's request slot, allocated when it opens; NULL when memory is
+ * short (its requests are then allocated one by one).
  */
-void request_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                           enum MHD_ConnectionNotificationCode toe);
+struct request *request_slot_new(void);
+
+/* Free a connection's slot, with its kept rejection, when it closes.  NULL is a no-op. */
+void request_slot_free(struct request *rq);
 
 /* A cleared request for connection c: its slot, or a fresh allocation; NULL when out of memory. */
 struct request *request_begin(struct MHD_Connection *c);

@@ -14,6 +14,7 @@ static const char OK_BODY[] = "ok\n";
 static const char TOO_BIG_BODY[] = "request body too large\n";
 static const char UNAVAILABLE_BODY[] = "limiter store unavailable\n";
 static const char NO_ROUTE_BODY[] = "no route\n";
+static const char BAD_PATH_BODY[] = "bad request path: a NUL, or a %% without two hex digits\n";
 
 static _Thread_local uint64_t tl_slot_gen;
 static _Thread_local struct responses_slot *tl_slot;
@@ -59,15 +60,17 @@ int responses_init(struct responses *rs, const struct server_config *cfg, uint64
 	rs->too_big = constant_response(TOO_BIG_BODY, sizeof(TOO_BIG_BODY) - 1);
 	rs->unavailable = constant_response(UNAVAILABLE_BODY, sizeof(UNAVAILABLE_BODY) - 1);
 	rs->no_route = constant_response(NO_ROUTE_BODY, sizeof(NO_ROUTE_BODY) - 1);
-	if (!rs->ok || !rs->too_big || !rs->unavailable || !rs->no_route)
+	rs->bad_path = constant_response(BAD_PATH_BODY, sizeof(BAD_PATH_BODY) - 1);
+	if (!rs->ok || !rs->too_big || !rs->unavailable || !rs->no_route || !rs->bad_path)
 		return -1;
+	MHD_add_response_header(rs->bad_path, MHD_HTTP_HEADER_CONNECTION, "close");
 	MHD_add_response_header(rs->too_big, MHD_HTTP_HEADER_CONNECTION, "close");
 	return 0;
 }
 
 void responses_destroy(struct responses *rs)
 {
-	struct MHD_Response *constants[] = { rs->ok, rs->too_big, rs->unavailable, rs->no_route };
+	struct MHD_Response *constants[] = { rs->ok, rs->too_big, rs->unavailable, rs->no_route, rs->bad_path };
 
 	for (size_t i = 0; i < RESPONSES_CACHE_SLOTS; i++)
 		if (rs->slots[i].r)
@@ -320,4 +323,29 @@ enum MHD_Result responses_bad_query(struct MHD_Connection *c, const char *why)
 			body[i] = '?';
 	body[n - 1] = '\n';
 	return responses_send(c, MHD_HTTP_BAD_REQUEST, text_response(body, (size_t)n, "text/plain"));
+}
+
+const char *responses_draining_raw(size_t *len)
+{
+	static const char raw[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	                          "Connection: close\r\n"
+	                          "Retry-After: 1\r\n"
+	                          "Content-Type: text/plain\r\n"
+	                          "Content-Length: 25\r\n"
+	                          "\r\n"
+	                          "server is shutting down\r\n";
+
+	*len = sizeof(raw) - 1;
+	return raw;
+}
+
+enum MHD_Result responses_bad_framing(struct MHD_Connection *c, const char *why)
+{
+	char body[160];
+	int n = snprintf(body, sizeof(body), "bad framing: %s\n", why);
+	struct MHD_Response *r = text_response(body, n > 0 && (size_t)n < sizeof(body) ? (size_t)n : 0, "text/plain");
+
+	if (r)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	return responses_send(c, MHD_HTTP_BAD_REQUEST, r);
 }

@@ -14,7 +14,7 @@
 /*
  * The answers of limited paths as MHD responses: admitted (200 with the
  * RateLimit headers), rejected (the problem body with Retry-After), injected
- * faults, and the constant ones (413, 503 store unavailable, 404 no route),
+ * faults, and the constant ones (413, 503 store unavailable, 404 no route, 400 bad path),
  * built once at start-up.  Admitted and rejected answers are reused while they
  * say the same thing, so the hot paths seldom allocate or format headers.
  */
@@ -63,6 +63,7 @@ struct responses {
 	struct MHD_Response *too_big;        /* 413, Connection: close */
 	struct MHD_Response *unavailable;    /* 503: the store failed and fails closed */
 	struct MHD_Response *no_route;       /* 404 */
+	struct MHD_Response *bad_path;       /* 400: a path path_normalize refuses, Connection: close */
 };
 
 struct request;
@@ -101,6 +102,16 @@ uint64_t responses_announced_ns(const struct responses *rs, const struct request
 
 /* An injected fault's answer: `status` with "injected fault: STATUS". */
 enum MHD_Result responses_fault(struct MHD_Connection *c, int status);
+
+/*
+ * The drain's answer to a request whose body is still arriving, as the raw
+ * bytes of a whole HTTP/1.1 response: 503, Connection: close, Retry-After: 1,
+ * a text body.  Constant; *len is its length.
+ */
+const char *responses_draining_raw(size_t *len);
+
+/* 400 for an ambiguous body framing (framing.h): "bad framing: WHY", Connection: close. */
+enum MHD_Result responses_bad_framing(struct MHD_Connection *c, const char *why);
 
 /* 400 for a bad fault query: "bad fault query: WHY" as one line of text. */
 enum MHD_Result responses_bad_query(struct MHD_Connection *c, const char *why);

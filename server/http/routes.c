@@ -4,13 +4,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/http/path.h"
+
 static int route_setup(struct route *r, const struct config_route *cr, const struct server_config *cfg,
                        char *err, size_t errlen)
 {
 	char why[200];
 
 	r->prefix = cr->prefix;
-	r->prefix_len = strlen(cr->prefix);
+	if (path_normalize(cr->prefix, strlen(cr->prefix), r->match, sizeof(r->match), &r->match_len) < 0) {
+		snprintf(err, errlen, "route %s: not a path (a NUL, or a %% without two hex digits)", cr->prefix);
+		return -1;
+	}
 	r->limiter = cr->limiter;
 	r->ops = limiter_find(cr->limiter);
 	r->params = cr->params;
@@ -41,7 +46,7 @@ static void routes_order(struct routes *rs)
 	for (size_t i = 0; i < rs->n; i++)
 		rs->order[i] = i;
 	for (size_t i = 1; i < rs->n; i++)
-		for (size_t j = i; j > 0 && rs->r[rs->order[j]].prefix_len > rs->r[rs->order[j - 1]].prefix_len; j--) {
+		for (size_t j = i; j > 0 && rs->r[rs->order[j]].match_len > rs->r[rs->order[j - 1]].match_len; j--) {
 			size_t t = rs->order[j];
 
 			rs->order[j] = rs->order[j - 1];
@@ -66,12 +71,12 @@ void routes_free(struct routes *rs)
 	rs->n = 0;
 }
 
-int routes_match(const struct routes *rs, const char *url)
+int routes_match(const struct routes *rs, const char *path, size_t len)
 {
 	for (size_t k = 0; k < rs->n; k++) {
 		const struct route *r = &rs->r[rs->order[k]];
 
-		if (strncmp(url, r->prefix, r->prefix_len) == 0)
+		if (path_prefix_covers(r->match, r->match_len, path, len))
 			return (int)rs->order[k];
 	}
 	return -1;

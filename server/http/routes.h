@@ -20,8 +20,9 @@
  */
 
 struct route {
-	const char *prefix;          /* points into the server's config */
-	size_t prefix_len;
+	const char *prefix;          /* points into the server's config, as written there */
+	char match[CONFIG_PREFIX_LEN + 2];  /* the prefix normalised (path.h): what paths are matched on */
+	size_t match_len;
 	const char *limiter;
 	const struct limiter_ops *ops;
 	struct limiter_params params;
@@ -52,8 +53,12 @@ int routes_setup(struct routes *rs, const struct server_config *cfg, char *err, 
 /* Free the routes' stores.  Only once no thread uses them. */
 void routes_free(struct routes *rs);
 
-/* The index of the route with the longest prefix of url, or -1. */
-int routes_match(const struct routes *rs, const char *url);
+/*
+ * The index of the route with the longest prefix covering path (len bytes,
+ * normalised by path_normalize): on segment boundaries, so "/api" covers
+ * "/api" and "/api/x", not "/apix" (path_prefix_covers).  -1 when none does.
+ */
+int routes_match(const struct routes *rs, const char *path, size_t len);
 
 /* The client key of a request on route rt (client_key.h) into key; returns its length. */
 size_t routes_client_key(const struct route *rt, struct MHD_Connection *c, char key[CLIENT_KEY_LEN]);

@@ -103,8 +103,11 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 		if (r <= 0)
 			break;
 		if (line[used] == '\n') {
+			const char *colon;
+
 			line[used] = '\0';
-			if (sscanf(line, "listening on http://127.0.0.1:%d", &s->port) == 1)
+			colon = strrchr(line, ':');
+			if (strncmp(line, "listening on http://", 20) == 0 && colon && sscanf(colon + 1, "%d", &s->port) == 1)
 				break;
 			used = 0;
 			continue;
@@ -115,7 +118,7 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 		testutil_server_stop(s, 1000);
 		return -1;
 	}
-	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
+	snprintf(s->url, sizeof(s->url), "%.63s", line + 13);
 	return 0;
 }
 
@@ -145,12 +148,17 @@ static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 
 int testutil_server_stop(struct test_server *s, int timeout_ms)
 {
+	return testutil_server_kill(s, SIGTERM, timeout_ms);
+}
+
+int testutil_server_kill(struct test_server *s, int sig, int timeout_ms)
+{
 	bool to;
 	int rc;
 
 	if (s->pid <= 0)
 		return -1;
-	kill(s->pid, SIGTERM);
+	kill(s->pid, sig);
 	rc = wait_bounded(s->pid, timeout_ms, &to);
 	if (s->stdout_fd >= 0)
 		close(s->stdout_fd);
@@ -246,10 +254,15 @@ int testutil_http(const char *method, const char *url, const char *body,
 {
 	struct buf h = { calloc(1, 1), 0 }, b = { calloc(1, 1), 0 };
 	CURL *c = curl_easy_init();
+	/* An empty body goes without libcurl's form Content-Type (admin endpoints refuse that type). */
+	struct curl_slist *no_type = body && !body[0] ? curl_slist_append(NULL, "Content-Type:") : NULL;
 	CURLcode rc;
 
-	if (!c)
+	if (!c) {
+		curl_slist_free_all(no_type);
 		return -1;
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, no_type);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
@@ -266,6 +279,7 @@ int testutil_http(const char *method, const char *url, const char *body,
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	curl_easy_cleanup(c);
+	curl_slist_free_all(no_type);
 	if (headers)
 		*headers = h.p;
 	else
@@ -334,6 +348,12 @@ CURLcode testutil_fire(CURL *c, const char *method, const char *url, const char 
 	struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
 	CURLcode rc;
 
+	/*
+	 * No body, so no Content-Type: CURLOPT_POSTFIELDS (set to "" or NULL) would
+	 * make libcurl send its form type with any method, which admin endpoints refuse.
+	 */
+	if (!(header && strncasecmp(header, "Content-Type:", 13) == 0))
+		h = curl_slist_append(h, "Content-Type:");
 	memset(r, 0, sizeof(*r));
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -483,4 +503,75 @@ pid_t testutil_find_process(const char *cmdline)
 	if (d)
 		closedir(d);
 	return found;
+}
+
+pid_t testutil_spawn_quiet(const char *const *args)
+{
+	const char *argv[64];
+	size_t n = 0;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	pid_t pid;
+
+	argv[n++] = testutil_bin();
+	for (size_t i = 0; args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = spawn(argv, NULL, null, null);
+	if (null >= 0)
+		close(null);
+	return pid;
+}
+
+int testutil_wait(pid_t pid, int timeout_ms)
+{
+	bool to;
+
+	return pid > 0 ? wait_bounded(pid, timeout_ms, &to) : -1;
+}
+
+int testutil_raw_connect(int port, int src)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | (unsigned)src) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) != 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+size_t testutil_raw_read(int fd, char *buf, size_t cap, int timeout_ms)
+{
+	return testutil_raw_read_until(fd, buf, cap, NULL, timeout_ms);
+}
+
+size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, int timeout_ms)
+{
+	double deadline = now_s() + timeout_ms / 1000.0;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	while (used + 1 < cap && !(end && strstr(buf, end))) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int left = (int)((deadline - now_s()) * 1000);
+		ssize_t r;
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			break;
+		r = recv(fd, buf + used, cap - 1 - used, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		used += (size_t)r;
+		buf[used] = '\0';
+	}
+	buf[used] = '\0';
+	return used;
 }

@@ -23,7 +23,7 @@ struct test_server {
 	pid_t pid;
 	int port;
 	int stdout_fd;      /* the rest of the server's stdout */
-	char url[64];       /* "http://127.0.0.1:PORT" */
+	char url[64];       /* "http://127.0.0.1:PORT" (the address serve printed) */
 };
 
 /*
@@ -35,6 +35,15 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 
 /* SIGTERM, then SIGKILL after timeout_ms; returns the exit status as from waitpid decoding (exit code, or 128+signal). */
 int testutil_server_stop(struct test_server *s, int timeout_ms);
+
+/* testutil_server_stop with signal sig instead of SIGTERM. */
+int testutil_server_kill(struct test_server *s, int sig, int timeout_ms);
+
+/* Start `ratelab ARGS...` (args[0] is the subcommand) with stdout and stderr to /dev/null; its pid, or -1. */
+pid_t testutil_spawn_quiet(const char *const *args);
+
+/* Wait for pid at most timeout_ms (then SIGKILL it); its exit status as testutil_server_stop returns it. */
+int testutil_wait(pid_t pid, int timeout_ms);
 
 struct test_run {
 	int status;         /* exit code, 128+signal, or -1 on timeout (the child is killed) */
@@ -110,6 +119,18 @@ int testutil_junit_read(const char *path, char **out);
 
 /* The pid of a process whose command line (arguments joined by spaces) is cmdline exactly, or 0. */
 pid_t testutil_find_process(const char *cmdline);
+
+/* A blocking TCP connection from 127.0.0.<src> to 127.0.0.1:port; -1 on failure. */
+int testutil_raw_connect(int port, int src);
+
+/*
+ * Read from fd until the peer closes, cap - 1 bytes, or timeout_ms; buf is
+ * NUL-terminated.  Returns the bytes read.
+ */
+size_t testutil_raw_read(int fd, char *buf, size_t cap, int timeout_ms);
+
+/* testutil_raw_read that also stops once buf holds `end`. */
+size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, int timeout_ms);
 
 /* True when s holds exactly one line: its only newline is its last character. */
 bool testutil_one_line(const char *s);

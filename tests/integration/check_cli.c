@@ -264,6 +264,8 @@ START_TEST(herd_mistakes)
 		  "ratelab herd: --clients: '100001' is not a number from 1 to 100000\n" },
 		/* a URL that cannot be one is a usage error before any DNS lookup */
 		{ { "herd", "--url", "nan", NULL }, "ratelab herd: --url: 'nan' is not an http:// or https:// URL with a host\n" },
+		{ { "herd", "--admin-token", "a b", NULL },
+		  "ratelab herd: --admin-token: 'a b' has a space or a character that is not printable ASCII\n" },
 		{ { "herd", "--url", "http://", NULL },
 		  "ratelab herd: --url: 'http://' is not an http:// or https:// URL with a host\n" },
 		{ { "herd", "--url", "http://127.0.0.1:1/\r\n", NULL },

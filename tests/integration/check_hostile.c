@@ -33,8 +33,6 @@
 #define HOSTILE_SANITIZED 0
 #endif
 
-#define SLOW_CONNS 500
-#define SLOW_REQUESTS 200
 #define FLOOD_KEYS (HOSTILE_SANITIZED ? 4000 : 20000)
 #define FLOOD_CAP 1000
 
@@ -46,20 +44,28 @@ static double mono_ms(void)
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* A blocking TCP connection to 127.0.0.1:port, or -1. */
-static int raw_connect(int port)
+/* A blocking TCP connection from 127.0.0.<src> to 127.0.0.1:port, or -1. */
+static int raw_connect_from(int port, int src)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | (unsigned)src) };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) != 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* A blocking TCP connection to 127.0.0.1:port, or -1. */
+static int raw_connect(int port)
+{
+	return raw_connect_from(port, 1);
 }
 
 /* Send all of buf within timeout_ms; 0, or -1 when the peer closed or time ran out. */
@@ -224,72 +230,319 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Open n connections, each with the first line and one header of a request that never ends. */
-static void slowloris_open(int port, int *fds, int n)
+/*
+ * The issue's slowloris: SLOW_CONNS connections from 127.0.0.1, each sending
+ * one header line of a request that never ends every SLOW_EVERY_MS; one the
+ * server closes is opened again at once.  Meanwhile a normal client on
+ * 127.0.0.2 sends SLOW_PROBE_HZ requests a second.  With the defaults (a 10 s
+ * head deadline, connection limits sized to the open-file limit) every probe
+ * is answered fast and every first-wave attacker is closed at its deadline.
+ */
+#define SLOW_CONNS (HOSTILE_SANITIZED ? 500 : 2000)
+#define SLOW_EVERY_MS 2000
+#define SLOW_RUN_MS 21000
+#define SLOW_PROBE_HZ 2
+#define SLOW_PROBES (SLOW_RUN_MS / 1000 * SLOW_PROBE_HZ)
+
+struct slow_conn {
+	int fd;
+	bool first;              /* of the first wave: its close time is checked */
+	double opened_ms, next_ms, closed_ms;
+	int lines;
+};
+
+static void slow_open(struct slow_conn *c, int port, double now, bool first)
 {
 	static const char head[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n";
 
+	c->fd = raw_connect(port);
+	ck_assert_msg(c->fd >= 0, "a slow connection failed to connect");
+	ck_assert_int_eq(raw_send(c->fd, head, sizeof(head) - 1, 1000), 0);
+	c->first = first;
+	c->opened_ms = now;
+	/* spread the lines over the period, so the trickle is steady */
+	c->next_ms = now + (double)(rand() % SLOW_EVERY_MS);
+	if (first)
+		c->closed_ms = -1;
+	c->lines = 0;
+}
+
+/* Closed by the server (EOF, reset): note when, and open a new one in its place. */
+static void slow_check_closed(struct slow_conn *cs, struct pollfd *pf, int n, int port, double now)
+{
+	char buf[256];
+
 	for (int i = 0; i < n; i++) {
-		fds[i] = raw_connect(port);
-		ck_assert_msg(fds[i] >= 0, "slow connection %d failed", i);
-		ck_assert_int_eq(raw_send(fds[i], head, sizeof(head) - 1, 1000), 0);
+		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (recv(cs[i].fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			ck_abort_msg("the server answered a request head that never ended");
+		close(cs[i].fd);
+		if (cs[i].first) {
+			cs[i].first = false;
+			cs[i].closed_ms = now - cs[i].opened_ms;
+		}
+		slow_open(&cs[i], port, now, false);
 	}
 }
 
-/* Trickle one more byte of an endless header block into n connections from *next on. */
-static void slowloris_trickle(int *fds, int total, int n, int *next)
+/* One header line into each connection whose turn it is. */
+static void slow_trickle(struct slow_conn *cs, int n, double now)
 {
-	static const char hdr[] = "X-Slow: 1\r\n";
+	char line[32];
 
-	for (int k = 0; k < n; k++) {
-		int i = (*next)++ % total;
-
-		if (fds[i] >= 0)
-			send(fds[i], &hdr[((*next) / total) % (sizeof(hdr) - 1)], 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	for (int i = 0; i < n; i++) {
+		if (now < cs[i].next_ms)
+			continue;
+		snprintf(line, sizeof(line), "X-Slow-%d: 1\r\n", cs[i].lines++);
+		send(cs[i].fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+		cs[i].next_ms += SLOW_EVERY_MS;
 	}
+}
+
+/* A normal client on 127.0.0.2: GET /, half on a fresh connection.  Returns the status. */
+static long slow_probe(CURL *c, int i, double *ms)
+{
+	double t0 = mono_ms();
+	long st = 0;
+
+	curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(i % 2));
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+	*ms = mono_ms() - t0;
+	return st;
+}
+
+static CURL *probe_client(const struct test_server *s)
+{
+	static char url[128];
+	CURL *c = curl_easy_init();
+
+	ck_assert_ptr_nonnull(c);
+	snprintf(url, sizeof(url), "%s/", s->url);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_INTERFACE, "127.0.0.2");
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	return c;
+}
+
+/* Run the attack and the probes for SLOW_RUN_MS; the probes' latencies into lat (all must be 200). */
+static void slow_run(const struct test_server *s, struct slow_conn *cs, struct pollfd *pf, double *lat)
+{
+	CURL *c = probe_client(s);
+	double t0 = mono_ms(), now = t0;
+	int probes = 0;
+
+	for (int i = 0; i < SLOW_CONNS; i++)
+		slow_open(&cs[i], s->port, mono_ms(), true);
+	while ((now = mono_ms()) - t0 < SLOW_RUN_MS) {
+		for (int i = 0; i < SLOW_CONNS; i++)
+			pf[i] = (struct pollfd){ cs[i].fd, POLLIN, 0 };
+		poll(pf, SLOW_CONNS, 10);
+		now = mono_ms();
+		slow_check_closed(cs, pf, SLOW_CONNS, s->port, now);
+		slow_trickle(cs, SLOW_CONNS, now);
+		if (probes < SLOW_PROBES && now - t0 >= 250.0 + probes * (1000.0 / SLOW_PROBE_HZ)) {
+			long st = slow_probe(c, probes, &lat[probes]);
+
+			ck_assert_msg(st == 200, "probe %d at %.1f s answered %ld", probes, (now - t0) / 1e3, st);
+			probes++;
+		}
+	}
+	curl_easy_cleanup(c);
+	ck_assert_int_eq(probes, SLOW_PROBES);
 }
 
 START_TEST(slowloris)
 {
-	static const char *const args[] = { "--limiter", "none", "--max-connections", "1024", NULL };
-	static int fds[SLOW_CONNS];
-	double lat[SLOW_REQUESTS], t0;
+	static struct slow_conn cs[SLOW_CONNS];
+	static struct pollfd pf[SLOW_CONNS];
+	double lat[SLOW_PROBES], lo = 1e9, hi = 0;
 	struct test_server s;
-	char url[128];
-	int next = 0;
-	long st;
-	CURL *c;
+	long closed;
 
-	raise_nofile(4096);
-	start(&s, args);
-	slowloris_open(s.port, fds, SLOW_CONNS);
-	snprintf(url, sizeof(url), "%s/", s.url);
-	c = curl_easy_init();
-	ck_assert_ptr_nonnull(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	/* Half the requests on a fresh connection: the accept path must not starve either. */
-	for (int i = 0; i < SLOW_REQUESTS; i++) {
-		curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(i % 2));
-		slowloris_trickle(fds, SLOW_CONNS, 25, &next);
-		t0 = mono_ms();
-		st = 0;
-		ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
-		lat[i] = mono_ms() - t0;
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-		ck_assert_int_eq(st, 200);
+	raise_nofile(2 * SLOW_CONNS + 256);
+	srand(15);
+	start(&s, NULL);
+	slow_run(&s, cs, pf, lat);
+	for (int i = 0; i < SLOW_CONNS; i++) {
+		ck_assert_msg(cs[i].closed_ms >= 0, "slow connection %d was never closed", i);
+		lo = cs[i].closed_ms < lo ? cs[i].closed_ms : lo;
+		hi = cs[i].closed_ms > hi ? cs[i].closed_ms : hi;
+		close(cs[i].fd);
 	}
-	curl_easy_cleanup(c);
-	qsort(lat, SLOW_REQUESTS, sizeof(lat[0]), cmp_double);
-	fprintf(stderr, "slowloris: %d slow connections; normal client p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d requests)\n",
-	        SLOW_CONNS, lat[SLOW_REQUESTS / 2], lat[SLOW_REQUESTS * 99 / 100 - 1], lat[SLOW_REQUESTS - 1],
-	        SLOW_REQUESTS);
-	ck_assert_msg(lat[SLOW_REQUESTS * 99 / 100 - 1] < 100.0, "p99 %.2f ms >= 100 ms",
-	              lat[SLOW_REQUESTS * 99 / 100 - 1]);
-	for (int i = 0; i < SLOW_CONNS; i++)
-		close(fds[i]);
+	qsort(lat, SLOW_PROBES, sizeof(lat[0]), cmp_double);
+	closed = (long)stats_field(&s, "refused", "header_timeout");
+	fprintf(stderr, "slowloris: %d connections trickling a header line every %d ms; normal client p50 %.2f ms, "
+	        "p99 %.2f ms, max %.2f ms (%d probes, all 200); first wave closed %.2f-%.2f s after opening; "
+	        "%ld closed for a late head\n", SLOW_CONNS, SLOW_EVERY_MS, lat[SLOW_PROBES / 2],
+	        lat[SLOW_PROBES * 99 / 100], lat[SLOW_PROBES - 1], SLOW_PROBES, lo / 1e3, hi / 1e3, closed);
+	ck_assert_msg(lat[SLOW_PROBES * 99 / 100] < 100.0, "p99 %.2f ms >= 100 ms", lat[SLOW_PROBES * 99 / 100]);
+	/* the 10 s deadline, swept every 250 ms; trickled lines do not extend it */
+	ck_assert_msg(lo >= 9900 && hi < 12000, "closed %.0f-%.0f ms after opening, want 10-12 s", lo, hi);
+	ck_assert_int_ge(closed, SLOW_CONNS);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/* Wait at most timeout_ms for the server to close fd (EOF or reset, nothing sent); the ms it took, or -1. */
+static double closed_within(int fd, int timeout_ms)
+{
+	double t0 = mono_ms();
+	char buf[64];
+
+	for (;;) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		int left = (int)(t0 + timeout_ms - mono_ms());
+
+		if (left <= 0 || poll(&pf, 1, left) <= 0)
+			return -1;
+		if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			return mono_ms() - t0;
+	}
+}
+
+/*
+ * --header-timeout 300ms: a head still incomplete, or an idle kept-alive
+ * connection, is closed 300 ms (plus a sweep) after the connection opened
+ * or answered; a head in time is served.
+ */
+START_TEST(header_deadline)
+{
+	static const char *const args[] = { "--limiter", "none", "--header-timeout", "300ms", NULL };
+	static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char part[] = "GET / HTTP/1.1\r\nHost: x\r\n", more[] = "X-More: 1\r\n";
+	struct test_server s;
+	double ms;
+	int slow, kept;
+
+	start(&s, args);
+	slow = raw_connect(s.port);
+	kept = raw_connect(s.port);
+	ck_assert_int_eq(raw_send(slow, part, sizeof(part) - 1, 1000), 0);
+	ck_assert_int_eq(raw_send(kept, req, sizeof(req) - 1, 1000), 0);
+	ck_assert_int_eq(raw_status(kept, 1000), 200);
+	/* one more header line on the slow one half-way: lines do not extend the deadline */
+	poll(NULL, 0, 150);
+	ck_assert_int_eq(raw_send(slow, more, sizeof(more) - 1, 1000), 0);
+	ms = closed_within(slow, 2000);
+	ck_assert_msg(ms >= 100 && ms < 600, "late head closed %.0f ms after the second line", ms);
+	/* the kept-alive connection, idle since its answer, goes the same way */
+	ms = closed_within(kept, 2000);
+	ck_assert_msg(ms >= 0 && ms < 600, "idle kept-alive connection closed after %.0f ms", ms);
+	close(slow);
+	close(kept);
+	ck_assert_int_eq(stats_field(&s, "refused", "header_timeout"), 2);
+	ck_assert_int_eq(stats_field(&s, "routes", "admitted"), 1);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/*
+ * --max-connections-per-ip 3: a fourth connection from 127.0.0.1 is closed
+ * at accept, unanswered and counted; 127.0.0.2 is another address; a freed
+ * slot is usable again.
+ */
+START_TEST(per_address_cap)
+{
+	static const char *const args[] = { "--limiter", "none", "--max-connections-per-ip", "3", NULL };
+	static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char stats_req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	static char body[16384];
+	struct test_server s;
+	const char *p;
+	int fd[4], other, again;
+
+	start(&s, args);
+	for (int i = 0; i < 3; i++) {
+		fd[i] = raw_connect(s.port);
+		ck_assert_int_eq(raw_send(fd[i], req, sizeof(req) - 1, 1000), 0);
+		ck_assert_int_eq(raw_status(fd[i], 1000), 200);
+	}
+	fd[3] = raw_connect(s.port);
+	ck_assert_int_ge(fd[3], 0);
+	raw_send(fd[3], req, sizeof(req) - 1, 1000);
+	ck_assert_int_eq(raw_status(fd[3], 1000), 0);
+	other = raw_connect_from(s.port, 2);
+	ck_assert_int_eq(raw_send(other, req, sizeof(req) - 1, 1000), 0);
+	ck_assert_int_eq(raw_status(other, 1000), 200);
+	close(fd[3]);
+	close(fd[0]);
+	/* the server sees the close (bounded): then the address has a free slot */
+	again = -1;
+	for (int k = 0; k < 100 && again < 0; k++) {
+		int t = raw_connect(s.port);
+
+		raw_send(t, req, sizeof(req) - 1, 1000);
+		if (raw_status(t, 1000) == 200)
+			again = t;
+		else
+			close(t), poll(NULL, 0, 10);
+	}
+	ck_assert_msg(again >= 0, "the freed slot never came back");
+	/* 127.0.0.1 is at its cap again: read /stats from 127.0.0.2 */
+	ck_assert_int_eq(raw_send(other, stats_req, sizeof(stats_req) - 1, 1000), 0);
+	testutil_raw_read(other, body, sizeof(body), 3000);
+	/* the fourth connection, and any retry above that came before the server saw the close */
+	ck_assert_msg((p = strstr(body, "\"per_ip\":")) && atoi(p + 9) >= 1, "/stats: %.300s", body);
+	close(again);
+	close(other);
+	close(fd[1]);
+	close(fd[2]);
+	/* once the server has seen the closes, 127.0.0.1 is served again (bounded) */
+	for (int k = 0; k < 200 && get_status(&s, "/healthz") != 200; k++)
+		poll(NULL, 0, 10);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/*
+ * --max-connections 4 holds over both listeners and every address: a fifth
+ * connection, from a third address, is closed at accept, unanswered and
+ * counted; a freed slot is usable again.
+ */
+START_TEST(connection_limit)
+{
+	static const char *const args[] = { "--limiter", "none", "--max-connections", "4", NULL };
+	static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char stats_req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	static char body[16384];
+	struct test_server s;
+	int fd[5], again = -1;
+	const char *p;
+
+	start(&s, args);
+	for (int i = 0; i < 4; i++) {
+		fd[i] = raw_connect_from(s.port, 1 + i / 2);
+		ck_assert_int_eq(raw_send(fd[i], req, sizeof(req) - 1, 1000), 0);
+		ck_assert_int_eq(raw_status(fd[i], 1000), 200);
+	}
+	fd[4] = raw_connect_from(s.port, 3);
+	ck_assert_int_ge(fd[4], 0);
+	raw_send(fd[4], req, sizeof(req) - 1, 1000);
+	ck_assert_int_eq(raw_status(fd[4], 1000), 0);
+	close(fd[4]);
+	close(fd[0]);
+	for (int k = 0; k < 100 && again < 0; k++) {
+		int t = raw_connect_from(s.port, 3);
+
+		raw_send(t, req, sizeof(req) - 1, 1000);
+		if (raw_status(t, 1000) == 200)
+			again = t;
+		else
+			close(t), poll(NULL, 0, 10);
+	}
+	ck_assert_msg(again >= 0, "the freed slot never came back");
+	ck_assert_int_eq(raw_send(again, stats_req, sizeof(stats_req) - 1, 1000), 0);
+	testutil_raw_read(again, body, sizeof(body), 3000);
+	ck_assert_msg((p = strstr(body, "\"connection_limit\":")) && atoi(p + 19) >= 1, "/stats: %.300s", body);
+	close(again);
+	for (int i = 1; i < 4; i++)
+		close(fd[i]);
+	for (int k = 0; k < 200 && get_status(&s, "/healthz") != 200; k++)
+		poll(NULL, 0, 10);
 	still_up_then_stop(&s);
 }
 END_TEST
@@ -668,7 +921,9 @@ END_TEST
 Suite *hostile_suite(void)
 {
 	const struct { const char *name; const TTest *test; } tests[] = {
-		{ "slowloris", slowloris }, { "oversized", oversized_requests }, { "garbage", garbage },
+		{ "slowloris", slowloris }, { "header_deadline", header_deadline }, { "per_address_cap", per_address_cap },
+		{ "connection_limit", connection_limit },
+		{ "oversized", oversized_requests }, { "garbage", garbage },
 		{ "key_flood", key_flood }, { "large_state_flood", large_state_flood },
 		{ "huge_cap_starts_small", huge_cap_starts_small }, { "key_memory_refused", key_memory_refused },
 		{ "disconnects", disconnects },

@@ -260,6 +260,26 @@ START_TEST(events_four_a_second_under_load)
 }
 END_TEST
 
+/*
+ * A subscriber outlives --header-timeout: the deadline is for a request's
+ * head, and an /events stream is an answer under way.  With a 1 s deadline a
+ * 2.5 s reader still gets events after it (more than the 1 s could bring).
+ */
+START_TEST(events_outlive_the_header_deadline)
+{
+	const char *args[] = { "--header-timeout", "1s", "--quiet", NULL };
+	struct test_server s;
+	struct reader *rd;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	rd = reader_new(&s, 2500);
+	read_events(rd);
+	ck_assert_msg(reader_events(rd) >= 8, "%d events in 2.5 s", reader_events(rd));
+	reader_free(rd);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 static long long sum_array(json_t *a)
 {
 	long long sum = 0;
@@ -459,6 +479,7 @@ Suite *live_lab_suite(void)
 	tcase_add_test(tc, early_retries_exact);
 	tcase_add_test(tc, top_clients_in_stats_and_metrics);
 	tcase_add_test(tc, events_four_a_second_under_load);
+	tcase_add_test(tc, events_outlive_the_header_deadline);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
 	tcase_add_test(tc, idle_subscribers_cost_nothing);
 	tcase_add_test(tc, workshop_banner);

@@ -108,6 +108,60 @@ START_TEST(key_memory_counts_every_route)
 }
 END_TEST
 
+/* The connection limits sized to the open-file limit, and a limit that does not fit refused. */
+START_TEST(connections_fit_open_files)
+{
+	struct server_config cfg;
+	char msg[512];
+
+	server_config_defaults(&cfg);
+	ck_assert_int_eq(server_config_fit_connections(&cfg, 20000, msg, sizeof(msg)), 0);
+	ck_assert_str_eq(msg, "");
+	ck_assert_uint_eq(cfg.max_connections, SERVER_CONNECTIONS_DEFAULT);
+	ck_assert_uint_eq(cfg.max_connections_per_ip, 12288);
+	/* a soft limit of 1024 (64 + 4 x 2 listeners kept) */
+	server_config_defaults(&cfg);
+	ck_assert_int_eq(server_config_fit_connections(&cfg, 1024, msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(cfg.max_connections, 952);
+	ck_assert_uint_eq(cfg.max_connections_per_ip, 714);
+	/* given: kept; tiny limits keep every slot for one address */
+	server_config_defaults(&cfg);
+	cfg.max_connections = 2;
+	ck_assert_int_eq(server_config_fit_connections(&cfg, 1024, msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(cfg.max_connections, 2);
+	ck_assert_uint_eq(cfg.max_connections_per_ip, 2);
+	cfg.max_connections_per_ip = 0;
+	cfg.max_connections = 100000;
+	cfg.threads = 4;
+	ck_assert_int_eq(server_config_fit_connections(&cfg, 20000, msg, sizeof(msg)), -1);
+	ck_assert_str_eq(msg, "ratelab serve: --max-connections 100000: the open-file limit is 20000 and the server "
+	                      "keeps 80 for itself; use --max-connections 19920 or less, or raise the limit (ulimit -n)");
+	/* a given per-address cap stands */
+	server_config_defaults(&cfg);
+	cfg.max_connections_per_ip = 10;
+	ck_assert_int_eq(server_config_fit_connections(&cfg, 200000, msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(cfg.max_connections, SERVER_CONNECTIONS_DEFAULT);
+	ck_assert_uint_eq(cfg.max_connections_per_ip, 10);
+}
+END_TEST
+
+/* The defaults: a 10 s head deadline, connection limits left to the open-file limit. */
+START_TEST(connection_defaults)
+{
+	char *none[] = { "serve", NULL };
+	char *given[] = { "serve", "--header-timeout", "2500ms", "--max-connections-per-ip", "7", NULL };
+	struct server_config cfg;
+
+	parse(&cfg, none);
+	ck_assert_uint_eq(cfg.header_timeout_ns, 10 * 1000000000ULL);
+	ck_assert_uint_eq(cfg.max_connections, 0);
+	ck_assert_uint_eq(cfg.max_connections_per_ip, 0);
+	parse(&cfg, given);
+	ck_assert_uint_eq(cfg.header_timeout_ns, 2500 * 1000000ULL);
+	ck_assert_uint_eq(cfg.max_connections_per_ip, 7);
+}
+END_TEST
+
 Suite *serve_args_suite(void)
 {
 	Suite *s = suite_create("serve_args");
@@ -117,6 +171,8 @@ Suite *serve_args_suite(void)
 	tcase_add_test(tc, key_memory_lowers_default_cap);
 	tcase_add_test(tc, key_memory_refuses_explicit_cap);
 	tcase_add_test(tc, key_memory_counts_every_route);
+	tcase_add_test(tc, connections_fit_open_files);
+	tcase_add_test(tc, connection_defaults);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,237 @@
+/*
+ * The drain of the real `ratelab serve`: stops under load exit 0, every
+ * time.  127.0.0.1 only; every wait is bounded.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/harness/testutil.h"
+
+/* Sanitized builds run several times slower: fewer stops, and more time for "at once". */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STOPS 10
+#define AT_ONCE_MS 3000
+#else
+#define STOPS 50
+#define AT_ONCE_MS 1000
+#endif
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The server's "requests" count from /stats; -1 when it does not answer. */
+static long long requests_seen(const struct test_server *s)
+{
+	char url[128], *body = NULL;
+	long st = 0;
+	long long n = -1;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "%s/stats", s->url);
+	if (testutil_http("GET", url, NULL, &st, NULL, &body) == 0 && st == 200 && (j = json_loads(body, 0, NULL))) {
+		n = testutil_jint(j, "requests", NULL);
+		json_decref(j);
+	}
+	free(body);
+	return n;
+}
+
+/* Poll /stats until the server has answered at least n requests (at most timeout_ms); the count seen. */
+static long long wait_for_load(const struct test_server *s, long long n, int timeout_ms)
+{
+	double deadline = mono_ms() + timeout_ms;
+	long long seen;
+
+	do {
+		seen = requests_seen(s);
+		if (seen >= n)
+			break;
+		poll(NULL, 0, 5);
+	} while (mono_ms() < deadline);
+	return seen;
+}
+
+/*
+ * Stop a loaded server STOPS times, SIGTERM and SIGINT in turn: each time a
+ * hammer keeps 16 connections busy, and the stop comes once the server has
+ * answered 300 requests.  Every exit is 0 (an abort in the drain is 134).
+ */
+START_TEST(stops_under_load)
+{
+	static const char *const args[] = { "--limiter", "token-bucket", "--limit", "1000", "--quiet", NULL };
+	int fails = 0, last = 0;
+	double t0 = mono_ms();
+
+	for (int i = 0; i < STOPS; i++) {
+		struct test_server s;
+		char url[96];
+		pid_t h;
+		int rc;
+
+		ck_assert_msg(testutil_server_start(&s, args, 10000) == 0, "round %d: serve did not start", i);
+		snprintf(url, sizeof(url), "%s/", s.url);
+		const char *const hargs[] = { "hammer", url, "--duration", "10s", "--concurrency", "16", "--threads", "1",
+			                      "--no-retry", NULL };
+		h = testutil_spawn_quiet(hargs);
+		ck_assert_int_gt(h, 0);
+		ck_assert_msg(wait_for_load(&s, 300, 5000) >= 300, "round %d: the hammer got no answers", i);
+		rc = testutil_server_kill(&s, i % 2 ? SIGINT : SIGTERM, 10000);
+		kill(h, SIGKILL);
+		testutil_wait(h, 5000);
+		if (rc != 0) {
+			fails++;
+			last = rc;
+		}
+	}
+	fprintf(stderr, "drain: %d stops under load, %d not exit 0, in %.1f s\n", STOPS, fails, (mono_ms() - t0) / 1e3);
+	ck_assert_msg(fails == 0, "%d of %d stops did not exit 0 (last: %d)", fails, STOPS, last);
+}
+END_TEST
+
+/*
+ * A slow upload caught by the drain: its head is in (the server said 100
+ * Continue), 10 of its 100 bytes sent when SIGTERM comes, nothing more.  It
+ * gets 503 with Connection: close at once, well before the drain's 5 s
+ * deadline, and the server exits 0.
+ */
+START_TEST(slow_upload_answered)
+{
+	static const char *const args[] = { "--limiter", "none", NULL };
+	static const char head[] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n";
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n";
+	struct test_server s;
+	char buf[1024];
+	double t0, ms;
+	int fd;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 10000), 0);
+	fd = testutil_raw_connect(s.port, 1);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(head) - 1));
+	testutil_raw_read_until(fd, buf, sizeof(buf), "\r\n\r\n", 2000);
+	ck_assert_msg(strncmp(buf, cont, sizeof(cont) - 1) == 0, "interim answer: '%.200s'", buf);
+	ck_assert_int_eq(send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
+	t0 = mono_ms();
+	kill(s.pid, SIGTERM);
+	testutil_raw_read(fd, buf, sizeof(buf), 5000);
+	ms = mono_ms() - t0;
+	close(fd);
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 503 ", 13) == 0, "answer: '%.200s'", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
+	ck_assert_msg(ms < AT_ONCE_MS, "answered %.0f ms after SIGTERM", ms);
+	ck_assert_int_eq(testutil_wait(s.pid, 5000), 0);
+	close(s.stdout_fd);
+}
+END_TEST
+
+/* A connection whose receive buffer is as small as the kernel allows, so answers back up unread. */
+static int tiny_window_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 1;
+
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Send all n bytes within timeout_ms (the peer may read slowly); false when it could not. */
+static bool send_all(int fd, const char *p, size_t n, int timeout_ms)
+{
+	double deadline = mono_ms() + timeout_ms;
+
+	while (n > 0 && mono_ms() < deadline) {
+		struct pollfd pf = { fd, POLLOUT, 0 };
+		ssize_t w;
+
+		if (poll(&pf, 1, 50) <= 0)
+			continue;
+		w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+		}
+	}
+	return n == 0;
+}
+
+/*
+ * A second SIGTERM during the drain ends the process at once, with its own
+ * exit code (3).  The drain is held by a client that pipelines 3,000 GET
+ * /stats (9 MB of answers, more than the socket buffers hold) and reads
+ * none: one request stays in flight, its answer unsent, so the drain would
+ * wait out its 5 s.
+ */
+START_TEST(second_signal_exits_at_once)
+{
+	static const char *const args[] = { "--limiter", "none", NULL };
+	static const char req[] = "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n";
+	enum { PIPELINED = 3000 };
+	static char reqs[PIPELINED * (sizeof(req) - 1)];
+	struct test_server s;
+	double t0;
+	int fd, st;
+
+	for (int i = 0; i < PIPELINED; i++)
+		memcpy(reqs + (size_t)i * (sizeof(req) - 1), req, sizeof(req) - 1);
+	ck_assert_int_eq(testutil_server_start(&s, args, 10000), 0);
+	fd = tiny_window_connect(s.port);
+	ck_assert(send_all(fd, reqs, sizeof(reqs), 5000));
+	ck_assert_int_ge(wait_for_load(&s, 100, 2000), 100);
+	/* answered, then stuck: the count stands still (each /stats read adds itself) */
+	for (int k = 0; k < 100; k++) {
+		long long a = requests_seen(&s), b;
+
+		poll(NULL, 0, 30);
+		b = requests_seen(&s);
+		if (b == a + 1)
+			break;
+	}
+	kill(s.pid, SIGTERM);
+	/* the drain is waiting: the server is still there 300 ms on */
+	poll(NULL, 0, 300);
+	ck_assert_int_eq(waitpid(s.pid, &st, WNOHANG), 0);
+	t0 = mono_ms();
+	kill(s.pid, SIGTERM);
+	ck_assert_int_eq(testutil_wait(s.pid, 5000), 3);
+	ck_assert_msg(mono_ms() - t0 < AT_ONCE_MS, "exited %.0f ms after the second signal", mono_ms() - t0);
+	close(fd);
+	close(s.stdout_fd);
+}
+END_TEST
+
+Suite *drain_suite(void)
+{
+	const struct { const char *name; const TTest *test; } tests[] = {
+		{ "stops_under_load", stops_under_load }, { "slow_upload_answered", slow_upload_answered },
+		{ "second_signal", second_signal_exits_at_once },
+	};
+	Suite *s = suite_create("drain");
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, tests[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
