@@ -96,6 +96,8 @@ static void usage(FILE *f)
 	"  --transport T         auto (default): ratelab's own HTTP/1.1 client for http:// URLs,\n"
 	"                        libcurl otherwise; wire: the own client only; curl: libcurl only\n"
 	"  --seed N              make every jittered wait reproducible\n"
+	"  --sources N           spread the connections to a 127.x.y.z server over N source\n"
+	"                        addresses 127.0.0.1 on (default: as many as the port range needs)\n"
 	"\nretries:\n"
 	"  --retry               the lab preset (same as --policy lab)\n"
 	"  --policy NAME         %s\n"
@@ -240,6 +242,7 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--start", CLI_CHOICE, HO(cfg.herd), .words = STARTS },
 	{ "--transport", CLI_CHOICE, HO(cfg.transport), .words = TRANSPORTS },
 	{ "--seed", CLI_U64, HO(cfg.seed), .max = INT64_MAX, CLI_GIVEN(struct hammer_opts, seed_given) },
+	{ "--sources", CLI_U64, HO(cfg.sources), .min = 1, .max = (1u << 24) - 2 },
 	{ "--retry", CLI_ACTION, .fn = opt_retry },
 	{ "--policy", CLI_CUSTOM, .fn = opt_policy },
 	{ "--no-retry", CLI_BOOL, HO(no_retry) },

@@ -31,11 +31,12 @@ struct wireconn {
 	bool reused;         /* the call began on a kept-alive connection */
 	uint32_t sent;       /* request bytes written */
 	uint32_t reqlen;
+	uint32_t src;        /* IPv4 source to bind (host order) when the target is loopback; 0: the kernel's */
 	const char *req;     /* the call's request bytes, borrowed from wireconn_begin's caller */
 	struct wire_resp resp;
 };
 
-/* No connection yet. */
+/* No connection yet, and no source address of its own (set c->src after this for one). */
 void wireconn_init(struct wireconn *c);
 
 /*
