@@ -375,7 +375,7 @@ static int parse_args(struct hammer_opts *o, int argc, char **argv, char *err, s
 static void write_outputs(const struct hammer_opts *o, const struct hammer_result *r, int *rc)
 {
 	struct report_info info = { o->cfg.url, o->cfg.method, o->policy_name, o->cfg.concurrency,
-	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd };
+	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, NULL };
 	char err[ERRLEN], title[160], how[300], subtitle[360];
 	bool json_stdout = o->json_path != NULL && strcmp(o->json_path, "-") == 0;
 

@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "hammer/result_codec.h"
 
 static void text_outcomes(FILE *f, const struct hammer_result *r)
 {
@@ -166,7 +167,7 @@ static json_t *json_servers(const struct hammer_result *r)
 	return a;
 }
 
-json_t *report_json(const struct hammer_result *r, const struct report_info *info)
+static json_t *report_figures(const struct hammer_result *r, const struct report_info *info)
 {
 	double wall_s = (double)r->wall_ns / (double)NS_PER_SEC;
 
@@ -188,6 +189,24 @@ json_t *report_json(const struct hammer_result *r, const struct report_info *inf
 	                 "budget_lost_at_send", (json_int_t)r->budget_refused,
 	                 "unfinished", (json_int_t)r->unfinished, "dropped", (json_int_t)r->dropped,
 	                 "interrupted", r->interrupted, "servers", json_servers(r));
+}
+
+json_t *report_json(const struct hammer_result *r, const struct report_info *info)
+{
+	json_t *j = report_figures(r, info), *raw = result_codec_json(r);
+
+	if (j == NULL || raw == NULL) {
+		json_decref(j);
+		json_decref(raw);
+		return NULL;
+	}
+	/* json_object_set_new takes raw over, also when it fails */
+	if ((info->join != NULL && json_object_set(j, "join", info->join) != 0) ||
+	    json_object_set_new(j, "raw", raw) != 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 FILE *report_open_out(const char *path, char *err, size_t errlen)

@@ -16,6 +16,7 @@ struct report_info {
 	uint64_t seed;
 	double rate;
 	bool herd;
+	json_t *join;     /* a joined run's "join" object (borrowed), or NULL */
 };
 
 /*
@@ -28,7 +29,11 @@ struct report_info {
  */
 void report_text(FILE *f, const struct hammer_result *r);
 
-/* The same figures as a JSON object (new reference), or NULL when out of memory. */
+/*
+ * The same figures as a JSON object (new reference), or NULL when out of
+ * memory.  Its "raw" member is the result in mergeable form
+ * (hammer/result_codec.h), what `ratelab merge` reads back.
+ */
 json_t *report_json(const struct hammer_result *r, const struct report_info *info);
 
 /* Open path for writing ("-": stdout), or NULL with "cannot write PATH: why" in err. */
