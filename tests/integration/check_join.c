@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,67 @@ START_TEST(killed_node_is_named)
 }
 END_TEST
 
+/* The row of `policy` in a herd table: ok and calls; false when there is none. */
+static bool herd_row(const char *out, const char *policy, long *ok, long *calls)
+{
+	const char *p = out;
+	size_t n = strlen(policy);
+
+	while ((p = strstr(p, policy)) != NULL) {
+		long failed;
+
+		if ((p == out || p[-1] == '\n') && p[n] == ' ' && sscanf(p + n, "%ld %ld %ld", ok, &failed, calls) == 3)
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+/*
+ * herd --join: two nodes make one herd of 60 clients per policy; node 0
+ * resets the server before each policy and prints the merged table, whose
+ * last row's calls are the server's own count since that reset (the reset
+ * itself aside).
+ */
+START_TEST(herd_joined)
+{
+	const char *srv_args[] = { "--limiter", "token-bucket", "--limit", "50", "--burst", "20", "--key", "global", NULL };
+	struct test_server srv;
+	struct node_run n[2];
+	char url[128];
+	json_t *stats;
+	long ok = 0, calls = 0;
+	int m;
+
+	need_redis();
+	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
+	join_url(url, sizeof(url), "herd");
+	for (int i = 0; i < 2; i++) {
+		const char *args[] = { "herd", "--url", srv.url, "--clients", "60", "--policies", "none,full",
+		                       "--max-time", "20s", "--join", url, "--nodes", "2", NULL };
+
+		memset(&n[i], 0, sizeof(n[i]));
+		memcpy(n[i].args, args, sizeof(args));
+		n[i].timeout_ms = 50000;
+	}
+	nodes_start(n, 2);
+	nodes_wait(n, 2);
+	for (int i = 0; i < 2; i++)
+		ck_assert_msg(n[i].run.status == 0, "node %d: exit %d: %s", i, n[i].run.status, n[i].run.err);
+	m = strstr(n[0].run.out, "full: 2 nodes, start spread ") != NULL ? 0 : 1;
+	ck_assert_msg(strstr(n[m].run.out, "none: 2 nodes, start spread ") != NULL, "%s", n[m].run.out);
+	ck_assert_ptr_nonnull(strstr(n[1 - m].run.out, "node 1 of 2 of redis://"));
+	ck_assert(herd_row(n[m].run.out, "full", &ok, &calls));
+	ck_assert_int_eq(ok, 60);
+	stats = server_stats(&srv);
+	/* the server also counted node 0's POST /reset that began the policy */
+	ck_assert_int_eq(testutil_jint(stats, "requests", NULL), calls + 1);
+	json_decref(stats);
+	nodes_free(n, 2);
+	testutil_server_stop(&srv, 5000);
+}
+END_TEST
+
 /* Every failure to join is one line and exit 4; a bad --join or a missing --nodes is exit 2. */
 START_TEST(join_failures_exit_4)
 {
@@ -395,6 +457,9 @@ START_TEST(join_failures_exit_4)
 	snprintf(nodes1, sizeof(nodes1), "%s/bad id", shared_redis.url);
 	testutil_run(&r, (const char *[]){ "hammer", "--join", nodes1, "--nodes", "2", NULL }, NULL, 10000);
 	ck_assert_msg(r.status == 2 && testutil_one_line(r.err) && strstr(r.err, "--join"), "%s", r.err);
+	testutil_run_free(&r);
+	testutil_run(&r, (const char *[]){ "herd", "--join", url, "--nodes", "2", NULL }, NULL, 10000);
+	ck_assert_msg(r.status == 2 && testutil_one_line(r.err) && strstr(r.err, "--join needs --url"), "%s", r.err);
 	testutil_run_free(&r);
 	testutil_run(&r, (const char *[]){ "merge", dead, NULL }, NULL, 10000);
 	ck_assert_msg(r.status == 4 && testutil_one_line(r.err), "exit %d: %s", r.status, r.err);
@@ -499,6 +564,7 @@ Suite *join_suite(void)
 	tcase_add_test(tc, four_nodes_merge_exactly);
 	tcase_add_test(tc, rate_is_sliced);
 	tcase_add_test(tc, killed_node_is_named);
+	tcase_add_test(tc, herd_joined);
 	tcase_add_test(tc, join_failures_exit_4);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(one, 60);
