@@ -184,10 +184,10 @@ static void wire_loop_free(struct transport_loop *t)
 	for (uint32_t i = 0; t->c != NULL && i < t->env.clients; i++) {
 		struct wclient *c = &t->c[i];
 
-		wireconn_close(&c->wc, t->env.epfd);
+		/* the run is over: no TIME_WAIT left behind for the next one (wireconn_abort) */
+		wireconn_abort(&c->wc, t->env.epfd);
 		for (uint32_t k = 0; c->parked != NULL && k < t->run->nurls; k++)
-			if (c->parked[k] >= 0)
-				close(c->parked[k]);
+			wireconn_abort_fd(c->parked[k]);
 		free(c->parked);
 		free(c->dyn);
 	}

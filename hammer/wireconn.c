@@ -45,6 +45,25 @@ void wireconn_close(struct wireconn *c, int epfd)
 	c->phase = WIRECONN_IDLE;
 }
 
+void wireconn_abort_fd(int fd)
+{
+	struct linger lg = { 1, 0 };
+
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+void wireconn_abort(struct wireconn *c, int epfd)
+{
+	struct linger lg = { 1, 0 };
+
+	if (c->fd >= 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	wireconn_close(c, epfd);
+}
+
 int wireconn_park(struct wireconn *c)
 {
 	int fd = c->fd;

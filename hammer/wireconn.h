@@ -72,4 +72,14 @@ void wireconn_adopt(struct wireconn *c, int fd);
 /* Close the socket (an abandoned call, or an idle connection the peer closed). */
 void wireconn_close(struct wireconn *c, int epfd);
 
+/*
+ * Close the socket with a reset instead, once the run is over: an orderly
+ * close leaves the socket in TIME_WAIT for a minute on this side, holding
+ * its port, and the next big run on the machine would search past them.
+ */
+void wireconn_abort(struct wireconn *c, int epfd);
+
+/* The same for a socket wireconn_park gave out. */
+void wireconn_abort_fd(int fd);
+
 #endif
