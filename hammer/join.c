@@ -38,6 +38,7 @@ struct join {
 	int64_t offset_ns;             /* Redis TIME minus this machine's wall clock, at the last sync */
 	uint64_t rtt_ns;               /* the round trip of the TIME sample used */
 	uint64_t start_redis_ns;       /* the current round's start instant, Redis time */
+	uint64_t sync_mono, sync_redis;  /* Redis time was sync_redis at sync_mono (CLOCK_MONOTONIC) */
 	json_t *kept;                  /* results read by join_collect (dst's URLs point in) */
 	pthread_t beat;
 	bool beating;
@@ -383,15 +384,10 @@ static int sync_clock(struct join *j, uint64_t deadline, uint64_t *mid_mono, uin
 	return 0;
 }
 
-static uint64_t redis_now_ns(struct join *j, uint64_t deadline, int *bad)
+/* Redis time now, from the last clock sync. */
+static uint64_t redis_now_ns(const struct join *j)
 {
-	uint64_t mid, t;
-
-	if (sync_clock(j, deadline, &mid, &t) != 0) {
-		*bad = 1;
-		return 0;
-	}
-	return t + (clock_monotonic_ns() - mid);
+	return j->sync_redis + (clock_monotonic_ns() - j->sync_mono);
 }
 
 /* How many nodes are ready in this round (-1: Redis gone). */
@@ -407,7 +403,6 @@ static int lead(struct join *j, uint64_t deadline, char *err, size_t errlen)
 {
 	char k[200], v[32];
 	long long n = 0;
-	int bad = 0;
 	uint64_t start;
 
 	while ((n = ready_count(j, deadline)) >= 0 && n < j->nodes && clock_monotonic_ns() < deadline)
@@ -426,9 +421,7 @@ static int lead(struct join *j, uint64_t deadline, char *err, size_t errlen)
 		                              key(j, k, sizeof(k), "abort"), "leader", KEY_TTL_S));
 		return -1;
 	}
-	start = redis_now_ns(j, deadline_after(j->o.timeout_ns), &bad) + j->o.margin_ns;
-	if (bad)
-		return join_conn_fail(&j->conn, err, errlen);
+	start = redis_now_ns(j) + j->o.margin_ns;
 	snprintf(v, sizeof(v), "%" PRIu64, start);
 	freeReplyObject(join_conn_cmd(&j->conn, deadline_after(j->o.timeout_ns), "SET %s %s NX EX %d",
 	                              key(j, k, sizeof(k), "start"), v, KEY_TTL_S));
@@ -471,9 +464,19 @@ static int await_start(struct join *j, uint64_t deadline, uint64_t *start, char 
 int join_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
 {
 	struct join *j = ctx;
-	uint64_t deadline = deadline_after(j->o.timeout_ns), start = UINT64_MAX, mid, t;
+	uint64_t deadline = deadline_after(j->o.timeout_ns), start = UINT64_MAX, mid = 0, t = 0;
 	char k[200];
 
+	/*
+	 * The clock is synced before this node says it is ready, not once the
+	 * start is known: on a busy machine seven round trips to Redis can take
+	 * longer than the margin.  Over the seconds until the start the offset
+	 * moves by microseconds.
+	 */
+	if (sync_clock(j, deadline, &mid, &t) != 0)
+		return join_conn_fail(&j->conn, err, errlen);
+	j->sync_mono = mid;
+	j->sync_redis = t;
 	if (reply_int(join_conn_cmd(&j->conn, deadline, "INCR %s", key(j, k, sizeof(k), "ready"))) < 1)
 		return join_conn_fail(&j->conn, err, errlen);
 	freeReplyObject(join_conn_cmd(&j->conn, deadline, "EXPIRE %s %d", k, KEY_TTL_S));
@@ -482,8 +485,6 @@ int join_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
 	/* the others wait a little longer than node 0, which gives up first and says why */
 	if (await_start(j, deadline + (j->node ? NS_PER_SEC : 0), &start, err, errlen) != 0)
 		return -1;
-	if (sync_clock(j, deadline_after(j->o.timeout_ns), &mid, &t) != 0)
-		return join_conn_fail(&j->conn, err, errlen);
 	j->start_redis_ns = start;
 	*start_ns = start >= t ? mid + (start - t) : mid - (t - start < mid ? t - start : mid);
 	return 0;

@@ -193,8 +193,9 @@ START_TEST(four_nodes_merge_exactly)
 	snprintf(target, sizeof(target), "%s/", srv.url);
 	join_url(url, sizeof(url), "four");
 	for (int i = 0; i < NODES; i++) {
+		/* one loop each: four processes of two threads would crowd two shared cores at the start */
 		const char *args[] = { "hammer", target, "--concurrency", "40", "--requests", "400", "--no-retry",
-		                       "--seed", "5", "--join", url, "--nodes", "4", "--quiet", NULL };
+		                       "--seed", "5", "--threads", "1", "--join", url, "--nodes", "4", "--quiet", NULL };
 
 		json_path(files[i], sizeof(files[i]), "four", i);
 		node_init(&n[i], args, files[i], 30000);
