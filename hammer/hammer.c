@@ -504,7 +504,7 @@ static int on_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
 static int join_setup(struct hammer_opts *o)
 {
 	char settings[256], err[2 * ERRLEN];
-	struct join_opts jo = { o->join_url, o->nodes, o->join_timeout_ns, 250 * NS_PER_MS, settings, o->cfg.seed,
+	struct join_opts jo = { o->join_url, o->nodes, o->join_timeout_ns, JOIN_START_MARGIN_NS, settings, o->cfg.seed,
 	                        NULL, NULL };
 
 	snprintf(settings, sizeof(settings), "hammer concurrency=%u requests=%llu rate=%g duration=%llums start=%s",

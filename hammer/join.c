@@ -18,7 +18,7 @@
 #include "hammer/result_codec.h"
 
 #define KEY_TTL_S 86400
-#define ALIVE_MS 3000              /* a heartbeat key lives this long ... */
+#define ALIVE_MS 4000              /* a heartbeat key lives this long ... */
 #define BEAT_MS 500                /* ... and is renewed this often */
 #define POLL_START_NS (2 * NS_PER_MS)
 #define POLL_READY_NS (5 * NS_PER_MS)
@@ -181,7 +181,13 @@ static void *beat_main(void *arg)
 static int beat_start(struct join *j, char *err, size_t errlen)
 {
 	pthread_condattr_t ca;
+	char k[160];
 
+	/* the first beat before join_new returns: a node is never seen without one, however late its thread runs */
+	snprintf(k, sizeof(k), "%salive:%" PRIu32, j->base, j->node);
+	if (!reply_str(join_conn_cmd(&j->conn, deadline_after(j->o.timeout_ns), "SET %s 1 PX %d", k, ALIVE_MS),
+	               k, sizeof(k)))
+		return join_conn_fail(&j->conn, err, errlen);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&j->wake, &ca);

@@ -26,6 +26,9 @@
  */
 
 #define JOIN_RUN_MAX 64        /* bytes of a RUNID: letters, digits, '.', '_', '-' */
+/* The start instant is this long after the last node is ready: room for a Redis round trip on a
+ * busy machine or a Wi-Fi link, and for every node's threads to start. */
+#define JOIN_START_MARGIN_NS (1000ULL * 1000 * 1000)
 #define JOIN_NODES_MAX 1000
 
 struct join;

@@ -665,7 +665,7 @@ static void catch_sigint(void)
 static int herd_join_setup(struct herd_opts *o, struct herd_join *hj)
 {
 	char settings[700], err[512];
-	struct join_opts jo = { o->join_url, o->nodes, o->join_timeout_ns, 250 * NS_PER_MS, settings, o->seed,
+	struct join_opts jo = { o->join_url, o->nodes, o->join_timeout_ns, JOIN_START_MARGIN_NS, settings, o->seed,
 	                        on_leader, hj };
 	size_t n = (size_t)snprintf(settings, sizeof(settings), "herd clients=%u workload=%s max-time=%llums policies=",
 	                            o->clients, o->workload == HERD_WORKLOAD_OCC ? "occ" : "request",

