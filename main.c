@@ -8,6 +8,7 @@
 
 #include "lab/cases.h"
 #include "hammer/hammer.h"
+#include "hammer/merge.h"
 #include "lab/herd.h"
 #include "lab/verify.h"
 #include "server/serve.h"
@@ -24,6 +25,7 @@ static const struct command COMMANDS[] = {
 	{ "herd", herd_main, "run the thundering-herd comparison of backoff policies" },
 	{ "cases", cases_main, "replay a retry-cases table through the policy engine" },
 	{ "verify", verify_main, "grade any HTTP client's retry behaviour against a scenario" },
+	{ "merge", merge_main, "merge the results of a joined run (Redis) or of --json files" },
 };
 
 #define NCOMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))

@@ -8,6 +8,8 @@
 /* shifts 0..(63 - SUB_BITS), plus the linear range below SUB_COUNT */
 #define BUCKETS ((64 - SUB_BITS + 1) * SUB_COUNT)
 
+_Static_assert(BUCKETS == HISTOGRAM_BUCKETS, "histogram.h's HISTOGRAM_BUCKETS follows SUB_BITS");
+
 struct histogram {
 	uint64_t count;
 	uint64_t min;
@@ -125,4 +127,32 @@ uint64_t histogram_percentile(const struct histogram *h, double p)
 		}
 	}
 	return h->max;
+}
+
+uint64_t histogram_bucket_count(const struct histogram *h, unsigned idx)
+{
+	return idx < BUCKETS ? h->buckets[idx] : 0;
+}
+
+long double histogram_sum(const struct histogram *h)
+{
+	return h->sum;
+}
+
+int histogram_add_bucket(struct histogram *h, unsigned idx, uint64_t n)
+{
+	if (idx >= BUCKETS)
+		return -1;
+	h->buckets[idx] += n;
+	h->count += n;
+	return 0;
+}
+
+void histogram_add_extremes(struct histogram *h, uint64_t min, uint64_t max, long double sum)
+{
+	if (min < h->min)
+		h->min = min;
+	if (max > h->max)
+		h->max = max;
+	h->sum += sum;
 }

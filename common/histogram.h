@@ -40,4 +40,27 @@ uint64_t histogram_percentile(const struct histogram *h, double p);
 unsigned histogram_bucket_of(uint64_t v);
 uint64_t histogram_bucket_low(unsigned idx);
 
+/*
+ * The histogram in parts, for writing it out and reading it back exactly
+ * (another process's histogram, merged): HISTOGRAM_BUCKETS bucket counts,
+ * and the exact min, max and sum of the values.
+ */
+#define HISTOGRAM_BUCKETS ((64 - 6 + 1) * 64)
+
+/* Values counted in bucket idx (0 past the last bucket). */
+uint64_t histogram_bucket_count(const struct histogram *h, unsigned idx);
+
+/* The sum of every value recorded (ns). */
+long double histogram_sum(const struct histogram *h);
+
+/*
+ * Add n values to bucket idx without knowing them one by one: the count
+ * grows, min, max and sum are left to histogram_add_extremes.  Returns 0, or
+ * -1 when idx is past the last bucket.
+ */
+int histogram_add_bucket(struct histogram *h, unsigned idx, uint64_t n);
+
+/* Fold in the exact min, max and sum of values added by histogram_add_bucket. */
+void histogram_add_extremes(struct histogram *h, uint64_t min, uint64_t max, long double sum);
+
 #endif

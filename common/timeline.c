@@ -116,13 +116,13 @@ void timeline_outcome(struct timeline *t, uint64_t offset_ns, int status)
 		add_outcome(t, row, status, 1);
 }
 
-int timeline_merge(struct timeline *dst, const struct timeline *src)
+int timeline_merge_shifted(struct timeline *dst, const struct timeline *src, uint32_t shift)
 {
 	if (dst->interval_ns != src->interval_ns)
 		return -1;
 	for (uint32_t r = 0; r < src->nrows; r++) {
 		const struct timeline_row *s = &src->rows[r];
-		struct timeline_row *d = row_at(dst, (uint64_t)r * dst->interval_ns);
+		struct timeline_row *d = row_at(dst, ((uint64_t)r + shift) * dst->interval_ns);
 
 		if (d == NULL)
 			return -1;
@@ -134,6 +134,36 @@ int timeline_merge(struct timeline *dst, const struct timeline *src)
 			if (s->by_code[c] != 0)
 				add_outcome(dst, d, src->codes[c], s->by_code[c]);
 	}
+	return 0;
+}
+
+int timeline_merge(struct timeline *dst, const struct timeline *src)
+{
+	return timeline_merge_shifted(dst, src, 0);
+}
+
+int timeline_add_row(struct timeline *t, uint32_t row, uint64_t attempts, uint64_t retries,
+                     uint64_t errors, uint64_t other)
+{
+	struct timeline_row *d = row_at(t, (uint64_t)row * t->interval_ns);
+
+	if (d == NULL)
+		return -1;
+	d->attempts += attempts;
+	d->retries += retries;
+	d->errors += errors;
+	d->other += other;
+	return 0;
+}
+
+int timeline_add_code(struct timeline *t, uint32_t row, int code, uint64_t n)
+{
+	struct timeline_row *d = row_at(t, (uint64_t)row * t->interval_ns);
+
+	if (d == NULL)
+		return -1;
+	if (n != 0)
+		add_outcome(t, d, code > 0 ? code : 0, n);
 	return 0;
 }
 

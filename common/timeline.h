@@ -34,6 +34,22 @@ void timeline_outcome(struct timeline *t, uint64_t offset_ns, int status);
 /* Add src's counts into dst (same interval).  Returns 0, or -1 (interval differs, out of memory). */
 int timeline_merge(struct timeline *dst, const struct timeline *src);
 
+/*
+ * The same with src's row r landing in dst's row r + shift: a run that
+ * started `shift` intervals after dst's.  Returns 0, or -1 as timeline_merge.
+ */
+int timeline_merge_shifted(struct timeline *dst, const struct timeline *src, uint32_t shift);
+
+/*
+ * Add counts to one row directly, for reading a written timeline back:
+ * attempts, retries, transport errors and "other" answers, then answers with
+ * one status code (its column is added when new).  Return 0, or -1 when out
+ * of memory.
+ */
+int timeline_add_row(struct timeline *t, uint32_t row, uint64_t attempts, uint64_t retries,
+                     uint64_t errors, uint64_t other);
+int timeline_add_code(struct timeline *t, uint32_t row, int code, uint64_t n);
+
 uint64_t timeline_interval_ns(const struct timeline *t);
 /* Rows (intervals) up to the last one with an event. */
 uint32_t timeline_rows(const struct timeline *t);

@@ -81,6 +81,11 @@ static void merge_servers(struct hammer_result *dst, const struct hammer_result 
 
 int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *src)
 {
+	return hammer_result_merge_at(dst, src, 0);
+}
+
+int hammer_result_merge_at(struct hammer_result *dst, const struct hammer_result *src, uint32_t shift)
+{
 	merge_servers(dst, src);
 	add_array(dst->status, src->status, RETRY_STATUS_MAX);
 	add_array(dst->attempt_status, src->attempt_status, RETRY_STATUS_MAX);
@@ -100,6 +105,11 @@ int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *s
 		dst->wall_ns = src->wall_ns;
 	if (src->last_ok_ns > dst->last_ok_ns)
 		dst->last_ok_ns = src->last_ok_ns;
+	/* several runs together start when the first did, and are as late as the latest */
+	if (src->start_wall_ns != 0 && (dst->start_wall_ns == 0 || src->start_wall_ns < dst->start_wall_ns))
+		dst->start_wall_ns = src->start_wall_ns;
+	if (src->start_late_ns > dst->start_late_ns)
+		dst->start_late_ns = src->start_late_ns;
 	dst->interrupted = dst->interrupted || src->interrupted;
 	if (dst->transport == NULL)
 		dst->transport = src->transport;
@@ -108,9 +118,9 @@ int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *s
 	if (src->by_start != NULL && dst->by_start == NULL &&
 	    (dst->by_start = timeline_new(timeline_interval_ns(src->by_start))) == NULL)
 		return -1;
-	if (src->by_start != NULL && timeline_merge(dst->by_start, src->by_start) != 0)
+	if (src->by_start != NULL && timeline_merge_shifted(dst->by_start, src->by_start, shift) != 0)
 		return -1;
-	return timeline_merge(dst->timeline, src->timeline);
+	return timeline_merge_shifted(dst->timeline, src->timeline, shift);
 }
 
 const char *hammer_error_name(enum retry_error e)
@@ -124,6 +134,43 @@ const char *hammer_error_name(enum retry_error e)
 static uint64_t fds_needed(const struct transport_ops *tops, uint32_t clients, uint32_t threads)
 {
 	return tops->fds_needed(clients, threads) + 2 * (uint64_t)threads;
+}
+
+/* fs.nr_open, the most any process may have open (0 when unknown). */
+static uint64_t nr_open(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+
+	if (f != NULL) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/* The hard limit is below need: raise it (a privileged process may), or say what is needed. */
+static int raise_hard(struct rlimit *rl, rlim_t need, uint32_t clients, char *err, size_t errlen)
+{
+	struct rlimit up = { need, need };
+	uint64_t most = nr_open();
+
+	if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+		*rl = up;
+		return 0;
+	}
+	if (most != 0 && need > most)
+		snprintf(err, errlen, "%u clients need %llu open files, more than fs.nr_open (%llu) allows "
+		         "any process (sysctl fs.nr_open=%llu, then ulimit -Hn %llu)", clients,
+		         (unsigned long long)need, (unsigned long long)most, (unsigned long long)need,
+		         (unsigned long long)need);
+	else
+		snprintf(err, errlen, "%u clients need %llu open files but the hard limit is %llu and this "
+		         "process may not raise it (ulimit -Hn %llu as root, or LimitNOFILE=%llu)", clients,
+		         (unsigned long long)need, (unsigned long long)rl->rlim_max, (unsigned long long)need,
+		         (unsigned long long)need);
+	return -1;
 }
 
 /*
@@ -141,12 +188,8 @@ static int raise_nofile(uint64_t need_fds, uint32_t clients, uint64_t extra, uin
 	*room = 0;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return 0;
-	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-		snprintf(err, errlen, "%u clients need %llu open files but the hard limit is %llu "
-		         "(raise it: ulimit -Hn)", clients, (unsigned long long)need,
-		         (unsigned long long)rl.rlim_max);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need && raise_hard(&rl, need, clients, err, errlen) != 0)
 		return -1;
-	}
 	old = rl.rlim_cur;
 	if (old < want) {
 		rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
@@ -258,6 +301,16 @@ static uint64_t share(uint64_t total, uint32_t parts, uint32_t i)
 	return total / parts + (i < total % parts ? 1 : 0);
 }
 
+/* This process's part of the run: share(total, nodes, node), the count of k < total with k % nodes == node. */
+static void slice(const struct hammer_config *cfg, uint32_t *node, uint32_t *nodes, uint32_t *clients,
+                  uint64_t *requests)
+{
+	*nodes = cfg->nodes > 1 ? cfg->nodes : 1;
+	*node = *nodes > 1 ? cfg->node % *nodes : 0;
+	*clients = (uint32_t)share(cfg->concurrency, *nodes, *node);
+	*requests = share(cfg->requests ? cfg->requests : UINT64_MAX, *nodes, *node);
+}
+
 static int shared_setup(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
 {
 	run->sh.cfg = cfg;
@@ -279,11 +332,14 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 
 static int loops_new(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
 {
-	uint32_t n = cfg->threads ? cfg->threads : 1, first = 0;
+	uint32_t n = cfg->threads ? cfg->threads : 1, first = 0, clients;
+	uint64_t requests;
 
-	if (n > cfg->concurrency)
-		n = cfg->concurrency;
+	slice(cfg, &run->sh.node, &run->sh.nodes, &clients, &requests);
+	if (n > clients)
+		n = clients > 0 ? clients : 1;
 	run->sh.nloops = n;
+	run->sh.stride = n * run->sh.nodes;
 	run->sh.park_max = run->park_room / n > UINT32_MAX ? UINT32_MAX : (uint32_t)(run->park_room / n);
 	run->loops = calloc(n, sizeof(*run->loops));
 	run->tids = calloc(n, sizeof(*run->tids));
@@ -292,12 +348,13 @@ static int loops_new(struct run *run, const struct hammer_config *cfg, char *err
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		struct loop_part p = { .index = i, .first_client = first };
+		struct loop_part p = { .index = i, .slot = run->sh.node + run->sh.nodes * i, .first_client = first };
 
-		p.clients = (uint32_t)share(cfg->concurrency, n, i);
-		p.requests = share(cfg->requests ? cfg->requests : UINT64_MAX, n, i);
-		p.rate = cfg->rate / n;
-		p.phase_ns = cfg->rate > 0 ? (uint64_t)(1e9 / cfg->rate * i) : 0;
+		/* loop i takes the process's clients, requests and arrivals j with j % n == i */
+		p.clients = (uint32_t)share(clients, n, i);
+		p.requests = share(requests, n, i);
+		p.rate = cfg->rate / run->sh.stride;
+		p.phase_ns = cfg->rate > 0 ? (uint64_t)(1e9 / cfg->rate * p.slot) : 0;
 		first += p.clients;
 		run->loops[i] = loop_new(&run->sh, &p, err, errlen);
 		if (run->loops[i] == NULL)
@@ -359,10 +416,24 @@ static void wait_workers(struct run *run, const struct hammer_config *cfg)
 		pthread_join(run->tids[i], NULL);
 }
 
+/* The start instant: the caller's (a joined run's common one), or now (a herd: in HERD_MARGIN_NS). */
+static int set_start(struct run *run, const struct hammer_config *cfg, struct hammer_result *res,
+                     char *err, size_t errlen)
+{
+	uint64_t now;
+
+	run->sh.start_ns = clock_monotonic_ns() + (cfg->herd ? HERD_MARGIN_NS : 0);
+	if (cfg->ready != NULL && cfg->ready(cfg->ready_ctx, &run->sh.start_ns, err, errlen) != 0)
+		return -1;
+	now = clock_monotonic_ns();
+	res->start_wall_ns = run->sh.start_ns >= now ? clock_wall_ns() + (run->sh.start_ns - now)
+	                                              : clock_wall_ns() - (now - run->sh.start_ns);
+	run->sh.end_ns = cfg->duration_ns ? run->sh.start_ns + cfg->duration_ns : 0;
+	return 0;
+}
+
 static int start_workers(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
 {
-	run->sh.start_ns = clock_monotonic_ns() + (cfg->herd ? HERD_MARGIN_NS : 0);
-	run->sh.end_ns = cfg->duration_ns ? run->sh.start_ns + cfg->duration_ns : 0;
 	for (uint32_t i = 0; i < run->nloops; i++) {
 		int rc = pthread_create(&run->tids[i], NULL, thread_main, run->loops[i]);
 
@@ -389,14 +460,15 @@ static void run_free(struct run *run)
 /* Descriptors and process-wide set-up, before any thread starts. */
 static int run_prepare(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
 {
-	uint32_t threads = cfg->threads ? cfg->threads : 1;
-	uint64_t need;
+	uint32_t threads = cfg->threads ? cfg->threads : 1, node, nodes, clients;
+	uint64_t need, requests;
 
+	slice(cfg, &node, &nodes, &clients, &requests);
 	run->sh.tops = pick_transport(cfg);
-	need = fds_needed(run->sh.tops, cfg->concurrency, threads);
-	if (raise_nofile(need, cfg->concurrency, run->sh.tops->fds_wanted(cfg), &run->park_room, err, errlen) != 0)
+	need = fds_needed(run->sh.tops, clients, threads);
+	if (raise_nofile(need, clients, run->sh.tops->fds_wanted(cfg), &run->park_room, err, errlen) != 0)
 		return -1;
-	presize_fd_table(fds_needed(run->sh.tops, cfg->concurrency, 1));
+	presize_fd_table(fds_needed(run->sh.tops, clients, 1));
 	pthread_once(&process_once, process_init_once);
 	return run->sh.tops->process_init(err, errlen);
 }
@@ -408,7 +480,8 @@ int hammer_run(const struct hammer_config *cfg, struct hammer_result *res, char 
 
 	if (check_config(cfg, err, errlen) != 0 || run_prepare(&run, cfg, err, errlen) != 0)
 		return -1;
-	if (shared_setup(&run, cfg, err, errlen) != 0 || loops_new(&run, cfg, err, errlen) != 0)
+	if (shared_setup(&run, cfg, err, errlen) != 0 || loops_new(&run, cfg, err, errlen) != 0 ||
+	    set_start(&run, cfg, res, err, errlen) != 0)
 		goto free_run;
 	if (start_workers(&run, cfg, err, errlen) != 0) {
 		if (cfg->cancel != NULL)
@@ -418,8 +491,14 @@ int hammer_run(const struct hammer_config *cfg, struct hammer_result *res, char 
 	}
 	wait_workers(&run, cfg);
 	rc = 0;
-	for (uint32_t i = 0; i < run.nloops && rc == 0; i++)
+	res->start_late_ns = UINT64_MAX;
+	for (uint32_t i = 0; i < run.nloops && rc == 0; i++) {
 		rc = hammer_result_merge(res, loop_result(run.loops[i]));
+		if (loop_first_late_ns(run.loops[i]) < res->start_late_ns)
+			res->start_late_ns = loop_first_late_ns(run.loops[i]);
+	}
+	if (res->start_late_ns == UINT64_MAX)
+		res->start_late_ns = 0;
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory merging results");
 	res->transport = run.sh.tops->name;

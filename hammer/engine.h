@@ -57,6 +57,19 @@ struct hammer_config {
 	const struct retry_policy *policy;
 	uint64_t interval_ns;          /* timeline interval */
 	uint64_t by_start_ns;          /* also count each call in rows of this width by its start; 0 = no */
+	uint32_t sources;              /* loopback source addresses to spread the connections over
+	                                * (wire transport, 127.0.0.0/8 targets); 0: as the port range needs */
+	uint32_t node;                 /* this process's part of a run over `nodes` processes: */
+	uint32_t nodes;                /* clients, requests and arrivals k with k % nodes == node;
+	                                * 0 or 1: the whole run (concurrency, requests, rate are totals) */
+	/*
+	 * Called once every loop is set up, before any worker starts: waits
+	 * (bounded) until the run may begin and sets *start_ns, the start
+	 * instant on CLOCK_MONOTONIC; or returns -1 with a one-line reason in
+	 * err, and the run does not happen.  NULL: start now (herd: in 20 ms).
+	 */
+	int (*ready)(void *ctx, uint64_t *start_ns, char *err, size_t errlen);
+	void *ready_ctx;
 	FILE *notes;                   /* one line per retry, naming the client (--verbose), or NULL */
 	FILE *progress;                /* a progress line while running (a terminal), or NULL */
 	const char *progress_label;    /* the progress line starts "LABEL: " (herd: the policy), or NULL */
@@ -91,6 +104,8 @@ struct hammer_result {
 	uint64_t dropped;        /* open-loop arrivals that found no room in the backlog */
 	uint64_t budget_refused;  /* retries the budget allowed at decision time but refused at send time */
 	uint64_t wall_ns;        /* from the start instant to the end */
+	uint64_t start_wall_ns;  /* the start instant on this machine's CLOCK_REALTIME (ns since 1970) */
+	uint64_t start_late_ns;  /* how long after the start instant the first timer fired */
 	uint64_t last_ok_ns;     /* the last 2xx request's end, from the start instant; 0: none */
 	bool interrupted;        /* stopped by *cancel */
 	const char *transport;   /* the transport's name: "wire" or "curl" */
@@ -110,13 +125,21 @@ void hammer_result_destroy(struct hammer_result *r);
 /* Add src's counts, histograms and timelines into dst.  Returns 0 or -1. */
 int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *src);
 
+/*
+ * The same for a run that started `shift` timeline intervals after dst's:
+ * src's rows land that much later.  Returns 0, or -1 (the intervals differ,
+ * out of memory).
+ */
+int hammer_result_merge_at(struct hammer_result *dst, const struct hammer_result *src, uint32_t shift);
+
 /* "none", "refused", "reset", "timeout", "other". */
 const char *hammer_error_name(enum retry_error e);
 
 /*
- * Raise the soft open-file limit so `clients` connections over `threads`
- * loops fit.  Returns 0, or -1 with a one-line reason in err when the hard
- * limit is too low.
+ * Raise the open-file limit so `clients` connections over `threads` loops
+ * fit: the soft limit, and the hard one when the process may.  Returns 0,
+ * or -1 with a one-line reason naming the number needed when it stays too
+ * low.
  */
 int hammer_raise_nofile(uint32_t clients, uint32_t threads, char *err, size_t errlen);
 

@@ -16,6 +16,7 @@
 #include "common/retry/retry.h"
 #include "hammer/engine.h"
 #include "hammer/expect.h"
+#include "hammer/join.h"
 #include "hammer/plot.h"
 #include "hammer/report.h"
 #include "hammer/wire.h"
@@ -45,6 +46,11 @@ struct hammer_opts {
 	const char *expect_spec;
 	struct expect *expect;
 	const char *junit_path;
+	const char *join_url;        /* --join redis://HOST:PORT/RUNID, or NULL */
+	uint32_t nodes;              /* --nodes */
+	uint64_t join_timeout_ns;    /* --join-timeout */
+	struct join *join;
+	bool join_failed;            /* the run did not start: the join's wait failed */
 	const char *headers[MAX_HEADERS];
 	const char *urls[HAMMER_MAX_URLS];
 	struct knob knobs[MAX_KNOBS];
@@ -98,6 +104,9 @@ static void usage(FILE *f)
 	"  --transport T         auto (default): ratelab's own HTTP/1.1 client for http:// URLs,\n"
 	"                        libcurl otherwise; wire: the own client only; curl: libcurl only\n"
 	"  --seed N              make every jittered wait reproducible\n"
+	"  --sources N           spread the own client's connections to a 127.x.y.z server over\n"
+	"                        N source addresses from 127.0.0.1 (default: as many as the port\n"
+	"                        range needs, so 100,000 clients fit; 1 below about 14,000)\n"
 	"\nretries:\n"
 	"  --retry               the lab preset (same as --policy lab)\n"
 	"  --policy NAME         %s\n"
@@ -115,7 +124,14 @@ static void usage(FILE *f)
 	"  --verbose             one note per retry; --quiet: no summary\n"
 	"  --expect CHECKS       e.g. 'ok>=30,429<=5,wall<=10s,calls<=200'; exit 3 when one fails\n"
 	"  --junit FILE|-        the --expect checks as JUnit XML for CI, one testcase per check\n"
-	"\nexit: 0 run completed, 1 no HTTP answer at all, 2 usage error, 3 --expect failed, 130 Ctrl-C\n",
+	"\nmany machines, one run:\n"
+	"  --join redis://HOST:PORT/RUNID --nodes N   N hammers started with the same line (and\n"
+	"                        their own --join) start at one instant and split the work:\n"
+	"                        --concurrency, --requests and --rate are the run's totals; node 0\n"
+	"                        prints the merged summary, --json, --timeline, --plot and --expect\n"
+	"  --join-timeout DUR    the longest wait for the other nodes (30s)\n"
+	"\nexit: 0 run completed, 1 no HTTP answer at all, 2 usage error, 3 --expect failed,\n"
+	"      4 a joined run could not start or reach Redis, 130 Ctrl-C\n",
 	HAMMER_MAX_URLS, retry_preset_names());
 	usage_presets(f);
 }
@@ -217,6 +233,19 @@ static int opt_knob(void *base, const struct cli_option *o, const char *v, char 
 	return 0;
 }
 
+/* --join: redis://HOST[:PORT]/RUNID, checked now, connected to when the run starts. */
+static int opt_join(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	char host[256], run[JOIN_RUN_MAX];
+	int port;
+
+	(void)o;
+	if (join_parse_url(v, host, sizeof(host), &port, run, sizeof(run), why, wl) != 0)
+		return -1;
+	((struct hammer_opts *)base)->join_url = v;
+	return 0;
+}
+
 static const char *const ARRIVALS[] = { "constant", "poisson", NULL };
 static const char *const STARTS[] = { "now", "herd", NULL };
 static const char *const TRANSPORTS[] = { "auto", "wire", "curl", NULL };  /* enum hammer_transport */
@@ -243,6 +272,7 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--start", CLI_CHOICE, HO(cfg.herd), .words = STARTS },
 	{ "--transport", CLI_CHOICE, HO(cfg.transport), .words = TRANSPORTS },
 	{ "--seed", CLI_U64, HO(cfg.seed), .max = INT64_MAX, CLI_GIVEN(struct hammer_opts, seed_given) },
+	{ "--sources", CLI_U64, HO(cfg.sources), .min = 1, .max = (1u << 24) - 2 },
 	{ "--retry", CLI_ACTION, .fn = opt_retry },
 	{ "--policy", CLI_CUSTOM, .fn = opt_policy },
 	{ "--no-retry", CLI_BOOL, HO(no_retry) },
@@ -266,6 +296,9 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--verbose", CLI_BOOL, HO(verbose) },
 	{ "--quiet", CLI_BOOL, HO(quiet) },
 	{ "--expect", CLI_CUSTOM, .fn = opt_expect },
+	{ "--join", CLI_CUSTOM, .fn = opt_join },
+	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX },
+	{ "--join-timeout", DUR_MS(join_timeout_ns) },
 	{ NULL },
 };
 
@@ -283,6 +316,7 @@ static void set_defaults(struct hammer_opts *o)
 	o->cfg.interval_ns = 100 * NS_PER_MS;
 	o->cfg.headers = o->headers;
 	o->policy_name = "none";
+	o->join_timeout_ns = 30 * NS_PER_SEC;
 }
 
 /* An http:// or https:// URL that libcurl can take apart (host present, port in range). */
@@ -326,6 +360,9 @@ static int check_targets(struct hammer_opts *o, char *err, size_t errlen)
 			                     "is not a plain http://HOST[:PORT]/PATH URL (--transport wire takes no other)");
 	if (o->cfg.poisson && o->cfg.rate == 0)
 		return cli_fail(err, errlen, "hammer", "--arrivals poisson needs --rate");
+	if ((o->join_url != NULL) != (o->nodes != 0))
+		return cli_fail(err, errlen, "hammer", o->join_url ? "--join needs --nodes N (the nodes in the run)"
+		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
 	return 0;
 }
 
@@ -376,15 +413,35 @@ static int parse_args(struct hammer_opts *o, int argc, char **argv, char *err, s
 	return 0;
 }
 
-static void write_outputs(const struct hammer_opts *o, const struct hammer_result *r, int *rc)
+/* The joined run's lines under the summary: the nodes, the spread, the offsets, and who is missing. */
+static void join_lines(FILE *f, const struct hammer_opts *o, const struct join_summary *js)
+{
+	char line[200];
+
+	if (js != NULL) {
+		join_summary_line(js, line, sizeof(line));
+		fprintf(f, "%s\n", line);
+		if (js->missing[0] != '\0')
+			fprintf(f, "%s\n", js->missing);
+	} else if (o->join != NULL) {
+		fprintf(f, "node %u of %u of %s: this node's share; node 0 prints the merged result "
+		        "(or: ratelab merge %s)\n", join_node(o->join), o->nodes, join_url(o->join), join_url(o->join));
+	}
+}
+
+/* The summary (the merged one on a joined run's node 0: js), --json, --timeline and --plot. */
+static void write_outputs(const struct hammer_opts *o, const struct hammer_result *r,
+                          const struct join_summary *js, int *rc)
 {
 	struct report_info info = { o->cfg.url, o->cfg.method, o->policy_name, o->cfg.concurrency,
-	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd };
+	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, js ? js->json : NULL };
 	char err[ERRLEN], title[160], how[300], subtitle[360];
 	bool json_stdout = o->json_path != NULL && strcmp(o->json_path, "-") == 0;
 
-	if (!o->quiet)
+	if (!o->quiet) {
 		report_text(json_stdout ? stderr : stdout, r);
+		join_lines(json_stdout ? stderr : stdout, o, js);
+	}
 	fflush(stdout);
 	if (o->json_path != NULL && report_write_json(o->json_path, r, &info, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ratelab hammer: %s\n", err);
@@ -430,8 +487,12 @@ static int write_junit(const struct hammer_opts *o, const struct expect_facts *f
 	return rc;
 }
 
-/* The exit code of a finished run: 130, 1, 3 or 0. */
-static int verdict(const struct hammer_opts *o, const struct hammer_result *r)
+/*
+ * The exit code of a finished run: 130, 1, 3 or 0.  A joined run's --expect
+ * is checked on node 0 only, against the merged result (js), and fails on
+ * an incomplete one.
+ */
+static int verdict(const struct hammer_opts *o, const struct hammer_result *r, const struct join_summary *js)
 {
 	struct expect_facts f = { r->status, RETRY_STATUS_MAX, r->ok, r->failed, r->requests, r->calls,
 	                          r->retries, 0, r->wall_ns };
@@ -446,13 +507,88 @@ static int verdict(const struct hammer_opts *o, const struct hammer_result *r)
 		        r->attempt_errors[RETRY_ERR_REFUSED] ? " (connection refused: is the server running?)" : "");
 		return 1;
 	}
-	if (o->junit_path && write_junit(o, &f, r->wall_ns) != 0)
+	if (o->junit_path && (o->join == NULL || js != NULL) && write_junit(o, &f, r->wall_ns) != 0)
 		return 1;
-	if (o->expect != NULL && !expect_check(o->expect, &f, why, sizeof(why))) {
+	if (o->expect == NULL || (o->join != NULL && js == NULL))
+		return 0;
+	if (js != NULL && !js->complete) {
+		fprintf(stderr, "ratelab hammer: expect failed: the merged result is incomplete: %s\n",
+		        strchr(js->missing, '\n') ? "several nodes are missing" : js->missing);
+		return 3;
+	}
+	if (!expect_check(o->expect, &f, why, sizeof(why))) {
 		fprintf(stderr, "ratelab hammer: expect failed: %s\n", why);
 		return 3;
 	}
 	return 0;
+}
+
+static int on_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
+{
+	struct hammer_opts *o = ctx;
+	int rc = join_ready(o->join, start_ns, err, errlen);
+
+	o->join_failed = rc != 0;
+	return rc;
+}
+
+/* --join: take a node index in the run and hook the engine's start to it.  0, or 4 (reported). */
+static int join_setup(struct hammer_opts *o)
+{
+	char settings[256], err[2 * ERRLEN];
+	struct join_opts jo = { o->join_url, o->nodes, o->join_timeout_ns, JOIN_START_MARGIN_NS, settings, o->cfg.seed,
+	                        NULL, NULL };
+
+	snprintf(settings, sizeof(settings), "hammer concurrency=%u requests=%llu rate=%g duration=%llums start=%s",
+	         o->cfg.concurrency, (unsigned long long)o->cfg.requests, o->cfg.rate,
+	         (unsigned long long)(o->cfg.duration_ns / NS_PER_MS), o->cfg.herd ? "herd" : "now");
+	o->join = join_new(&jo, err, sizeof(err));
+	if (o->join == NULL) {
+		fprintf(stderr, "ratelab hammer: %s\n", err);
+		return 4;
+	}
+	o->cfg.node = join_node(o->join);
+	o->cfg.nodes = o->nodes;
+	o->cfg.ready = on_ready;
+	o->cfg.ready_ctx = o;
+	/* without --seed every node draws from the first node's seed */
+	o->cfg.seed = join_seed(o->join);
+	return 0;
+}
+
+/* A joined run is over here: publish this node's result; node 0 merges and reports.  The exit code. */
+static int joined_outputs(struct hammer_opts *o, const struct hammer_result *r)
+{
+	struct hammer_result merged;
+	struct join_summary js;
+	char err[2 * ERRLEN];
+	int rc = 0;
+
+	struct report_info info = { o->cfg.url, o->cfg.method, o->policy_name, o->cfg.concurrency,
+	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, NULL };
+	json_t *config = report_config_json(&info, r);
+
+	rc = join_publish(o->join, r, config, err, sizeof(err));
+	json_decref(config);
+	if (rc != 0) {
+		fprintf(stderr, "ratelab hammer: %s\n", err);
+		return 4;
+	}
+	if (join_node(o->join) != 0) {
+		write_outputs(o, r, NULL, &rc);
+		return rc != 0 ? rc : verdict(o, r, NULL);
+	}
+	if (join_collect(o->join, &merged, &js, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab hammer: %s\n", err);
+		hammer_result_destroy(&merged);
+		return 4;
+	}
+	write_outputs(o, &merged, &js, &rc);
+	if (rc == 0)
+		rc = verdict(o, &merged, &js);
+	join_summary_destroy(&js);
+	hammer_result_destroy(&merged);
+	return rc;
 }
 
 int hammer_main(int argc, char **argv)
@@ -473,6 +609,8 @@ int hammer_main(int argc, char **argv)
 		rc = 1;
 		goto free_expect;
 	}
+	if (o.join_url != NULL && (rc = join_setup(&o)) != 0)
+		goto free_result;
 	atomic_store(&cancel_flag, 0);
 	sa.sa_handler = on_sigint;
 	sa.sa_flags = SA_RESETHAND;
@@ -481,13 +619,18 @@ int hammer_main(int argc, char **argv)
 	sigaction(SIGINT, &old_sa, NULL);
 	if (rc != 0) {
 		fprintf(stderr, "ratelab hammer: %s\n", err);
-		rc = 1;
+		rc = o.join_failed ? 4 : 1;
 		goto free_result;
 	}
-	write_outputs(&o, &r, &rc);
+	if (o.join != NULL) {
+		rc = joined_outputs(&o, &r);
+		goto free_result;
+	}
+	write_outputs(&o, &r, NULL, &rc);
 	if (rc == 0)
-		rc = verdict(&o, &r);
+		rc = verdict(&o, &r, NULL);
 free_result:
+	join_free(o.join);
 	hammer_result_destroy(&r);
 free_expect:
 	expect_free(o.expect);

@@ -45,6 +45,8 @@ struct loop {
 	uint64_t *backlog;            /* open loop: intended starts waiting for a client (ring) */
 	uint32_t bl_head, bl_n, bl_cap;
 	struct prng rng;              /* open loop: Poisson gaps */
+	uint64_t first_late_ns;       /* the first timer's fire time minus its due time */
+	bool fired;                   /* a timer has fired */
 	atomic_bool finished;
 };
 
@@ -124,8 +126,8 @@ static int clients_new(struct loop *l)
 	    (ss && l->wstates == NULL))
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
-		vclient_init(&l->clients[i], i, l->part.first_client + i, l->sh->cfg->seed,
-		             ss ? l->wstates + i * ss : NULL);
+		vclient_init(&l->clients[i], i, l->sh->node + l->sh->nodes * (l->part.first_client + i),
+		             l->sh->cfg->seed, ss ? l->wstates + i * ss : NULL);
 		l->free_ids[l->nfree++] = n - 1 - i;
 	}
 	return 0;
@@ -143,8 +145,8 @@ static void host_init(struct loop *l)
 	h->budget = sh->budget;
 	h->clients = l->clients;
 	h->nurls = sh->nurls;
-	h->loop_index = l->part.index;
-	h->nloops = sh->nloops;
+	h->loop_index = l->part.slot;
+	h->nloops = sh->stride;
 	h->nclients = l->part.clients ? l->part.clients : 1;
 	h->request_done = on_request_done;
 }
@@ -153,6 +155,7 @@ static int transport_new(struct loop *l)
 {
 	struct transport_env env = {
 		.epfd = l->epfd, .clients = l->part.clients, .park_max = l->sh->park_max,
+		.index0 = l->sh->node + l->sh->nodes * l->part.first_client, .stride = l->sh->nodes,
 		.ended = on_call_ended, .timers = on_timers, .ctx = l,
 	};
 
@@ -172,7 +175,7 @@ struct loop *loop_new(const struct loop_shared *sh, const struct loop_part *part
 	l->sh = sh;
 	l->part = *part;
 	l->epfd = l->tfd = -1;
-	prng_seed(&l->rng, prng_stream_seed(sh->cfg->seed, ARRIVAL_STREAM + part->index));
+	prng_seed(&l->rng, prng_stream_seed(sh->cfg->seed, ARRIVAL_STREAM + part->slot));
 	if (hammer_result_init(&l->res, sh->cfg->interval_ns) != 0 ||
 	    (sh->cfg->by_start_ns && (l->res.by_start = timeline_new(sh->cfg->by_start_ns)) == NULL)) {
 		snprintf(err, errlen, "out of memory");
@@ -218,6 +221,11 @@ void loop_free(struct loop *l)
 struct hammer_result *loop_result(struct loop *l)
 {
 	return &l->res;
+}
+
+uint64_t loop_first_late_ns(const struct loop *l)
+{
+	return l->fired ? l->first_late_ns : UINT64_MAX;
 }
 
 void loop_progress(struct loop *l, uint64_t *requests, uint64_t *calls, bool *finished)
@@ -281,13 +289,18 @@ static void on_arrival(struct loop *l, uint64_t due, uint64_t now)
 
 /* ---- timers ---- */
 
-static void fire_timers(struct loop *l)
+/* Fire the timers due by now and before `limit`. */
+static void fire_timers_before(struct loop *l, uint64_t limit)
 {
 	struct heap_entry t;
 	uint64_t now = clock_monotonic_ns();
 
-	while (heap_peek(l->host.heap, &t) && t.due_ns <= now) {
+	while (heap_peek(l->host.heap, &t) && t.due_ns <= now && t.due_ns < limit) {
 		heap_pop(l->host.heap, &t);
+		if (!l->fired) {
+			l->fired = true;
+			l->first_late_ns = now - t.due_ns;
+		}
 		/* the start instant fires every client at once by design: only waits are timed */
 		if (t.id == ARRIVAL_ID || l->clients[t.id].attempt > 0)
 			histogram_record(l->res.lateness, now - t.due_ns);
@@ -297,6 +310,11 @@ static void fire_timers(struct loop *l)
 			vclient_timer(&l->host, &l->clients[t.id], t.due_ns, now);
 		now = clock_monotonic_ns();
 	}
+}
+
+static void fire_timers(struct loop *l)
+{
+	fire_timers_before(l, UINT64_MAX);
 }
 
 /* Point the timerfd at the heap's earliest due time. */
@@ -398,6 +416,9 @@ void loop_run(struct loop *l)
 		arm_timerfd(l);
 		poll_once(l);
 	}
+	/* what fell due within the duration is sent even when the loop saw it late: the run's arrivals stay exact */
+	if (l->sh->end_ns != 0 && !l->res.interrupted)
+		fire_timers_before(l, l->sh->end_ns);
 	l->res.unfinished = l->active + l->bl_n;
 	l->res.wall_ns = vclient_since_start(&l->host, clock_monotonic_ns());
 	atomic_store(&l->finished, true);

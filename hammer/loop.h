@@ -22,7 +22,10 @@ struct loop_shared {
 	const struct workload_ops *wl;
 	const char *const *urls;       /* the servers, round-robin per request */
 	uint32_t nurls;                /* >= 1 */
-	uint32_t nloops;               /* loops in the run: request k of loop i is i + k * nloops */
+	uint32_t nloops;               /* loops in this process */
+	uint32_t stride;               /* loops in the whole run, every node's: request k of the loop
+	                                * in slot s is the run's request s + k * stride */
+	uint32_t node, nodes;          /* this process's part of the run (nodes >= 1) */
 	uint32_t park_max;             /* idle connections to other servers one loop may keep */
 	struct retry_budget *budget;   /* NULL: none */
 	uint64_t start_ns;             /* the start instant (herd: in the near future) */
@@ -32,8 +35,10 @@ struct loop_shared {
 /* This loop's share of the run. */
 struct loop_part {
 	uint32_t index;                /* thread number */
+	uint32_t slot;                 /* place among every node's loops: node + nodes * index */
 	uint32_t clients;
-	uint32_t first_client;         /* run-wide index of its first client */
+	uint32_t first_client;         /* this process's index of its first client; run-wide, client
+	                                * k of the process is node + nodes * k */
 	uint64_t requests;             /* UINT64_MAX: no limit */
 	double rate;                   /* per second; 0: closed loop */
 	uint64_t phase_ns;             /* open loop: offset of the first arrival */
@@ -50,6 +55,9 @@ void loop_run(struct loop *l);
 
 /* The loop's result (valid after loop_run returned). */
 struct hammer_result *loop_result(struct loop *l);
+
+/* When its first timer fired minus when it was due; UINT64_MAX when none fired (valid after loop_run). */
+uint64_t loop_first_late_ns(const struct loop *l);
 
 /* Progress counters, safe to read from another thread while it runs. */
 void loop_progress(struct loop *l, uint64_t *requests, uint64_t *calls, bool *finished);

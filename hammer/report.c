@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "hammer/result_codec.h"
 
 static void text_outcomes(FILE *f, const struct hammer_result *r)
 {
@@ -140,13 +141,33 @@ static json_t *json_reasons(const uint64_t *counts)
 	return o;
 }
 
-static json_t *json_config(const struct report_info *info, const struct hammer_result *r)
+json_t *report_config_json(const struct report_info *info, const struct hammer_result *r)
 {
 	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s,s:s}", "url", info->url, "method", info->method,
 	                 "policy", info->policy, "concurrency", (json_int_t)info->concurrency,
 	                 "threads", (json_int_t)info->threads, "seed", (json_int_t)info->seed,
 	                 "rate", info->rate, "start", info->herd ? "herd" : "now",
 	                 "transport", r->transport ? r->transport : "none");
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+
+	return v ? v : "?";
+}
+
+void report_info_from_json(struct report_info *info, const json_t *config)
+{
+	memset(info, 0, sizeof(*info));
+	info->url = jstr(config, "url");
+	info->method = jstr(config, "method");
+	info->policy = jstr(config, "policy");
+	info->concurrency = (uint32_t)json_integer_value(json_object_get(config, "concurrency"));
+	info->threads = (uint32_t)json_integer_value(json_object_get(config, "threads"));
+	info->seed = (uint64_t)json_integer_value(json_object_get(config, "seed"));
+	info->rate = json_number_value(json_object_get(config, "rate"));
+	info->herd = strcmp(jstr(config, "start"), "herd") == 0;
 }
 
 /* One object per server, in URL order: url, requests, ok, failed, calls, retries, statuses, errors. */
@@ -166,13 +187,13 @@ static json_t *json_servers(const struct hammer_result *r)
 	return a;
 }
 
-json_t *report_json(const struct hammer_result *r, const struct report_info *info)
+static json_t *report_figures(const struct hammer_result *r, const struct report_info *info)
 {
 	double wall_s = (double)r->wall_ns / (double)NS_PER_SEC;
 
 	return json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
 	                 "s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
-	                 "config", json_config(info, r),
+	                 "config", report_config_json(info, r),
 	                 "requests", (json_int_t)r->requests, "ok", (json_int_t)r->ok,
 	                 "failed", (json_int_t)r->failed, "calls", (json_int_t)r->calls,
 	                 "retries", (json_int_t)r->retries, "answered", (json_int_t)r->answered,
@@ -188,6 +209,24 @@ json_t *report_json(const struct hammer_result *r, const struct report_info *inf
 	                 "budget_lost_at_send", (json_int_t)r->budget_refused,
 	                 "unfinished", (json_int_t)r->unfinished, "dropped", (json_int_t)r->dropped,
 	                 "interrupted", r->interrupted, "servers", json_servers(r));
+}
+
+json_t *report_json(const struct hammer_result *r, const struct report_info *info)
+{
+	json_t *j = report_figures(r, info), *raw = result_codec_json(r);
+
+	if (j == NULL || raw == NULL) {
+		json_decref(j);
+		json_decref(raw);
+		return NULL;
+	}
+	/* json_object_set_new takes raw over, also when it fails */
+	if ((info->join != NULL && json_object_set(j, "join", info->join) != 0) ||
+	    json_object_set_new(j, "raw", raw) != 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 FILE *report_open_out(const char *path, char *err, size_t errlen)

@@ -16,6 +16,7 @@ struct report_info {
 	uint64_t seed;
 	double rate;
 	bool herd;
+	json_t *join;     /* a joined run's "join" object (borrowed), or NULL */
 };
 
 /*
@@ -28,8 +29,21 @@ struct report_info {
  */
 void report_text(FILE *f, const struct hammer_result *r);
 
-/* The same figures as a JSON object (new reference), or NULL when out of memory. */
+/*
+ * The same figures as a JSON object (new reference), or NULL when out of
+ * memory.  Its "raw" member is the result in mergeable form
+ * (hammer/result_codec.h), what `ratelab merge` reads back.
+ */
 json_t *report_json(const struct hammer_result *r, const struct report_info *info);
+
+/* The "config" object of report_json (a new reference), or NULL when out of memory. */
+json_t *report_config_json(const struct report_info *info, const struct hammer_result *r);
+
+/*
+ * Fill info back from a "config" object (its strings borrowed from config;
+ * missing fields "?" or 0): what a merge of written results reports.
+ */
+void report_info_from_json(struct report_info *info, const json_t *config);
 
 /* Open path for writing ("-": stdout), or NULL with "cannot write PATH: why" in err. */
 FILE *report_open_out(const char *path, char *err, size_t errlen);

@@ -28,6 +28,7 @@ struct transport_loop;   /* a transport's state in one loop */
 struct transport_env {
 	int epfd;                 /* the loop's epoll set */
 	uint32_t clients;         /* client ids are 0 .. clients-1 */
+	uint32_t index0, stride;  /* client id's run-wide index is index0 + id * stride */
 	uint32_t park_max;        /* idle connections to other servers this loop may hold */
 	/* A call of client id ended (never for a begin that returned -1). */
 	void (*ended)(void *ctx, uint32_t id, const struct workload_answer *a, uint64_t now);

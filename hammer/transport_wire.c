@@ -23,6 +23,7 @@
 struct transport_run {
 	struct wire_target *targets;   /* server s, shape k: targets[s * nshapes + k] */
 	uint32_t nurls, nshapes;
+	uint32_t nsources;             /* loopback source addresses, 127.0.0.1 on; <= 1: the kernel picks */
 	uint64_t timeout_ns, connect_timeout_ns;
 };
 
@@ -112,6 +113,33 @@ static int target_init(struct wire_target *t, const char *url, const struct hamm
 	return -1;
 }
 
+/* Ports one source address has towards one server: net.ipv4.ip_local_port_range's span. */
+static uint32_t port_range(void)
+{
+	unsigned lo = 32768, hi = 60999;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	if (f != NULL) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2 || hi < lo)
+			lo = 32768, hi = 60999;
+		fclose(f);
+	}
+	return hi - lo + 1;
+}
+
+/*
+ * Source addresses for a run of `clients` to loopback servers: `want`, or
+ * enough that each holds at most half its port range (the rest for
+ * TIME_WAIT and other programs).  At most 127.0.0.1 .. 127.255.255.254.
+ */
+static uint32_t sources_for(uint32_t clients, uint32_t want)
+{
+	uint32_t per = port_range() / 2, n;
+
+	n = want ? want : (clients + per - 1) / (per ? per : 1);
+	return n > (1u << 24) - 2 ? (1u << 24) - 2 : n;
+}
+
 static struct transport_run *wire_run_new(const struct hammer_config *cfg, const struct workload_ops *wl,
                                           char *err, size_t errlen)
 {
@@ -127,6 +155,7 @@ static struct transport_run *wire_run_new(const struct hammer_config *cfg, const
 	r->nshapes = wl->nshapes;
 	r->timeout_ns = cfg->timeout_ns;
 	r->connect_timeout_ns = cfg->connect_timeout_ns;
+	r->nsources = sources_for(cfg->concurrency, cfg->sources);
 	for (uint32_t s = 0; s < r->nurls; s++)
 		for (uint32_t k = 0; k < r->nshapes; k++)
 			if (target_init(&r->targets[s * r->nshapes + k], urls[s], cfg, &wl->shapes[k], err, errlen) != 0) {
@@ -155,10 +184,10 @@ static void wire_loop_free(struct transport_loop *t)
 	for (uint32_t i = 0; t->c != NULL && i < t->env.clients; i++) {
 		struct wclient *c = &t->c[i];
 
-		wireconn_close(&c->wc, t->env.epfd);
+		/* the run is over: no TIME_WAIT left behind for the next one (wireconn_abort) */
+		wireconn_abort(&c->wc, t->env.epfd);
 		for (uint32_t k = 0; c->parked != NULL && k < t->run->nurls; k++)
-			if (c->parked[k] >= 0)
-				close(c->parked[k]);
+			wireconn_abort_fd(c->parked[k]);
 		free(c->parked);
 		free(c->dyn);
 	}
@@ -184,8 +213,12 @@ static struct transport_loop *wire_loop_new(const struct transport_run *r, const
 		wire_loop_free(t);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		wireconn_init(&t->c[i].wc);
+		/* by run-wide index, so the nodes of a joined run on one machine share the addresses evenly */
+		if (r->nsources > 1)
+			t->c[i].wc.src = 0x7f000001u + (env->index0 + i * env->stride) % r->nsources;
+	}
 	if (parked_new(t) != 0) {
 		wire_loop_free(t);
 		return NULL;

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,8 @@ static int resolve(struct wire_target *t, const struct wire_url *u, char *err, s
 		}
 	memcpy(&t->addr, pick->ai_addr, pick->ai_addrlen);
 	t->addrlen = pick->ai_addrlen;
+	t->loopback = pick->ai_family == AF_INET &&
+	              (ntohl(((const struct sockaddr_in *)pick->ai_addr)->sin_addr.s_addr) >> 24) == 127;
 	freeaddrinfo(res);
 	return 0;
 }

@@ -23,6 +23,7 @@ struct wire_target {
 	size_t reqlen;
 	size_t head_len;    /* bytes before the blank line that ends the headers */
 	bool head;          /* HEAD: answers carry no body */
+	bool loopback;      /* an IPv4 address in 127.0.0.0/8: any 127.x.y.z may be the source */
 };
 
 /* What a request looks like, shared by every target of a run. */

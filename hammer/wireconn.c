@@ -15,6 +15,7 @@ void wireconn_init(struct wireconn *c)
 	c->reused = false;
 	c->sent = 0;
 	c->reqlen = 0;
+	c->src = 0;
 	c->req = NULL;
 	wire_resp_init(&c->resp, false);
 }
@@ -42,6 +43,25 @@ void wireconn_close(struct wireconn *c, int epfd)
 	c->fd = -1;
 	c->mask = 0;
 	c->phase = WIRECONN_IDLE;
+}
+
+void wireconn_abort_fd(int fd)
+{
+	struct linger lg = { 1, 0 };
+
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+void wireconn_abort(struct wireconn *c, int epfd)
+{
+	struct linger lg = { 1, 0 };
+
+	if (c->fd >= 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	wireconn_close(c, epfd);
 }
 
 int wireconn_park(struct wireconn *c)
@@ -114,6 +134,23 @@ static enum wireconn_result send_request(struct wireconn *c, const struct wire_t
 	return set_mask(c, epfd, tag, EPOLLIN) == 0 ? WIRECONN_PENDING : fail(c, epfd, err, RETRY_ERR_OTHER);
 }
 
+/*
+ * Bind the socket to c's own loopback source address, its port left for
+ * connect to pick (IP_BIND_ADDRESS_NO_PORT), so each source address has the
+ * whole ephemeral port range towards the target.
+ */
+static int bind_source(const struct wireconn *c, const struct wire_target *t)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int one = 1;
+
+	if (c->src == 0 || !t->loopback)
+		return 0;
+	sin.sin_addr.s_addr = htonl(c->src);
+	setsockopt(c->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	return bind(c->fd, (const struct sockaddr *)&sin, sizeof(sin));
+}
+
 static enum wireconn_result open_conn(struct wireconn *c, const struct wire_target *t, int epfd,
                                       uint64_t tag, enum retry_error *err)
 {
@@ -127,6 +164,8 @@ static enum wireconn_result open_conn(struct wireconn *c, const struct wire_targ
 		return fail(c, epfd, err, RETRY_ERR_OTHER);
 	/* one send per request already; this only matters for a request split by a full buffer */
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (bind_source(c, t) != 0)
+		return fail(c, epfd, err, RETRY_ERR_OTHER);
 	if (connect(c->fd, (const struct sockaddr *)&t->addr, t->addrlen) == 0)
 		return send_request(c, t, epfd, tag, err);
 	if (errno != EINPROGRESS)

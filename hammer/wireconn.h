@@ -31,11 +31,12 @@ struct wireconn {
 	bool reused;         /* the call began on a kept-alive connection */
 	uint32_t sent;       /* request bytes written */
 	uint32_t reqlen;
+	uint32_t src;        /* IPv4 source to bind (host order) when the target is loopback; 0: the kernel's */
 	const char *req;     /* the call's request bytes, borrowed from wireconn_begin's caller */
 	struct wire_resp resp;
 };
 
-/* No connection yet. */
+/* No connection yet, and no source address of its own (set c->src after this for one). */
 void wireconn_init(struct wireconn *c);
 
 /*
@@ -70,5 +71,15 @@ void wireconn_adopt(struct wireconn *c, int fd);
 
 /* Close the socket (an abandoned call, or an idle connection the peer closed). */
 void wireconn_close(struct wireconn *c, int epfd);
+
+/*
+ * Close the socket with a reset instead, once the run is over: an orderly
+ * close leaves the socket in TIME_WAIT for a minute on this side, holding
+ * its port, and the next big run on the machine would search past them.
+ */
+void wireconn_abort(struct wireconn *c, int epfd);
+
+/* The same for a socket wireconn_park gave out. */
+void wireconn_abort_fd(int fd);
 
 #endif

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/progress.h"
 #include "hammer/engine.h"
+#include "hammer/join.h"
 #include "lab/herd_occ.h"
 #include "lab/herd_report.h"
 #include "server/handlers/occ.h"
@@ -42,6 +43,18 @@ struct herd_opts {
 	uint64_t max_ns;
 	char server_policy[256];   /* --url: the RateLimit-Policy the server sent, or "" */
 	const char *admin_token;   /* --admin-token: sent with POST /reset, or NULL */
+	const char *join_url;     /* --join redis://HOST:PORT/RUNID, or NULL */
+	uint32_t nodes;           /* --nodes */
+	uint64_t join_timeout_ns; /* --join-timeout */
+};
+
+/* A joined herd: the join, and each policy's merged summary line (node 0). */
+struct herd_join {
+	struct join *join;
+	const char *base;                         /* the server's URL, for node 0's POST /reset */
+	const char *admin_token;                  /* sent with it, or NULL */
+	char lines[HERD_MAX_POLICIES][200];
+	bool failed;                              /* a wait of the join failed: exit 4 */
 };
 
 /* Set by the first Ctrl-C (SIGINT): the policy running stops, the finished ones are reported. */
@@ -82,12 +95,19 @@ static void usage(FILE *f)
 	"  --limit N           its requests per second (default 50)\n"
 	"  --burst N           its burst (default 20)\n"
 	"  --delay MEAN[±SD]   in-process server: network delay on /occ (e.g. 2ms±1ms)\n"
+	"  --join redis://HOST:PORT/RUNID --nodes N   one herd from N machines (with --url):\n"
+	"                      --clients is the total, every policy starts at one instant on\n"
+	"                      all nodes, node 0 resets the server and prints the merged table\n"
+	"  --join-timeout DUR  the longest wait for the other nodes (30s)\n"
 	"\n"
 	"Columns: calls are all HTTP requests; done in is the time of the last success;\n"
 	"peak/100ms is the most attempts in any 100 ms window, retries/100ms the most\n"
 	"retries (the first volley is the same for every policy, so this is the echo).\n"
 	"On a terminal a progress line shows the policy running.  Ctrl-C stops the run:\n"
-	"the policies that finished are reported (with --report too) and herd exits 130.\n",
+	"the policies that finished are reported (with --report too) and herd exits 130.\n"
+	"\n"
+	"exit: 0 every policy ran, 1 a run could not be set up, 2 usage error,\n"
+	"      4 a joined herd could not start or reach Redis, 130 Ctrl-C\n",
 	HERD_DEFAULT_POLICIES, retry_preset_names());
 }
 
@@ -183,6 +203,18 @@ static int opt_limiter(void *base, const struct cli_option *opt, const char *v, 
 	return 0;
 }
 
+static int opt_join(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	char host[256], run[JOIN_RUN_MAX];
+	int port;
+
+	(void)opt;
+	if (join_parse_url(v, host, sizeof(host), &port, run, sizeof(run), why, wl) != 0)
+		return -1;
+	((struct herd_opts *)base)->join_url = v;
+	return 0;
+}
+
 static int opt_delay(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
 {
 	(void)opt;
@@ -215,6 +247,9 @@ static const struct cli_option HERD_OPTIONS[] = {
 	{ "--limit", CLI_U64, HO(limit), .min = 1, .max = 1000000000 },
 	{ "--burst", CLI_U64, HO(burst), .min = 1, .max = 1000000000 },
 	{ "--delay", CLI_CUSTOM, .fn = opt_delay },
+	{ "--join", CLI_CUSTOM, .fn = opt_join },
+	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX },
+	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX },
 	{ NULL },
 };
 
@@ -232,6 +267,7 @@ static void opts_defaults(struct herd_opts *o)
 	o->seed = 1;
 	o->path = "/";
 	o->max_ns = 60 * NS_PER_SEC;
+	o->join_timeout_ns = 30 * NS_PER_SEC;
 	add_policies(o, HERD_DEFAULT_POLICIES, why, sizeof(why));
 }
 
@@ -273,6 +309,11 @@ static int opts_parse(struct herd_opts *o, int argc, char **argv)
 	rc = cli_parse(&HERD_CLI, &g, 1, argc, argv, err, sizeof(err));
 	if (rc == 0)
 		rc = check_report_dir(o->report_dir, err, sizeof(err));
+	if (rc == 0 && (o->join_url != NULL) != (o->nodes != 0))
+		rc = cli_fail(err, sizeof(err), "herd", o->join_url ? "--join needs --nodes N (the nodes in the herd)"
+		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
+	if (rc == 0 && o->join_url != NULL && o->url == NULL)
+		rc = cli_fail(err, sizeof(err), "herd", "--join needs --url (the one server every node sends to)");
 	if (rc != 0)
 		return cli_exit(&HERD_CLI, rc, err) == 0 ? 1 : 2;
 	herd_knobs_defaults(o->workload, &def);
@@ -458,15 +499,92 @@ static int build_policies(const struct herd_opts *o, struct retry_policy *pol)
 	return 0;
 }
 
+/* This node's share of the herd's clients: k < clients with k % nodes == node. */
+static uint32_t local_clients(const struct herd_opts *o, const struct herd_join *hj)
+{
+	uint32_t n, i;
+
+	if (hj == NULL)
+		return o->clients;
+	n = join_nodes(hj->join);
+	i = join_node(hj->join);
+	return o->clients / n + (i < o->clients % n ? 1 : 0);
+}
+
+static int on_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
+{
+	struct herd_join *hj = ctx;
+	int rc = join_ready(hj->join, start_ns, err, errlen);
+
+	hj->failed = hj->failed || rc != 0;
+	return rc;
+}
+
+/* Node 0, once every node is ready for the policy: the server starts from nothing. */
+static int on_leader(void *ctx, char *err, size_t errlen)
+{
+	const struct herd_join *hj = ctx;
+
+	return post_reset(hj->base, hj->admin_token, err, errlen);
+}
+
+static int own_result(struct herd_result *out, const char *name, uint32_t clients, const struct hammer_result *r,
+                      char *err, size_t errlen)
+{
+	if (herd_result_from_run(out, name, clients, r) == 0)
+		return 0;
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/*
+ * The herd's result of policy i from this node's run r: a joined herd's
+ * node 0 merges every node's (and keeps the nodes line), the other nodes
+ * report their own share; without a join, r itself.
+ */
+static int policy_result(const struct herd_opts *o, struct herd_join *hj, size_t i, const char *name,
+                         const struct hammer_result *r, struct herd_result *out, char *err, size_t errlen)
+{
+	struct hammer_result merged;
+	struct join_summary js;
+	size_t n;
+	int rc;
+
+	if (hj == NULL)
+		return own_result(out, name, o->clients, r, err, errlen);
+	if (join_publish(hj->join, r, NULL, err, errlen) != 0) {
+		hj->failed = true;
+		return -1;
+	}
+	if (join_node(hj->join) != 0)
+		return own_result(out, name, local_clients(o, hj), r, err, errlen);
+	if (join_collect(hj->join, &merged, &js, err, errlen) != 0) {
+		hj->failed = true;
+		hammer_result_destroy(&merged);
+		return -1;
+	}
+	join_summary_line(&js, hj->lines[i], sizeof(hj->lines[i]));
+	n = strlen(hj->lines[i]);
+	if (js.missing[0] != '\0')
+		snprintf(hj->lines[i] + n, sizeof(hj->lines[i]) - n, "; %s", js.missing);
+	rc = herd_result_from_run(out, name, o->clients, &merged);
+	if (rc != 0)
+		snprintf(err, errlen, "out of memory");
+	join_summary_destroy(&js);
+	hammer_result_destroy(&merged);
+	return rc;
+}
+
 /*
  * One policy's herd on the hammer's engine: every client fires at the same
  * instant and makes one request (the workload's attempts, retried under pol)
- * until it succeeds, gives up, or --max-time ends the run.  Policy i of n:
- * the progress line names it.  Returns 0 when it finished, 1 when Ctrl-C
- * stopped it (out is left empty), or -1 with err filled.
+ * until it succeeds, gives up, or --max-time ends the run.  Joined, the
+ * instant is the herd's and this node runs its share of the clients.
+ * Policy i of n: the progress line names it.  Returns 0 when it finished,
+ * 1 when Ctrl-C stopped it (out is left empty), or -1 with err filled.
  */
 static int run_policy(const struct herd_opts *o, const char *url, const struct retry_policy *pol, size_t i,
-                      struct herd_result *out, char *err, size_t errlen)
+                      struct herd_join *hj, struct herd_result *out, char *err, size_t errlen)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	char label[96];
@@ -483,15 +601,27 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
 	int rc;
 
 	snprintf(label, sizeof(label), "policy %zu of %zu (%.40s)", i + 1, o->npolicies, pol->name);
+	if (hj != NULL) {
+		char round[64];
+
+		/* by place as well as name: a policy may be listed twice */
+		snprintf(round, sizeof(round), "%zu-%.40s", i, pol->name);
+		join_round(hj->join, round);
+		c.node = join_node(hj->join);
+		c.nodes = join_nodes(hj->join);
+		c.ready = on_ready;
+		c.ready_ctx = hj;
+	}
 	if (hammer_result_init(&r, c.interval_ns) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	err[0] = '\0';
 	rc = hammer_run(&c, &r, err, errlen);
 	if (rc == 0 && r.interrupted)
 		rc = 1;
-	else if (rc == 0 && (rc = herd_result_from_run(out, pol->name, o->clients, &r)) != 0)
-		snprintf(err, errlen, "out of memory");
+	else if (rc == 0)
+		rc = policy_result(o, hj, i, pol->name, &r, out, err, errlen);
 	hammer_result_destroy(&r);
 	return rc;
 }
@@ -501,18 +631,22 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
  * finished.  Returns 0, 130 when Ctrl-C stopped the run, or 1 (reported).
  */
 static int run_all(const struct herd_opts *o, const char *base, const struct retry_policy *pol,
-                   struct herd_result *res, size_t *done)
+                   struct herd_result *res, struct herd_join *hj, size_t *done)
 {
 	char err[512], url[640];
 	int rc = 0;
 
 	/* the occ workload names its own path */
 	snprintf(url, sizeof(url), "%s%s", base, o->workload == HERD_WORKLOAD_OCC ? "/" : o->path);
+	if (hj != NULL && join_node(hj->join) != 0)
+		printf("node %u of %u of %s: this node's share of each policy; node 0 prints the whole herd\n",
+		       join_node(hj->join), join_nodes(hj->join), join_url(hj->join));
 	for (*done = 0; *done < o->npolicies && rc == 0; ++*done) {
 		size_t i = *done;
 
-		if (atomic_load(&herd_cancel) || post_reset(base, o->admin_token, err, sizeof(err)) != 0 ||
-		    (rc = run_policy(o, url, &pol[i], i, &res[i], err, sizeof(err))) != 0)
+		/* joined, node 0 resets the server once every node is ready (on_leader) */
+		if (atomic_load(&herd_cancel) || (hj == NULL && post_reset(base, o->admin_token, err, sizeof(err)) != 0) ||
+		    (rc = run_policy(o, url, &pol[i], i, hj, &res[i], err, sizeof(err))) != 0)
 			break;
 		herd_report_row(stdout, &res[i], i == 0);
 		fflush(stdout);
@@ -521,8 +655,10 @@ static int run_all(const struct herd_opts *o, const char *base, const struct ret
 		return 130;
 	if (*done < o->npolicies) {
 		fprintf(stderr, "ratelab herd: %s\n", err);
-		return 1;
+		return hj != NULL && hj->failed ? 4 : 1;
 	}
+	for (size_t i = 0; hj != NULL && i < o->npolicies && join_node(hj->join) == 0; i++)
+		printf("%s: %s\n", pol[i].name, hj->lines[i]);
 	return 0;
 }
 
@@ -557,6 +693,27 @@ static void catch_sigint(void)
 	sigaction(SIGINT, &sa, NULL);
 }
 
+/* --join: take a node index in the herd; 0, or 4 (reported).  Every node runs the first node's seed. */
+static int herd_join_setup(struct herd_opts *o, struct herd_join *hj)
+{
+	char settings[700], err[512];
+	struct join_opts jo = { o->join_url, o->nodes, o->join_timeout_ns, JOIN_START_MARGIN_NS, settings, o->seed,
+	                        on_leader, hj };
+	size_t n = (size_t)snprintf(settings, sizeof(settings), "herd clients=%u workload=%s max-time=%llums policies=",
+	                            o->clients, o->workload == HERD_WORKLOAD_OCC ? "occ" : "request",
+	                            (unsigned long long)(o->max_ns / NS_PER_MS));
+
+	for (size_t i = 0; i < o->npolicies && n < sizeof(settings); i++)
+		n += (size_t)snprintf(settings + n, sizeof(settings) - n, "%s%s", i ? "," : "", o->policies[i]);
+	hj->join = join_new(&jo, err, sizeof(err));
+	if (hj->join == NULL) {
+		fprintf(stderr, "ratelab herd: %s\n", err);
+		return 4;
+	}
+	o->seed = join_seed(hj->join);
+	return 0;
+}
+
 int herd_main(int argc, char **argv)
 {
 	struct herd_opts o;
@@ -564,6 +721,7 @@ int herd_main(int argc, char **argv)
 	struct herd_result res[HERD_MAX_POLICIES] = { 0 };
 	struct occ_route oc = { 0 };
 	struct server *srv = NULL;
+	struct herd_join hj = { 0 };
 	char url[128], err[256] = "";
 	size_t done = 0;
 	int rc = opts_parse(&o, argc, argv);
@@ -578,11 +736,15 @@ int herd_main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (o.join_url != NULL && (rc = herd_join_setup(&o, &hj)) != 0)
+		return rc;
 	rc = 1;
 	/* a connection per client, and the server's end of it when the server runs in this process */
-	if (hammer_raise_nofile(o.url ? o.clients : 2 * o.clients, 1, err, sizeof(err)) != 0 ||
+	if (hammer_raise_nofile(o.url ? local_clients(&o, o.join_url ? &hj : NULL) : 2 * o.clients, 1, err,
+	                        sizeof(err)) != 0 ||
 	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "ratelab herd: %s\n", err[0] ? err : "curl_global_init failed");
+		join_free(hj.join);
 		return 1;
 	}
 	oc.delay = o.delay;
@@ -594,19 +756,22 @@ int herd_main(int argc, char **argv)
 		}
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port(srv));
 	}
+	hj.base = o.url;
+	hj.admin_token = o.admin_token;
 	if (o.url)
 		probe_policy(o.url, o.workload == HERD_WORKLOAD_OCC ? "/" : o.path, o.server_policy);
 	catch_sigint();
-	rc = run_all(&o, o.url ? o.url : url, pol, res, &done);
+	rc = run_all(&o, o.url ? o.url : url, pol, res, o.join_url ? &hj : NULL, &done);
 	if (rc == 130)
 		fprintf(stderr, "ratelab herd: interrupted: %zu of %zu policies finished\n", done, o.npolicies);
-	if (rc != 1 && o.report_dir && write_report(&o, res, done) != 0)
+	if ((rc == 0 || rc == 130) && o.report_dir && write_report(&o, res, done) != 0)
 		rc = 1;
 stop:
 	server_stop(srv);
 	occ_free(oc.occ);
 	for (size_t i = 0; i < o.npolicies; i++)
 		herd_result_destroy(&res[i]);
+	join_free(hj.join);
 	curl_global_cleanup();
 	return rc;
 }

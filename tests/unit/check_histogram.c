@@ -1,4 +1,5 @@
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "common/clock.h"
@@ -102,6 +103,64 @@ START_TEST(huge_values)
 }
 END_TEST
 
+/* Histograms recorded apart and merged equal one recorded from every value: buckets, count, min, max. */
+START_TEST(merge_is_exact)
+{
+	struct histogram *parts[4], *all = histogram_new(), *merged = histogram_new();
+	uint64_t x = 88172645463325252ULL;
+
+	for (int p = 0; p < 4; p++)
+		parts[p] = histogram_new();
+	for (int i = 0; i < 20000; i++) {
+		uint64_t v;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		v = x >> (x & 63);
+		histogram_record(parts[i % 4], v);
+		histogram_record(all, v);
+	}
+	for (int p = 0; p < 4; p++)
+		histogram_merge(merged, parts[p]);
+	ck_assert_uint_eq(histogram_count(merged), 20000);
+	ck_assert_uint_eq(histogram_min(merged), histogram_min(all));
+	ck_assert_uint_eq(histogram_max(merged), histogram_max(all));
+	/* the sum is floating point: added in another order it may differ in its last bits */
+	ck_assert(fabsl(histogram_sum(merged) - histogram_sum(all)) <= histogram_sum(all) * 1e-15L);
+	for (unsigned b = 0; b < HISTOGRAM_BUCKETS; b++)
+		ck_assert_uint_eq(histogram_bucket_count(merged, b), histogram_bucket_count(all, b));
+	ck_assert_uint_eq(histogram_percentile(merged, 99), histogram_percentile(all, 99));
+	for (int p = 0; p < 4; p++)
+		histogram_free(parts[p]);
+	histogram_free(all);
+	histogram_free(merged);
+}
+END_TEST
+
+/* A histogram taken apart (buckets, extremes) and put back together is the same histogram. */
+START_TEST(parts_rebuild_it)
+{
+	struct histogram *h = histogram_new(), *back = histogram_new();
+
+	for (uint64_t v = 1; v < 5000000000ULL; v = v * 3 + 7)
+		histogram_record(h, v);
+	histogram_record(h, 0);
+	for (unsigned b = 0; b < HISTOGRAM_BUCKETS; b++)
+		if (histogram_bucket_count(h, b) != 0)
+			ck_assert_int_eq(histogram_add_bucket(back, b, histogram_bucket_count(h, b)), 0);
+	histogram_add_extremes(back, histogram_min(h), histogram_max(h), histogram_sum(h));
+	ck_assert_uint_eq(histogram_count(back), histogram_count(h));
+	ck_assert_uint_eq(histogram_min(back), 0);
+	ck_assert_uint_eq(histogram_max(back), histogram_max(h));
+	ck_assert(histogram_mean(back) == histogram_mean(h));
+	for (double p = 1; p < 100; p += 7)
+		ck_assert_uint_eq(histogram_percentile(back, p), histogram_percentile(h, p));
+	ck_assert_int_eq(histogram_add_bucket(back, HISTOGRAM_BUCKETS, 1), -1);
+	ck_assert_uint_eq(histogram_bucket_count(back, HISTOGRAM_BUCKETS), 0);
+	histogram_free(h);
+	histogram_free(back);
+}
+END_TEST
+
 Suite *histogram_suite(void)
 {
 	Suite *s = suite_create("histogram");
@@ -113,6 +172,8 @@ Suite *histogram_suite(void)
 	tcase_add_test(tc, percentiles_within_two_percent);
 	tcase_add_test(tc, merge_adds);
 	tcase_add_test(tc, huge_values);
+	tcase_add_test(tc, merge_is_exact);
+	tcase_add_test(tc, parts_rebuild_it);
 	suite_add_tcase(s, tc);
 	return s;
 }

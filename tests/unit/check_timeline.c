@@ -109,6 +109,92 @@ START_TEST(csv)
 }
 END_TEST
 
+/* Every row and column of t equals u's. */
+static void assert_same_timeline(const struct timeline *t, const struct timeline *u)
+{
+	ck_assert_uint_eq(timeline_rows(t), timeline_rows(u));
+	ck_assert_uint_eq(timeline_ncodes(t), timeline_ncodes(u));
+	for (uint32_t r = 0; r < timeline_rows(t); r++) {
+		ck_assert_uint_eq(timeline_attempts(t, r), timeline_attempts(u, r));
+		ck_assert_uint_eq(timeline_retries(t, r), timeline_retries(u, r));
+		ck_assert_uint_eq(timeline_errors(t, r), timeline_errors(u, r));
+		ck_assert_uint_eq(timeline_other(t, r), timeline_other(u, r));
+		for (int c = 2; c <= 5; c++)
+			ck_assert_uint_eq(timeline_class(t, r, c), timeline_class(u, r, c));
+		for (unsigned i = 0; i < timeline_ncodes(u); i++) {
+			unsigned j = 0;
+
+			while (j < timeline_ncodes(t) && timeline_code(t, j) != timeline_code(u, i))
+				j++;
+			ck_assert_uint_lt(j, timeline_ncodes(t));
+			ck_assert_uint_eq(timeline_count(t, r, j), timeline_count(u, r, i));
+		}
+	}
+}
+
+/* Four timelines of one run's events, merged, equal the timeline of all of them. */
+START_TEST(merge_is_exact)
+{
+	static const int codes[] = { 200, 429, 503, 0, 200, 409 };
+	struct timeline *parts[4], *all = timeline_new(10 * NS_PER_MS), *merged = timeline_new(10 * NS_PER_MS);
+
+	for (int p = 0; p < 4; p++)
+		parts[p] = timeline_new(10 * NS_PER_MS);
+	for (uint64_t i = 0; i < 5000; i++) {
+		uint64_t at = (i * 7919) % (3 * NS_PER_SEC / 1000) * 1000;
+		int code = codes[i % 6];
+		struct timeline *p = parts[(i * 31) % 4];
+
+		timeline_sent(p, at);
+		timeline_sent(all, at);
+		if (i % 3 == 0) {
+			timeline_retry(p, at);
+			timeline_retry(all, at);
+		}
+		timeline_outcome(p, at + i, code);
+		timeline_outcome(all, at + i, code);
+	}
+	for (int p = 0; p < 4; p++)
+		ck_assert_int_eq(timeline_merge(merged, parts[p]), 0);
+	assert_same_timeline(merged, all);
+	for (int p = 0; p < 4; p++)
+		timeline_free(parts[p]);
+	timeline_free(all);
+	timeline_free(merged);
+}
+END_TEST
+
+/* A run that began three intervals later lands three rows down; rows put back one by one rebuild it. */
+START_TEST(merge_shifted_and_rows_added)
+{
+	struct timeline *a = timeline_new(100 * NS_PER_MS), *b = timeline_new(100 * NS_PER_MS);
+	struct timeline *back = timeline_new(100 * NS_PER_MS);
+
+	timeline_sent(b, 0);
+	timeline_outcome(b, 0, 429);
+	timeline_sent(b, 150 * NS_PER_MS);
+	timeline_retry(b, 150 * NS_PER_MS);
+	timeline_outcome(b, 150 * NS_PER_MS, 0);
+	ck_assert_int_eq(timeline_merge_shifted(a, b, 3), 0);
+	ck_assert_uint_eq(timeline_rows(a), 5);
+	ck_assert_uint_eq(timeline_attempts(a, 0), 0);
+	ck_assert_uint_eq(timeline_attempts(a, 3), 1);
+	ck_assert_uint_eq(timeline_class(a, 3, 4), 1);
+	ck_assert_uint_eq(timeline_retries(a, 4), 1);
+	ck_assert_uint_eq(timeline_errors(a, 4), 1);
+	for (uint32_t r = 0; r < timeline_rows(a); r++) {
+		ck_assert_int_eq(timeline_add_row(back, r, timeline_attempts(a, r), timeline_retries(a, r),
+		                                  timeline_errors(a, r), timeline_other(a, r)), 0);
+		for (unsigned c = 0; c < timeline_ncodes(a); c++)
+			ck_assert_int_eq(timeline_add_code(back, r, timeline_code(a, c), timeline_count(a, r, c)), 0);
+	}
+	assert_same_timeline(back, a);
+	timeline_free(a);
+	timeline_free(b);
+	timeline_free(back);
+}
+END_TEST
+
 Suite *timeline_suite(void)
 {
 	Suite *s = suite_create("timeline");
@@ -118,6 +204,8 @@ Suite *timeline_suite(void)
 	tcase_add_test(tc, too_many_codes_go_to_other);
 	tcase_add_test(tc, merge_maps_codes);
 	tcase_add_test(tc, retries_per_row);
+	tcase_add_test(tc, merge_is_exact);
+	tcase_add_test(tc, merge_shifted_and_rows_added);
 	tcase_add_test(tc, csv);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,336 @@
+/* ratelab merge: a joined run's results from Redis, or --json files of separate runs, as one result. */
+#include "hammer/merge.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cli.h"
+#include "common/clock.h"
+#include "common/parse.h"
+#include "hammer/expect.h"
+#include "hammer/join.h"
+#include "hammer/plot.h"
+#include "hammer/report.h"
+#include "hammer/result_codec.h"
+
+#define MERGE_MAX_FILES 256
+#define ERRLEN 512
+
+struct merge_opts {
+	const char *inputs[MERGE_MAX_FILES];
+	uint32_t ninputs;
+	const char *json_path, *timeline_path, *plot_path, *round;
+	struct expect *expect;
+	uint64_t max_skew_ns;
+	uint64_t timeout_ns;
+	bool quiet;
+};
+
+/* What was merged, however it came. */
+struct merged {
+	struct hammer_result r;
+	bool have_r;
+	struct report_info info;
+	json_t *join;                  /* the "join" object of the output (owned) */
+	char lines[640];               /* under the summary: the nodes line, who is missing */
+	bool complete;
+	char missing[512];             /* for --expect's message */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	"usage: ratelab merge redis://HOST:PORT/RUNID [options]\n"
+	"       ratelab merge FILE.json... [options]\n"
+	"\n"
+	"One result out of many.  With redis://, the results the nodes of a joined run\n"
+	"(hammer --join ... --nodes N) wrote: what node 0 printed, with a node that died\n"
+	"named and the result marked incomplete.  With files, results written by --json in\n"
+	"separate runs, laid on their absolute start times (to the nearest interval).\n"
+	"\n"
+	"  --max-skew DUR       files: refuse runs whose starts are further apart (100ms)\n"
+	"  --round NAME         redis://: one round of a run with several (herd: a policy)\n"
+	"  --timeout DUR        redis://: the longest wait for a node still running (30s)\n"
+	"  --json FILE|-        the merged figures as JSON (with -, the summary goes to stderr)\n"
+	"  --timeline FILE.csv  --plot FILE.svg   the merged timeline\n"
+	"  --expect CHECKS      as for hammer; an incomplete result fails it\n"
+	"  --quiet              no summary\n"
+	"\n"
+	"exit: 0 merged, 2 usage or results that cannot be merged, 3 --expect failed,\n"
+	"      4 Redis unreachable or no such run\n");
+}
+
+static int opt_expect(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct merge_opts *m = base;
+	char inner[256];
+
+	(void)o;
+	expect_free(m->expect);
+	m->expect = expect_parse(v, inner, sizeof(inner));
+	if (m->expect == NULL)
+		return snprintf(why, wl, "is not a list of checks such as ok>=30,429<=5,wall<=10s"), -1;
+	return 0;
+}
+
+#define MO(member) CLI_FIELD(struct merge_opts, member)
+
+static const struct cli_option MERGE_OPTIONS[] = {
+	{ "INPUT", CLI_LIST, MO(inputs), .max = MERGE_MAX_FILES, CLI_COUNT(struct merge_opts, ninputs), .required = true },
+	{ "--max-skew", CLI_DURATION, MO(max_skew_ns), .max = UINT64_MAX },
+	{ "--round", CLI_STRING, MO(round) },
+	{ "--timeout", CLI_DURATION, MO(timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX },
+	{ "--json", CLI_STRING, MO(json_path) },
+	{ "--timeline", CLI_STRING, MO(timeline_path) },
+	{ "--plot", CLI_STRING, MO(plot_path) },
+	{ "--expect", CLI_CUSTOM, .fn = opt_expect },
+	{ "--quiet", CLI_BOOL, MO(quiet) },
+	{ NULL },
+};
+
+static const struct cli_command MERGE_CLI = { "merge", usage };
+
+static int parse(struct merge_opts *o, int argc, char **argv, char *err, size_t errlen)
+{
+	struct cli_group g = { MERGE_OPTIONS, o };
+	bool redis;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->max_skew_ns = 100 * NS_PER_MS;
+	o->timeout_ns = 30 * NS_PER_SEC;
+	rc = cli_parse(&MERGE_CLI, &g, 1, argc, argv, err, errlen);
+	if (rc != 0)
+		return rc;
+	redis = strncmp(o->inputs[0], "redis://", 8) == 0;
+	if (redis && o->ninputs > 1)
+		return cli_fail(err, errlen, "merge", "give one redis://HOST:PORT/RUNID, or files, not both");
+	for (uint32_t i = 1; i < o->ninputs; i++)
+		if (strncmp(o->inputs[i], "redis://", 8) == 0)
+			return cli_fail(err, errlen, "merge", "give one redis://HOST:PORT/RUNID, or files, not both");
+	if (!redis && o->round != NULL)
+		return cli_fail(err, errlen, "merge", "--round is for a redis:// run");
+	if (cli_check_output(err, errlen, "merge", "--json", o->json_path) != 0 ||
+	    cli_check_output(err, errlen, "merge", "--timeline", o->timeline_path) != 0 ||
+	    cli_check_output(err, errlen, "merge", "--plot", o->plot_path) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- from Redis ---- */
+
+static int from_redis(const struct merge_opts *o, struct join **jp, struct merged *m, char *err, size_t errlen)
+{
+	struct join_summary s;
+	struct join *j = join_open(o->inputs[0], o->timeout_ns, err, errlen);
+	size_t n;
+
+	if (j == NULL)
+		return 4;
+	*jp = j;
+	join_round(j, o->round ? o->round : "");
+	if (join_collect(j, &m->r, &s, err, errlen) != 0) {
+		m->have_r = m->r.timeline != NULL;
+		return 4;
+	}
+	m->have_r = true;
+	report_info_from_json(&m->info, s.config);
+	join_summary_line(&s, m->lines, sizeof(m->lines));
+	n = strlen(m->lines);
+	if (s.missing[0] != '\0')
+		snprintf(m->lines + n, sizeof(m->lines) - n, "\n%s", s.missing);
+	snprintf(m->missing, sizeof(m->missing), "%s", s.missing);
+	m->complete = s.complete;
+	m->join = json_incref(s.json);
+	join_summary_destroy(&s);
+	if (s.merged == 0)
+		return snprintf(err, errlen, "%s: no node wrote a result", join_url(j)), 4;
+	return 0;
+}
+
+/* ---- from files ---- */
+
+struct file_in {
+	const char *path;
+	json_t *doc;                   /* the whole --json document */
+	const json_t *raw;
+	uint64_t start_ns;
+};
+
+static int load_files(const struct merge_opts *o, struct file_in *f, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < o->ninputs; i++) {
+		json_error_t je;
+
+		f[i].path = o->inputs[i];
+		f[i].doc = json_load_file(f[i].path, 0, &je);
+		if (f[i].doc == NULL)
+			return cli_fail(err, errlen, "merge", "cannot read %s: %s", f[i].path, je.text);
+		f[i].raw = json_object_get(f[i].doc, "raw");
+		f[i].start_ns = result_codec_start_ns(f[i].raw);
+		if (!json_is_object(f[i].raw) || f[i].start_ns == 0)
+			return cli_fail(err, errlen, "merge", "%s is not a result written by --json (no \"raw\" with "
+			                "its start)", f[i].path);
+	}
+	return 0;
+}
+
+/* The earliest and the latest start; refused (exit 2) when they are more than --max-skew apart. */
+static int check_skew(const struct merge_opts *o, const struct file_in *f, uint32_t *first, char *err, size_t errlen)
+{
+	uint32_t last = 0;
+	char skew[32], max[32];
+
+	*first = 0;
+	for (uint32_t i = 1; i < o->ninputs; i++) {
+		if (f[i].start_ns < f[*first].start_ns)
+			*first = i;
+		if (f[i].start_ns > f[last].start_ns)
+			last = i;
+	}
+	if (f[last].start_ns - f[*first].start_ns <= o->max_skew_ns)
+		return 0;
+	parse_format_duration(f[last].start_ns - f[*first].start_ns, skew, sizeof(skew));
+	parse_format_duration(o->max_skew_ns, max, sizeof(max));
+	return cli_fail(err, errlen, "merge", "%s started %s after %s, more than --max-skew %s apart "
+	                "(not one run; --max-skew %s merges them anyway)", f[last].path, skew, f[*first].path, max, skew);
+}
+
+/* Add file i into m, its rows `late` ns after the first start; the merged wall and last 2xx count from that start. */
+static int add_file(struct merged *m, const struct file_in *fi, uint64_t late, uint64_t interval, char *err,
+                    size_t errlen)
+{
+	uint64_t wall = m->r.wall_ns, last_ok = m->r.last_ok_ns;
+	json_t *w = json_object_get(fi->raw, "wall_ns"), *ok = json_object_get(fi->raw, "last_ok_ns");
+	char why[256];
+
+	/* each run's rows land on the merged run's, to the nearest interval */
+	if (result_codec_add(&m->r, fi->raw, (uint32_t)((late + interval / 2) / interval), why, sizeof(why)) != 0)
+		return cli_fail(err, errlen, "merge", "%s: %s", fi->path, why);
+	if (late + (uint64_t)json_integer_value(w) > wall)
+		wall = late + (uint64_t)json_integer_value(w);
+	if (json_integer_value(ok) > 0 && late + (uint64_t)json_integer_value(ok) > last_ok)
+		last_ok = late + (uint64_t)json_integer_value(ok);
+	m->r.wall_ns = wall;
+	m->r.last_ok_ns = last_ok;
+	return 0;
+}
+
+static int merge_files(const struct merge_opts *o, struct file_in *f, struct merged *m, char *err, size_t errlen)
+{
+	uint32_t first;
+	uint64_t interval, spread = 0;
+
+	if (load_files(o, f, err, errlen) != 0 || check_skew(o, f, &first, err, errlen) != 0)
+		return 2;
+	interval = result_codec_interval_ns(f[first].raw);
+	if (interval == 0 || hammer_result_init(&m->r, interval) != 0)
+		return cli_fail(err, errlen, "merge", "%s has no timeline interval", f[first].path), 2;
+	m->have_r = true;
+	for (uint32_t i = 0; i < o->ninputs; i++) {
+		uint64_t late = f[i].start_ns - f[first].start_ns;
+
+		if (add_file(m, &f[i], late, interval, err, errlen) != 0)
+			return 2;
+		spread = late > spread ? late : spread;
+	}
+	report_info_from_json(&m->info, json_object_get(f[first].doc, "config"));
+	snprintf(m->lines, sizeof(m->lines), "%" PRIu32 " runs, start spread %.1f ms", o->ninputs, (double)spread / 1e6);
+	m->join = json_pack("{s:I,s:f}", "runs", (json_int_t)o->ninputs, "start_spread_ms", (double)spread / 1e6);
+	m->complete = true;
+	return 0;
+}
+
+/* ---- output ---- */
+
+static int write_outputs(const struct merge_opts *o, struct merged *m, char *err, size_t errlen)
+{
+	bool json_stdout = o->json_path != NULL && strcmp(o->json_path, "-") == 0;
+	FILE *text = json_stdout ? stderr : stdout;
+	char title[200], subtitle[400];
+
+	m->info.join = m->join;
+	if (!o->quiet) {
+		report_text(text, &m->r);
+		fprintf(text, "%s\n", m->lines);
+	}
+	fflush(stdout);
+	/* the subtitle: the policy, and the nodes line up to its first newline (who is missing follows it) */
+	snprintf(title, sizeof(title), "merged: %s %s, %u clients", m->info.method, m->info.url, m->info.concurrency);
+	snprintf(subtitle, sizeof(subtitle), "policy %s; %.*s", m->info.policy, (int)strcspn(m->lines, "\n"), m->lines);
+	if ((o->json_path != NULL && report_write_json(o->json_path, &m->r, &m->info, err, errlen) != 0) ||
+	    (o->timeline_path != NULL && report_write_timeline(o->timeline_path, m->r.timeline, err, errlen) != 0) ||
+	    (o->plot_path != NULL && plot_write_svg(o->plot_path, m->r.timeline, title, subtitle, err, errlen) != 0))
+		return -1;
+	return 0;
+}
+
+/* --expect on the merged result; an incomplete one fails it.  0 or 3. */
+static int verdict(const struct merge_opts *o, const struct merged *m)
+{
+	const struct hammer_result *r = &m->r;
+	struct expect_facts f = { r->status, RETRY_STATUS_MAX, r->ok, r->failed, r->requests, r->calls,
+	                          r->retries, 0, r->wall_ns };
+	char why[512];
+
+	if (o->expect == NULL)
+		return 0;
+	for (int e = RETRY_ERR_REFUSED; e < HAMMER_ERR_KINDS; e++)
+		f.errors += r->final_errors[e];
+	if (!m->complete) {
+		fprintf(stderr, "ratelab merge: expect failed: the result is incomplete: %s\n",
+		        strchr(m->missing, '\n') ? "several nodes are missing" : m->missing);
+		return 3;
+	}
+	if (!expect_check(o->expect, &f, why, sizeof(why))) {
+		fprintf(stderr, "ratelab merge: expect failed: %s\n", why);
+		return 3;
+	}
+	return 0;
+}
+
+int merge_main(int argc, char **argv)
+{
+	struct merge_opts o;
+	struct merged m = { 0 };
+	struct file_in *files = NULL;
+	struct join *j = NULL;
+	char err[ERRLEN] = "";
+	int rc = parse(&o, argc, argv, err, sizeof(err));
+
+	if (rc != 0) {
+		expect_free(o.expect);
+		return cli_exit(&MERGE_CLI, rc, err);
+	}
+	if (strncmp(o.inputs[0], "redis://", 8) == 0) {
+		rc = from_redis(&o, &j, &m, err, sizeof(err));
+	} else if ((files = calloc(o.ninputs, sizeof(*files))) == NULL) {
+		snprintf(err, sizeof(err), "ratelab merge: out of memory");
+		rc = 2;
+	} else {
+		rc = merge_files(&o, files, &m, err, sizeof(err));
+	}
+	if (rc != 0) {
+		fprintf(stderr, "%s%s\n", strncmp(err, "ratelab ", 8) == 0 ? "" : "ratelab merge: ", err);
+		goto done;
+	}
+	if (write_outputs(&o, &m, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab merge: %s\n", err);
+		rc = 1;
+		goto done;
+	}
+	rc = verdict(&o, &m);
+done:
+	if (m.have_r)
+		hammer_result_destroy(&m.r);
+	json_decref(m.join);
+	for (uint32_t i = 0; files != NULL && i < o.ninputs; i++)
+		json_decref(files[i].doc);
+	free(files);
+	join_free(j);
+	expect_free(o.expect);
+	return rc;
+}

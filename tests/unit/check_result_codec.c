@@ -1,0 +1,187 @@
+#include <check.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "hammer/report.h"
+#include "hammer/result_codec.h"
+
+/* A result with every kind of figure: statuses, errors, give-ups, both histograms, both timelines, two servers. */
+static void busy_result(struct hammer_result *r)
+{
+	ck_assert_int_eq(hammer_result_init(r, 100 * NS_PER_MS), 0);
+	ck_assert_ptr_nonnull(r->by_start = timeline_new(10 * NS_PER_MS));
+	r->status[200] = 70;
+	r->status[429] = 5;
+	r->final_errors[RETRY_ERR_TIMEOUT] = 2;
+	r->attempt_status[200] = 70;
+	r->attempt_status[429] = 30;
+	r->attempt_errors[RETRY_ERR_REFUSED] = 4;
+	r->attempt_errors[RETRY_ERR_TIMEOUT] = 2;
+	r->gave_up[RETRY_REASON_ATTEMPTS] = 5;
+	r->gave_up[RETRY_REASON_DEADLINE] = 2;
+	r->requests = 77;
+	r->ok = 70;
+	r->failed = 7;
+	r->calls = 106;
+	r->retries = 29;
+	r->answered = 100;
+	r->unfinished = 3;
+	r->dropped = 1;
+	r->budget_refused = 2;
+	r->wall_ns = 4321 * NS_PER_MS;
+	r->last_ok_ns = 4000 * NS_PER_MS;
+	r->start_wall_ns = 1750000000123456789ULL;
+	r->start_late_ns = 270000;
+	r->transport = "wire";
+	r->nservers = 2;
+	r->servers[0] = (struct hammer_server){ .url = "http://a/", .requests = 40, .ok = 38, .failed = 2, .calls = 50 };
+	r->servers[0].status[200] = 38;
+	r->servers[1] = (struct hammer_server){ .url = "http://b/", .requests = 37, .errors = 2, .calls = 56, .retries = 29 };
+	for (uint64_t i = 0; i < 500; i++) {
+		histogram_record(r->latency, i * i * 9973 + 17);
+		histogram_record(r->lateness, i * 1013);
+		timeline_sent(r->timeline, i * 7 * NS_PER_MS);
+		timeline_outcome(r->timeline, i * 7 * NS_PER_MS + 3, i % 5 == 0 ? 429 : i % 17 == 0 ? 0 : 200);
+		timeline_sent(r->by_start, i * NS_PER_MS);
+		timeline_retry(r->by_start, i % 3 == 0 ? i * NS_PER_MS : 0);
+	}
+}
+
+/* json text -> json -> a result added into out; *kept holds the parsed text, which out's URLs point into. */
+static int read_back(const json_t *raw, struct hammer_result *out, uint32_t shift, json_t **kept)
+{
+	char *text = json_dumps(raw, JSON_COMPACT), err[256] = "";
+	json_t *back = json_loads(text, 0, NULL);
+	int rc;
+
+	ck_assert_ptr_nonnull(back);
+	rc = result_codec_add(out, back, shift, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	*kept = back;
+	free(text);
+	return rc;
+}
+
+/* Written and read back, a result is the same result: its raw JSON and its summary are equal. */
+START_TEST(round_trip_is_exact)
+{
+	struct hammer_result r, back;
+	json_t *raw, *again, *kept;
+
+	busy_result(&r);
+	ck_assert_int_eq(hammer_result_init(&back, 100 * NS_PER_MS), 0);
+	raw = result_codec_json(&r);
+	ck_assert_ptr_nonnull(raw);
+	ck_assert_int_eq(read_back(raw, &back, 0, &kept), 0);
+	ck_assert_str_eq(back.servers[1].url, "http://b/");
+	ck_assert_uint_eq(back.start_wall_ns, 1750000000123456789ULL);
+	ck_assert_uint_eq(back.start_late_ns, 270000);
+	ck_assert_str_eq(back.transport, "wire");
+	ck_assert_ptr_nonnull(back.by_start);
+	again = result_codec_json(&back);
+	ck_assert(json_equal(raw, again));
+	ck_assert_uint_eq(histogram_percentile(back.latency, 99), histogram_percentile(r.latency, 99));
+	ck_assert_uint_eq(histogram_max(back.lateness), histogram_max(r.lateness));
+	ck_assert_uint_eq(timeline_rows(back.timeline), timeline_rows(r.timeline));
+	json_decref(raw);
+	json_decref(again);
+	json_decref(kept);
+	hammer_result_destroy(&r);
+	hammer_result_destroy(&back);
+}
+END_TEST
+
+/* Two results read into one add up; the second's rows land `shift` intervals later. */
+START_TEST(add_merges_and_shifts)
+{
+	struct hammer_result r, sum;
+	json_t *raw, *k1, *k2;
+
+	busy_result(&r);
+	ck_assert_int_eq(hammer_result_init(&sum, 100 * NS_PER_MS), 0);
+	raw = result_codec_json(&r);
+	ck_assert_int_eq(read_back(raw, &sum, 0, &k1), 0);
+	ck_assert_int_eq(read_back(raw, &sum, 3, &k2), 0);
+	ck_assert_uint_eq(sum.status[429], 10);
+	ck_assert_uint_eq(sum.final_errors[RETRY_ERR_TIMEOUT], 4);
+	ck_assert_uint_eq(sum.gave_up[RETRY_REASON_DEADLINE], 4);
+	ck_assert_uint_eq(sum.calls, 212);
+	ck_assert_uint_eq(sum.servers[1].retries, 58);
+	ck_assert_uint_eq(histogram_count(sum.latency), 1000);
+	ck_assert_uint_eq(timeline_rows(sum.timeline), timeline_rows(r.timeline) + 3);
+	ck_assert_uint_eq(timeline_attempts(sum.timeline, 0), timeline_attempts(r.timeline, 0));
+	ck_assert_uint_eq(timeline_attempts(sum.timeline, 3), timeline_attempts(r.timeline, 3) + timeline_attempts(r.timeline, 0));
+	ck_assert_uint_eq(timeline_retries(sum.by_start, 3), timeline_retries(r.by_start, 3) + timeline_retries(r.by_start, 0));
+	json_decref(raw);
+	json_decref(k1);
+	json_decref(k2);
+	hammer_result_destroy(&r);
+	hammer_result_destroy(&sum);
+}
+END_TEST
+
+/* What is not a raw result is refused with a line naming what is wrong. */
+START_TEST(bad_raw_is_refused)
+{
+	static const struct { const char *path, *value, *says; } CASES[] = {
+		{ "version", "7", "version 1" },
+		{ "calls", "-1", "calls" },
+		{ "statuses", "{\"700\":1}", "statuses" },
+		{ "gave_up", "{\"bored\":1}", "gave_up" },
+		{ "latency", "{\"count\":1,\"min\":1,\"max\":1,\"sum\":1.0,\"buckets\":[[99999,1]]}", "latency" },
+		{ "lateness", "{\"count\":2,\"min\":1,\"max\":1,\"sum\":1.0,\"buckets\":[[1,1]]}", "lateness" },
+		{ "timeline", "{\"interval_ns\":100000000,\"codes\":[200],\"rows\":[[1,0,0,0]]}", "timeline row" },
+		{ "timeline", "{\"interval_ns\":5000000,\"codes\":[],\"rows\":[]}", "interval (5 ms)" },
+	};
+	struct hammer_result r;
+
+	busy_result(&r);
+	for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+		struct hammer_result out;
+		json_t *raw = result_codec_json(&r);
+		char err[256] = "";
+
+		json_object_set_new(raw, CASES[i].path, json_loads(CASES[i].value, JSON_DECODE_ANY, NULL));
+		ck_assert_int_eq(hammer_result_init(&out, 100 * NS_PER_MS), 0);
+		ck_assert_int_eq(result_codec_add(&out, raw, 0, err, sizeof(err)), -1);
+		ck_assert_msg(strstr(err, CASES[i].says) != NULL, "case %zu: %s", i, err);
+		hammer_result_destroy(&out);
+		json_decref(raw);
+	}
+	hammer_result_destroy(&r);
+}
+END_TEST
+
+/* --json carries the raw result, and its start instant and interval can be read from it. */
+START_TEST(report_json_carries_raw)
+{
+	struct hammer_result r;
+	struct report_info info = { "http://a/", "GET", "none", 4, 2, 7, 0, true, NULL };
+	json_t *j, *raw;
+
+	busy_result(&r);
+	j = report_json(&r, &info);
+	raw = json_object_get(j, "raw");
+	ck_assert(json_is_object(raw));
+	ck_assert_uint_eq(result_codec_start_ns(raw), 1750000000123456789ULL);
+	ck_assert_uint_eq(result_codec_interval_ns(raw), 100 * NS_PER_MS);
+	ck_assert_ptr_null(json_object_get(j, "join"));
+	json_decref(j);
+	hammer_result_destroy(&r);
+}
+END_TEST
+
+Suite *result_codec_suite(void)
+{
+	Suite *s = suite_create("result_codec");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, round_trip_is_exact);
+	tcase_add_test(tc, add_merges_and_shifts);
+	tcase_add_test(tc, bad_raw_is_refused);
+	tcase_add_test(tc, report_json_carries_raw);
+	suite_add_tcase(s, tc);
+	return s;
+}
