@@ -89,7 +89,8 @@ struct hammer_server {
 const char *const *hammer_config_urls(const struct hammer_config *cfg, uint32_t *n);
 
 struct hammer_result {
-	uint64_t status[RETRY_STATUS_MAX];           /* final outcome of each request, by status */
+	uint64_t status[RETRY_STATUS_MAX];           /* final outcome of each request, by status
+	                                              * (with final_errors and unsent: every request) */
 	uint64_t final_errors[HAMMER_ERR_KINDS];     /* final outcomes that were transport errors */
 	uint64_t attempt_errors[HAMMER_ERR_KINDS];   /* every call's transport errors */
 	uint64_t attempt_status[RETRY_STATUS_MAX];   /* every call's status */
@@ -103,6 +104,8 @@ struct hammer_result {
 	uint64_t unfinished;     /* requests cut off by the duration or a cancel */
 	uint64_t dropped;        /* open-loop arrivals that found no room in the backlog */
 	uint64_t budget_refused;  /* retries the budget allowed at decision time but refused at send time */
+	uint64_t throttled;      /* attempts the adaptive throttle refused locally (each ended its request) */
+	uint64_t unsent;         /* requests ended with no call at all: their first attempt was throttled */
 	uint64_t wall_ns;        /* from the start instant to the end */
 	uint64_t start_wall_ns;  /* the start instant on this machine's CLOCK_REALTIME (ns since 1970) */
 	uint64_t start_late_ns;  /* how long after the start instant the first timer fired */

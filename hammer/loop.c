@@ -143,6 +143,7 @@ static void host_init(struct loop *l)
 	h->tops = sh->tops;
 	h->res = &l->res;
 	h->budget = sh->budget;
+	h->throttle = sh->throttle;
 	h->clients = l->clients;
 	h->nurls = sh->nurls;
 	h->loop_index = l->part.slot;

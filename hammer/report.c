@@ -16,6 +16,8 @@ static void text_outcomes(FILE *f, const struct hammer_result *r)
 		if (r->final_errors[e] != 0)
 			fprintf(f, "error:%s x%llu\n", hammer_error_name((enum retry_error)e),
 			        (unsigned long long)r->final_errors[e]);
+	if (r->unsent != 0)
+		fprintf(f, "unsent  x%llu (throttled before any call)\n", (unsigned long long)r->unsent);
 	fprintf(f, "%llu requests in %.2fs\n", (unsigned long long)r->requests,
 	        (double)r->wall_ns / (double)NS_PER_SEC);
 }
@@ -192,7 +194,7 @@ static json_t *report_figures(const struct hammer_result *r, const struct report
 	double wall_s = (double)r->wall_ns / (double)NS_PER_SEC;
 
 	return json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-	                 "s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
+	                 "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
 	                 "config", report_config_json(info, r),
 	                 "requests", (json_int_t)r->requests, "ok", (json_int_t)r->ok,
 	                 "failed", (json_int_t)r->failed, "calls", (json_int_t)r->calls,
@@ -207,6 +209,7 @@ static json_t *report_figures(const struct hammer_result *r, const struct report
 	                 "peak_attempts", (json_int_t)timeline_peak_attempts(r->timeline),
 	                 "interval_ms", (json_int_t)(timeline_interval_ns(r->timeline) / NS_PER_MS),
 	                 "budget_lost_at_send", (json_int_t)r->budget_refused,
+	                 "throttled", (json_int_t)r->throttled, "unsent", (json_int_t)r->unsent,
 	                 "unfinished", (json_int_t)r->unfinished, "dropped", (json_int_t)r->dropped,
 	                 "interrupted", r->interrupted, "servers", json_servers(r));
 }

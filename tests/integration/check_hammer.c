@@ -571,6 +571,44 @@ START_TEST(too_many_urls_exit_2)
 }
 END_TEST
 
+/*
+ * sre-adaptive against a server that fails every request: once the window
+ * holds refusals, the throttle refuses attempts locally.  Every refusal ends
+ * its request ("throttled"); refused first attempts make no call ("unsent").
+ */
+START_TEST(sre_adaptive_throttles_locally)
+{
+	struct fixture f;
+	struct test_run r;
+	static const char *const sargs[] = { "--limiter", "none", "--faults", "503:100", NULL };
+	json_t *j;
+	long long req, unsent, throttled, calls, s503;
+
+	serve(&f, sargs);
+	const char *args[] = { "hammer", f.url, "--policy", "sre-adaptive", "--budget", "sre,k=2,window=10s",
+	                       "--rate", "200", "--duration", "1s", "--seed", "3", "--json", "-", NULL };
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
+	unserve(&f);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	req = testutil_jint(j, "requests", NULL);
+	unsent = testutil_jint(j, "unsent", NULL);
+	throttled = testutil_jint(j, "throttled", NULL);
+	calls = testutil_jint(j, "calls", NULL);
+	s503 = testutil_jint(j, "statuses", "503");
+	ck_assert_int_gt(unsent, req / 2);          /* p climbs towards 1: most are never sent */
+	ck_assert_int_eq(unsent + s503, req);       /* every finished request: never sent, or a 503 */
+	ck_assert_int_eq(testutil_jint(j, "gave_up", "throttled"), throttled);
+	ck_assert_int_ge(throttled, unsent);
+	ck_assert_int_eq(testutil_jint(j, "attempt_statuses", "503"), calls);
+	ck_assert_int_lt(calls, 2 * (req - unsent) + 40);
+	ck_assert_ptr_nonnull(strstr(r.err, "throttled x"));
+	ck_assert_ptr_nonnull(strstr(r.err, "\nunsent  x"));
+	json_decref(j);
+	testutil_run_free(&r);
+}
+END_TEST
+
 Suite *hammer_suite(void)
 {
 	Suite *s = suite_create("hammer");
@@ -593,6 +631,7 @@ Suite *hammer_suite(void)
 	tcase_add_test(tc, two_servers_one_thread_odd_count);
 	tcase_add_test(tc, seed_fixes_each_clients_waits);
 	tcase_add_test(tc, too_many_urls_exit_2);
+	tcase_add_test(tc, sre_adaptive_throttles_locally);
 	suite_add_tcase(s, tc);
 	return s;
 }
