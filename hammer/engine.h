@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "common/histogram.h"
+#include "common/rate_schedule.h"
 #include "common/retry/retry.h"
 #include "common/timeline.h"
 #include "hammer/workload.h"
@@ -47,6 +48,8 @@ struct hammer_config {
 	uint32_t concurrency;          /* virtual clients */
 	uint64_t duration_ns;          /* stop after this; 0 = none */
 	double rate;                   /* open loop: new requests per second; 0 = closed loop */
+	const struct rate_schedule *schedule;  /* open loop: the rate over time instead (rate then
+	                                        * its peak, above 0); NULL: rate throughout */
 	bool poisson;                  /* open-loop arrivals: exponential gaps instead of constant */
 	uint32_t threads;              /* worker threads (capped at concurrency) */
 	uint64_t timeout_ns;           /* per attempt */

@@ -145,11 +145,15 @@ static json_t *json_reasons(const uint64_t *counts)
 
 json_t *report_config_json(const struct report_info *info, const struct hammer_result *r)
 {
-	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s,s:s}", "url", info->url, "method", info->method,
+	char sched[512];
+
+	if (info->schedule != NULL)
+		rate_schedule_describe(info->schedule, sched, sizeof(sched));
+	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s?,s:s,s:s}", "url", info->url, "method", info->method,
 	                 "policy", info->policy, "concurrency", (json_int_t)info->concurrency,
 	                 "threads", (json_int_t)info->threads, "seed", (json_int_t)info->seed,
-	                 "rate", info->rate, "start", info->herd ? "herd" : "now",
-	                 "transport", r->transport ? r->transport : "none");
+	                 "rate", info->rate, "rate_schedule", info->schedule ? sched : NULL,
+	                 "start", info->herd ? "herd" : "now", "transport", r->transport ? r->transport : "none");
 }
 
 static const char *jstr(const json_t *o, const char *k)
