@@ -157,8 +157,7 @@ int capacity_trigger_parse(const char *spec, struct capacity_trigger *t, char *e
 	double f;
 
 	if (at == NULL || plus == NULL || n == 0 || n >= sizeof(frac))
-		return fail(err, errlen, "'%s' is not a trigger such as 25%%@5s+3s (capacity left @ start + length)",
-		            spec);
+		return fail(err, errlen, "%s", "it has no F@START+LEN: the capacity left, when, how long");
 	snprintf(frac, sizeof(frac), "%.*s", (int)(pct ? n - 1 : n), spec);
 	if (frac[0] == '-' || parse_double(frac, 0, pct ? 100 : 1, &f, NULL, 0) != 0)
 		return fail(err, errlen, "capacity '%s' is not a fraction from 0 to 1 or 0%% to 100%%", frac);

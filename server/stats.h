@@ -2,9 +2,11 @@
 #define RATELAB_STATS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/capacity.h"
 #include "server/store/store.h"
 
 /*
@@ -41,6 +43,8 @@ struct stats_route_info {
 	struct store_stats store;
 	const char *policy;      /* its RateLimit-Policy value, or NULL */
 	const char *key;         /* what it keys on: "global", "ip" or "header:NAME", or NULL */
+	bool has_backend;                /* --capacity: the modelled backend's figures follow */
+	struct capacity_stats backend;
 };
 
 /* A stats table for nroutes routes (<= STATS_MAX_ROUTES), started at now_ns.  NULL on failure. */

@@ -415,6 +415,9 @@ static bool needs_suspend(const struct server_config *c)
 {
 	if (c->query_faults || c->nhandlers > 0 || c->limited.fn)
 		return true;
+	for (size_t i = 0; i < c->nroutes; i++)
+		if (c->routes[i].capacity.workers > 0)
+			return true;
 	for (size_t i = 0; i < c->faults.n; i++)
 		if (c->faults.e[i].kind == FAULT_DELAY)
 			return true;
@@ -584,10 +587,12 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (needs_suspend(&s->cfg) && !(s->delays = delayq_new(s->cfg.max_connections))) {
+	if (needs_suspend(&s->cfg) &&
+	    !(s->delays = delayq_new(s->cfg.max_connections + routes_backend_timer_slots(&s->routes)))) {
 		snprintf(err, errlen, "cannot start the delay timer thread");
 		return -1;
 	}
+	routes_start_backends(&s->routes, s->delays);
 	return 0;
 }
 
@@ -628,6 +633,8 @@ void server_drain(struct server *s)
 	listeners_quiesce(&s->listeners);
 	/* A body still arriving gets its 503 now rather than hold the drain to its deadline. */
 	conns_drain(s->conns, clock_monotonic_ns());
+	/* Requests waiting in a backend are shed; those being served finish now with the held answers. */
+	routes_close_backends(&s->routes);
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + DRAIN_NS;

@@ -160,7 +160,7 @@ START_TEST(triggers_parse_and_apply)
 	ck_assert_int_eq(capacity_trigger_parse("0.5@0s+1m", t, err, sizeof(err)), 0);
 	ck_assert(t->fraction == 0.5);
 	ck_assert_int_eq(capacity_trigger_parse("25%", t, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "'25%' is not a trigger such as 25%@5s+3s (capacity left @ start + length)");
+	ck_assert_str_eq(err, "it has no F@START+LEN: the capacity left, when, how long");
 	ck_assert_int_eq(capacity_trigger_parse("150%@1s+1s", t, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "capacity '150' is not a fraction from 0 to 1 or 0% to 100%");
 	ck_assert_int_eq(capacity_trigger_parse("25%@x+1s", t, err, sizeof(err)), -1);
