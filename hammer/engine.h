@@ -117,7 +117,7 @@ struct hammer_result {
 	const char *transport;   /* the transport's name: "wire" or "curl" */
 	struct histogram *latency;   /* per request, from its intended start to its final outcome */
 	struct histogram *lateness;  /* timer fire time minus due time */
-	struct timeline *timeline;   /* calls by the time they were sent, outcomes by the time they came */
+	struct timeline *timeline;   /* calls (and retries) by the time they were sent, outcomes by the time they came */
 	struct timeline *by_start;   /* with cfg->by_start_ns: each ended call, outcome and retry
 	                              * included, in the row of its start; else NULL */
 	struct hammer_server *servers;   /* HAMMER_MAX_URLS entries, allocated by init */

@@ -35,6 +35,8 @@ static void send_call(struct vclient_host *h, struct vclient *c, const struct wo
 	r->servers[c->server].calls++;
 	atomic_store_explicit(&h->prog_calls, r->calls, memory_order_relaxed);
 	timeline_sent(r->timeline, vclient_since_start(h, now));
+	if (c->attempt > 1)
+		timeline_retry(r->timeline, vclient_since_start(h, now));
 	c->call_ns = now;
 	c->method = m ? m : h->cfg->method;
 	if (h->tops->begin(h->tl, c->id, c->server, call, now, &err) == 0)

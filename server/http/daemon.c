@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/siphash.h"
+#include "server/http/backend.h"
 #include "server/http/framing.h"
 #include "server/http/limited.h"
 #include "server/http/path.h"
@@ -386,6 +387,21 @@ void server_counts(struct server *s, uint64_t *total, uint64_t *admitted, uint64
 		*admitted += stats_decisions(s->stats, (int)i, STATS_ADMITTED);
 		*rejected += stats_decisions(s->stats, (int)i, STATS_REJECTED);
 	}
+}
+
+bool server_backend_stats(struct server *s, size_t route, struct capacity_stats *out)
+{
+	if (route >= s->routes.n || s->routes.r[route].backend == NULL)
+		return false;
+	backend_stats(s->routes.r[route].backend, out);
+	return true;
+}
+
+size_t server_backend_series(struct server *s, size_t route, struct capacity_bucket *out, size_t max)
+{
+	if (route >= s->routes.n || s->routes.r[route].backend == NULL)
+		return 0;
+	return backend_series(s->routes.r[route].backend, out, max);
 }
 
 /* Fill a socket address for cfg.bind:port; false when bind is not an IPv4/IPv6 literal. */
