@@ -105,7 +105,7 @@ int rate_schedule_parse(const char *s, double max_rate, struct rate_schedule *ou
 		return snprintf(err, errlen, "is empty"), -1;
 	for (unsigned i = 0;; i++) {
 		size_t n = strcspn(p, ",");
-		bool has_start;
+		bool has_start = false;
 
 		if (i == RATE_SCHEDULE_MAX)
 			return snprintf(err, errlen, "has more than %d items", RATE_SCHEDULE_MAX), -1;

@@ -92,13 +92,13 @@ static long long jint(json_t *o, const char *k)
 }
 
 /*
- * One worker, 200 ms a request, a FIFO queue of 2: of four requests 50 ms
- * apart, three are served one after another (about 0.2, 0.35 and 0.5 s after
+ * One worker, 500 ms a request, a FIFO queue of 2: of four requests 50 ms
+ * apart, three are served one after another (about 0.5, 0.95 and 1.4 s after
  * they were sent) and the fourth finds the queue full (503 at once).
  */
 START_TEST(fifo_queue_and_shed)
 {
-	static const char *const args[] = { "--limiter", "none", "--capacity", "workers=1,service=200ms,queue=fifo:2",
+	static const char *const args[] = { "--limiter", "none", "--capacity", "workers=1,service=500ms,queue=fifo:2",
 	                                    NULL };
 	struct test_server s;
 	struct shot sh[4];
@@ -112,7 +112,7 @@ START_TEST(fifo_queue_and_shed)
 		ck_assert_msg(sh[i].status == 200, "request %d: %ld", i, sh[i].status);
 	ck_assert_int_eq(sh[3].status, 503);
 	ck_assert_msg(sh[3].seconds < 0.15, "the refusal took %.3fs", sh[3].seconds);
-	ck_assert_msg(sh[0].seconds >= 0.19 && sh[1].seconds >= 0.34 && sh[2].seconds >= 0.49, "%.3f %.3f %.3f",
+	ck_assert_msg(sh[0].seconds >= 0.49 && sh[1].seconds >= 0.94 && sh[2].seconds >= 1.39, "%.3f %.3f %.3f",
 	              sh[0].seconds, sh[1].seconds, sh[2].seconds);
 	b = backend_stats(&s, &root);
 	ck_assert_int_eq(jint(b, "arrived"), 4);
@@ -121,7 +121,7 @@ START_TEST(fifo_queue_and_shed)
 	ck_assert_int_eq(jint(b, "queue_peak"), 2);
 	ck_assert_int_eq(jint(b, "queue"), 0);
 	ck_assert_int_eq(jint(json_object_get(b, "shed"), "full"), 1);
-	ck_assert(json_real_value(json_object_get(b, "work_s")) == 0.6);
+	ck_assert(json_real_value(json_object_get(b, "work_s")) == 1.5);
 	ck_assert_int_eq(testutil_jint(root, "status", "503"), 1);
 	json_decref(root);
 	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
