@@ -272,8 +272,7 @@ static json_t *status_json(struct stats *s, uint64_t *total)
 	return o;
 }
 
-/* A route's modelled backend (--capacity): its queue, workers, services and wasted work. */
-static json_t *backend_json(const struct capacity_stats *b)
+json_t *stats_backend_json(const struct capacity_stats *b)
 {
 	json_t *shed = json_object();
 
@@ -304,7 +303,7 @@ static json_t *routes_json(struct stats *s, const struct stats_route_info *ri, s
 		                                     (json_int_t)ri[i].store.expirations));
 		if (ri[i].has_backend)
 			json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "backend",
-			                    backend_json(&ri[i].backend));
+			                    stats_backend_json(&ri[i].backend));
 		if (!lim) {
 			lim = json_pack("{s:I, s:I}", "admitted", (json_int_t)0, "rejected", (json_int_t)0);
 			json_object_set_new(by_limiter, ri[i].limiter, lim);
