@@ -86,7 +86,7 @@ static void usage(FILE *f)
 	"\n"
 	"Columns: goodput per second (2xx answers within the deadline) from 1s (at most 5s\n"
 	"back) to the trigger, during it and after it; best-after: the best second after it;\n"
-	"recovered: when a second's goodput is back to 90%% of before; attempts per request;\n"
+	"recovered: from when every second's goodput stays at 90%% of before; attempts per request;\n"
 	"the work the server did for clients that had gone (seconds, share of all work).\n",
 	STORM_DEFAULT_POLICIES, retry_preset_names(), DEFAULT_CAPACITY, DEFAULT_TRIGGER);
 }

@@ -104,19 +104,20 @@ void storm_phases(struct storm_result *r, const struct storm_window *w)
 	r->before = goodput(r, from, start);
 	r->during = goodput(r, start, end);
 	r->after = goodput(r, end, r->nrows);
+	uint32_t back = end;   /* the first second from which no second is under the mark */
+
 	r->best_after = 0;
-	r->recovered = false;
-	r->recovered_ns = 0;
 	for (uint32_t i = end; i + ROWS_PER_S <= r->nrows; i++) {
 		double g = goodput(r, i, i + ROWS_PER_S);
 
 		if (g > r->best_after)
 			r->best_after = g;
-		if (!r->recovered && r->before > 0 && g >= STORM_RECOVERED * r->before) {
-			r->recovered = true;
-			r->recovered_ns = (uint64_t)i * STORM_ROW_NS - (uint64_t)end * STORM_ROW_NS;
-		}
+		if (!(r->before > 0 && g >= STORM_RECOVERED * r->before))
+			back = i + 1;
 	}
+	/* back for good: a burst of late answers from a draining queue, then a fall, is not a recovery */
+	r->recovered = back + ROWS_PER_S <= r->nrows;
+	r->recovered_ns = r->recovered ? (uint64_t)(back - end) * STORM_ROW_NS : 0;
 }
 
 /* ---- the table ---- */
@@ -426,8 +427,8 @@ static void html_body(FILE *f, const struct storm_report_info *in, const struct 
 	        "backend (%s) under the same offered load (%s). The shaded band is the trigger: %s. "
 	        "Goodput (green) is answers the clients got within their %s deadline; the orange line is every attempt "
 	        "they sent, retries included; the dashed line is the offered load; the blue strip is the server's "
-	        "queue. A policy <b>recovered</b> when a second's goodput after the trigger is back to %.0f%% of its "
-	        "level before.</p>\n", in->capacity, in->rate, in->trigger, tmo, STORM_RECOVERED * 100);
+	        "queue. A policy <b>recovered</b> when goodput after the trigger is back to %.0f%% of its level "
+	        "before, every second, for the rest of the run.</p>\n", in->capacity, in->rate, in->trigger, tmo, STORM_RECOVERED * 100);
 	fprintf(f, "<p class=\"key\"><span style=\"background:%s\"></span>goodput<span style=\"background:%s\"></span>"
 	        "attempts<span style=\"background:%s\"></span>offered load<span style=\"background:%s\"></span>queue"
 	        "<span style=\"background:%s\"></span>trigger</p>\n", C_GOOD, C_ATTEMPTS, C_OFFERED, C_QUEUE, C_TRIGGER);

@@ -15,14 +15,15 @@
  * offered load, the attempts, the goodput (2xx answers the clients got, all
  * within their per-attempt deadline, since a later answer is never read)
  * and the server's queue; then goodput before, during and after the
- * trigger, whether and when it came back to 90 % of its level before, the
+ * trigger, whether and when it came back to 90 % of its level before for
+ * good (every second from then to the end of the run), the
  * retry amplification and the work done for clients that had gone.  With
  * --report DIR: report.html (one lane per policy), results.json and one
  * CSV per policy.
  */
 
 #define STORM_ROW_NS (100ULL * 1000 * 1000)
-#define STORM_RECOVERED 0.9       /* recovered: a second's goodput back to 90 % of the level before */
+#define STORM_RECOVERED 0.9       /* recovered: every second's goodput back to 90 % of the level before */
 #define STORM_WARMUP_NS (1000ULL * 1000 * 1000)   /* the first second is the ramp: not in "before" */
 
 /* One 100 ms row: counts in the row, the queue at its fullest. */
@@ -50,7 +51,8 @@ struct storm_result {
 	double before, during, after;  /* goodput per second in the three phases */
 	double best_after;             /* the best second of goodput after the trigger's end */
 	bool recovered;
-	uint64_t recovered_ns;         /* from the trigger's end to the start of the first second back at 90 % */
+	uint64_t recovered_ns;         /* from the trigger's end to the start of the first second from which
+	                                * every second to the end of the run has 90 % of before */
 	uint64_t served, served_gone;  /* the server's services, and those for gone clients */
 	double work_s, work_gone_s;
 	uint32_t queue_peak;
@@ -82,7 +84,8 @@ void storm_result_destroy(struct storm_result *r);
  * From r's rows: before (from the warm-up's end, at most 5 s back, to the
  * trigger), during, after (to the end), best_after, recovered and
  * recovered_ns, goodput over whole seconds starting on row boundaries.
- * Pure.
+ * Recovered needs at least one whole second after the trigger with every
+ * second from it on at 90 %.  Pure.
  */
 void storm_phases(struct storm_result *r, const struct storm_window *w);
 

@@ -72,6 +72,30 @@ START_TEST(stays_down)
 }
 END_TEST
 
+/* A burst of late answers from a draining queue, then a fall: not recovered; a late dip moves recovery on. */
+START_TEST(recovered_for_good)
+{
+	struct storm_row rows[100];
+	struct storm_result r;
+
+	scripted(&r, rows, 5, 10, SEC(100));   /* 100/s after the trigger ... */
+	for (int i = 60; i < 70; i++)
+		rows[i].goodput = 30;              /* ... but a second of 300/s at 6 s */
+	storm_phases(&r, &WINDOW);
+	ck_assert(r.best_after == 300);
+	ck_assert(!r.recovered);
+	scripted(&r, rows, 5, 0, SEC(6));      /* back at 6 s, a dip to 0 at 8 s for 200 ms */
+	rows[80].goodput = rows[81].goodput = 0;
+	storm_phases(&r, &WINDOW);
+	ck_assert(r.recovered);
+	ck_assert_uint_eq(r.recovered_ns, SEC(3) + MS(100));   /* 8.1 s: no second from then on holds both short rows */
+	for (int i = 90; i < 100; i++)         /* the last second of the run falls short: never back for good */
+		rows[i].goodput = 10;
+	storm_phases(&r, &WINDOW);
+	ck_assert(!r.recovered);
+}
+END_TEST
+
 /* "before" starts after the first second, and looks back at most 5 s. */
 START_TEST(before_window)
 {
@@ -168,6 +192,7 @@ Suite *storm_suite(void)
 
 	tcase_add_test(tc, phases_and_recovery);
 	tcase_add_test(tc, stays_down);
+	tcase_add_test(tc, recovered_for_good);
 	tcase_add_test(tc, before_window);
 	tcase_add_test(tc, table_row);
 	tcase_add_test(tc, built_in_policies);
