@@ -78,7 +78,7 @@ static void usage(FILE *f)
 	"  --capacity SPEC      the backend, as serve takes it (default %s)\n"
 	"  --trigger F@S+L|none capacity down to F from S for L (default %s); none: the\n"
 	"                       spike of a --rate schedule is the trigger\n"
-	"  --throttle-window DUR  adaptive: the throttle's window (default 1s)\n"
+	"  --throttle-window DUR  adaptive: the throttle's window (default 500ms)\n"
 	"  --throttle-k K       adaptive: the throttle's K (default 2)\n"
 	"  --clients N          virtual clients (default 2000)\n"
 	"  --seed N             fixes every random draw (default 1)\n"
@@ -218,7 +218,7 @@ static void opts_defaults(struct storm_opts *o)
 	o->capacity_spec = DEFAULT_CAPACITY;
 	capacity_trigger_parse(DEFAULT_TRIGGER, &o->trigger, NULL, 0);
 	o->trigger_spec = DEFAULT_TRIGGER;
-	o->knobs.throttle_window_ns = NS_PER_SEC;
+	o->knobs.throttle_window_ns = 500 * NS_PER_MS;
 	o->knobs.throttle_k = 2;
 	o->clients = 2000;
 	o->seed = 1;

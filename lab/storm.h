@@ -24,7 +24,7 @@ int storm_main(int argc, char **argv);
 
 /* The knobs of the built-in policies. */
 struct storm_knobs {
-	uint64_t throttle_window_ns;   /* adaptive: the throttle's window (1 s) */
+	uint64_t throttle_window_ns;   /* adaptive: the throttle's window (500 ms) */
 	double throttle_k;             /* adaptive: K (2) */
 };
 
