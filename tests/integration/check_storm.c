@@ -1,4 +1,4 @@
-/* ratelab storm end to end: non-recovery with naive retries, recovery with a budget; bad input; Ctrl-C. */
+/* ratelab storm end to end: non-recovery with naive retries, recovery with a budget and adaptive throttling; bad input; Ctrl-C. */
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -41,22 +41,24 @@ static void rm_dir(const char *dir)
  * deadline, and a quarter of the workers for 1.5 s from 2 s.  Naive retries
  * keep the queue full of requests whose clients have gone: goodput stays
  * under 20 % of its level before for the rest of the run.  Within a retry
- * budget it comes back within the 1.5 s the run leaves it.
+ * budget, and with the adaptive throttle, it comes back within the 1.5 s
+ * the run leaves it (recovered needs a whole second at 90 % after that).
  */
 static json_t *run_small_storm(const char *dir, struct test_run *r)
 {
 	char path[300];
 	json_error_t je;
 	json_t *doc;
-	const char *args[] = { "storm", "--policies", "naive,budget", "--duration", "6s", "--trigger", "25%@2s+1500ms",
+	const char *args[] = { "storm", "--policies", "naive,budget,adaptive", "--duration", "6s", "--trigger", "25%@2s+1500ms",
 	                       "--timeout", "300ms", "--capacity", "workers=4,service=10ms,queue=fifo:240",
 	                       "--rate", "200", "--clients", "1500", "--report", dir, NULL };
 
 	ck_assert_int_eq(testutil_run(r, args, NULL, RUN_MS), 0);
 	ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
-	ck_assert_msg(r->seconds < 20, "took %.1fs", r->seconds);
+	ck_assert_msg(r->seconds < 30, "took %.1fs", r->seconds);
 	ck_assert_ptr_nonnull(strstr(r->out, "\nnaive "));
 	ck_assert_ptr_nonnull(strstr(r->out, "\nbudget "));
+	ck_assert_ptr_nonnull(strstr(r->out, "\nadaptive "));
 	snprintf(path, sizeof(path), "%s/results.json", dir);
 	doc = json_load_file(path, 0, &je);
 	ck_assert_msg(doc != NULL, "%s: %s", path, je.text);
@@ -66,25 +68,29 @@ static json_t *run_small_storm(const char *dir, struct test_run *r)
 /* True when a run shows the headline; else why not in why. */
 static bool headline(json_t *doc, char *why, size_t len)
 {
-	json_t *naive = policy_of(doc, 0), *budget = policy_of(doc, 1);
+	json_t *naive = policy_of(doc, 0), *budget = policy_of(doc, 1), *adaptive = policy_of(doc, 2);
 
 	ck_assert_str_eq(json_string_value(json_object_get(naive, "policy")), "naive");
 	ck_assert_str_eq(json_string_value(json_object_get(budget, "policy")), "budget");
-	if (jreal(naive, "goodput_before") <= 150 || jreal(budget, "goodput_before") <= 150)
+	ck_assert_str_eq(json_string_value(json_object_get(adaptive, "policy")), "adaptive");
+	if (jreal(naive, "goodput_before") <= 150 || jreal(budget, "goodput_before") <= 150 ||
+	    jreal(adaptive, "goodput_before") <= 150)
 		return snprintf(why, len, "goodput before the trigger under 150/s"), false;
 	if (!(jreal(naive, "goodput_best_after") < 0.2 * jreal(naive, "goodput_before")) ||
 	    !json_is_false(json_object_get(naive, "recovered")))
 		return snprintf(why, len, "naive came back to %.1f/s", jreal(naive, "goodput_best_after")), false;
 	if (!json_is_true(json_object_get(budget, "recovered")))
 		return snprintf(why, len, "budget did not recover"), false;
+	if (!json_is_true(json_object_get(adaptive, "recovered")))
+		return snprintf(why, len, "adaptive did not recover"), false;
 	return true;
 }
 
-START_TEST(naive_stays_down_budget_recovers)
+START_TEST(naive_stays_down_budget_and_adaptive_recover)
 {
 	char dir[256], path[300], why[128] = "";
 	struct test_run r;
-	json_t *doc, *naive, *budget;
+	json_t *doc, *naive, *budget, *adaptive;
 	bool ok;
 
 	snprintf(dir, sizeof(dir), "/tmp/ratelab-storm-%d", (int)getpid());
@@ -100,10 +106,15 @@ START_TEST(naive_stays_down_budget_recovers)
 	ck_assert_msg(ok, "%s\n%s", why, r.out);
 	naive = policy_of(doc, 0);
 	budget = policy_of(doc, 1);
+	adaptive = policy_of(doc, 2);
 	ck_assert(jreal(naive, "attempts_per_request") > 2);
 	ck_assert(jreal(naive, "work_gone_s") > 0.5 * jreal(naive, "work_s"));
 	ck_assert(jreal(budget, "recovered_after_s") <= 1.5);
 	ck_assert(jreal(budget, "attempts_per_request") < jreal(naive, "attempts_per_request"));
+	ck_assert(jreal(adaptive, "recovered_after_s") <= 1.5);
+	ck_assert(jreal(adaptive, "attempts_per_request") < 1);   /* the throttle refuses some before any call */
+	ck_assert(json_integer_value(json_object_get(adaptive, "throttled")) > 0);
+	ck_assert(jreal(adaptive, "work_gone_s") < jreal(naive, "work_gone_s"));
 	json_decref(doc);
 	snprintf(path, sizeof(path), "%s/naive.csv", dir);
 	ck_assert_int_eq(access(path, R_OK), 0);
@@ -220,8 +231,8 @@ Suite *storm_suite(void)
 	Suite *s = suite_create("storm");
 	TCase *tc = tcase_create("integration");
 
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, naive_stays_down_budget_recovers);
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, naive_stays_down_budget_and_adaptive_recover);
 	tcase_add_test(tc, bad_input_exit_2);
 	tcase_add_test(tc, sigint_keeps_what_finished);
 	suite_add_tcase(s, tc);
