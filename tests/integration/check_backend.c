@@ -188,7 +188,7 @@ START_TEST(trigger_holds_requests)
 
 	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
 	snprintf(url, sizeof(url), "%s/reset", s.url);
-	ck_assert_int_eq(testutil_http("POST", url, "", &status, NULL, NULL), 0);
+	ck_assert_int_eq(testutil_http("POST", url, NULL, &status, NULL, NULL), 0);
 	ck_assert_int_eq(status, 200);
 	snprintf(url, sizeof(url), "%s/", s.url);
 	volley(sh, 1, url, 0, 0);
