@@ -10,6 +10,7 @@
 #include "hammer/hammer.h"
 #include "hammer/merge.h"
 #include "lab/herd.h"
+#include "lab/storm.h"
 #include "lab/verify.h"
 #include "server/serve.h"
 
@@ -23,6 +24,7 @@ static const struct command COMMANDS[] = {
 	{ "serve", serve_main, "run the rate-limited lab server" },
 	{ "hammer", hammer_main, "fire concurrent requests, with or without retry" },
 	{ "herd", herd_main, "run the thundering-herd comparison of backoff policies" },
+	{ "storm", storm_main, "run the metastable retry storm: overload, a trigger, and who recovers" },
 	{ "cases", cases_main, "replay a retry-cases table through the policy engine" },
 	{ "verify", verify_main, "grade any HTTP client's retry behaviour against a scenario" },
 	{ "merge", merge_main, "merge the results of a joined run (Redis) or of --json files" },

@@ -179,22 +179,6 @@ static uint64_t load_uint(const void *p, size_t size)
 	return size == 8 ? (memcpy(&u64, p, 8), u64) : 0;
 }
 
-/* ns as an exact short duration in its largest whole unit ("1ms", "90s", "1500us"). */
-static void exact_duration(uint64_t ns, char *out, size_t len)
-{
-	static const struct { const char *unit; uint64_t ns; } U[] = {
-		{ "d", 86400 * NS_PER_SEC }, { "h", 3600 * NS_PER_SEC }, { "m", 60 * NS_PER_SEC },
-		{ "s", NS_PER_SEC }, { "ms", NS_PER_MS }, { "us", NS_PER_US },
-	};
-
-	for (size_t i = 0; i < sizeof(U) / sizeof(U[0]); i++)
-		if (ns != 0 && ns % U[i].ns == 0) {
-			snprintf(out, len, "%llu%s", (unsigned long long)(ns / U[i].ns), U[i].unit);
-			return;
-		}
-	snprintf(out, len, "%lluns", (unsigned long long)ns);
-}
-
 static int set_bool(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
 {
 	(void)st;
@@ -252,8 +236,8 @@ static int set_duration(struct cli_state *st, const struct cli_option *o, void *
 		*(uint64_t *)((char *)base + o->at) = ns;
 		return 0;
 	}
-	exact_duration(o->min, lo, sizeof(lo));
-	exact_duration(o->max, hi, sizeof(hi));
+	parse_format_exact_duration(o->min, lo, sizeof(lo));
+	parse_format_exact_duration(o->max, hi, sizeof(hi));
 	if (o->min == 0 && o->max == UINT64_MAX)
 		return bad(st, o, v, "is not a duration such as 250ms, 2s or 1m");
 	if (o->max == UINT64_MAX)

@@ -228,3 +228,18 @@ void parse_format_duration(uint64_t ns, char *buf, size_t len)
 		snprintf(buf, len, "%llum%02llus", (unsigned long long)(ns / (60 * NS_PER_SEC)),
 		         (unsigned long long)(ns / NS_PER_SEC % 60));
 }
+
+void parse_format_exact_duration(uint64_t ns, char *out, size_t len)
+{
+	static const struct { const char *unit; uint64_t ns; } U[] = {
+		{ "d", 86400 * NS_PER_SEC }, { "h", 3600 * NS_PER_SEC }, { "m", 60 * NS_PER_SEC },
+		{ "s", NS_PER_SEC }, { "ms", NS_PER_MS }, { "us", NS_PER_US },
+	};
+
+	for (size_t i = 0; i < sizeof(U) / sizeof(U[0]); i++)
+		if (ns != 0 && ns % U[i].ns == 0) {
+			snprintf(out, len, "%llu%s", (unsigned long long)(ns / U[i].ns), U[i].unit);
+			return;
+		}
+	snprintf(out, len, "%lluns", (unsigned long long)ns);
+}

@@ -47,4 +47,8 @@ size_t parse_format_u64(char *out, uint64_t v);
 /* Format ns as a short human duration ("7.59s", "250ms", "1m30s"). */
 void parse_format_duration(uint64_t ns, char *buf, size_t len);
 
+/* ns in the largest unit that divides it exactly ("10s", "1500ms", "3m", "7ns"; 0 is "0ns"):
+ * what parse_duration reads back as ns. */
+void parse_format_exact_duration(uint64_t ns, char *buf, size_t len);
+
 #endif

@@ -101,6 +101,8 @@ int hammer_result_merge_at(struct hammer_result *dst, const struct hammer_result
 	dst->unfinished += src->unfinished;
 	dst->dropped += src->dropped;
 	dst->budget_refused += src->budget_refused;
+	dst->throttled += src->throttled;
+	dst->unsent += src->unsent;
 	if (src->wall_ns > dst->wall_ns)
 		dst->wall_ns = src->wall_ns;
 	if (src->last_ok_ns > dst->last_ok_ns)
@@ -327,6 +329,13 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 			return -1;
 		}
 	}
+	if (cfg->policy->throttle.kind != RETRY_THROTTLE_NONE) {
+		run->sh.throttle = retry_throttle_new(&cfg->policy->throttle, clock_monotonic_ns());
+		if (run->sh.throttle == NULL) {
+			snprintf(err, errlen, "cannot create the adaptive throttle");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -455,6 +464,7 @@ static void run_free(struct run *run)
 	if (run->trun != NULL)
 		run->sh.tops->run_free(run->trun);
 	retry_budget_free(run->sh.budget);
+	retry_throttle_free(run->sh.throttle);
 }
 
 /* Descriptors and process-wide set-up, before any thread starts. */

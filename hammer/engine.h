@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "common/histogram.h"
+#include "common/rate_schedule.h"
 #include "common/retry/retry.h"
 #include "common/timeline.h"
 #include "hammer/workload.h"
@@ -47,6 +48,8 @@ struct hammer_config {
 	uint32_t concurrency;          /* virtual clients */
 	uint64_t duration_ns;          /* stop after this; 0 = none */
 	double rate;                   /* open loop: new requests per second; 0 = closed loop */
+	const struct rate_schedule *schedule;  /* open loop: the rate over time instead (rate then
+	                                        * its peak, above 0); NULL: rate throughout */
 	bool poisson;                  /* open-loop arrivals: exponential gaps instead of constant */
 	uint32_t threads;              /* worker threads (capped at concurrency) */
 	uint64_t timeout_ns;           /* per attempt */
@@ -89,7 +92,8 @@ struct hammer_server {
 const char *const *hammer_config_urls(const struct hammer_config *cfg, uint32_t *n);
 
 struct hammer_result {
-	uint64_t status[RETRY_STATUS_MAX];           /* final outcome of each request, by status */
+	uint64_t status[RETRY_STATUS_MAX];           /* final outcome of each request, by status
+	                                              * (with final_errors and unsent: every request) */
 	uint64_t final_errors[HAMMER_ERR_KINDS];     /* final outcomes that were transport errors */
 	uint64_t attempt_errors[HAMMER_ERR_KINDS];   /* every call's transport errors */
 	uint64_t attempt_status[RETRY_STATUS_MAX];   /* every call's status */
@@ -103,6 +107,8 @@ struct hammer_result {
 	uint64_t unfinished;     /* requests cut off by the duration or a cancel */
 	uint64_t dropped;        /* open-loop arrivals that found no room in the backlog */
 	uint64_t budget_refused;  /* retries the budget allowed at decision time but refused at send time */
+	uint64_t throttled;      /* attempts the adaptive throttle refused locally (each ended its request) */
+	uint64_t unsent;         /* requests ended with no call at all: their first attempt was throttled */
 	uint64_t wall_ns;        /* from the start instant to the end */
 	uint64_t start_wall_ns;  /* the start instant on this machine's CLOCK_REALTIME (ns since 1970) */
 	uint64_t start_late_ns;  /* how long after the start instant the first timer fired */
@@ -111,7 +117,7 @@ struct hammer_result {
 	const char *transport;   /* the transport's name: "wire" or "curl" */
 	struct histogram *latency;   /* per request, from its intended start to its final outcome */
 	struct histogram *lateness;  /* timer fire time minus due time */
-	struct timeline *timeline;   /* calls by the time they were sent, outcomes by the time they came */
+	struct timeline *timeline;   /* calls (and retries) by the time they were sent, outcomes by the time they came */
 	struct timeline *by_start;   /* with cfg->by_start_ns: each ended call, outcome and retry
 	                              * included, in the row of its start; else NULL */
 	struct hammer_server *servers;   /* HAMMER_MAX_URLS entries, allocated by init */

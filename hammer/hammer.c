@@ -55,6 +55,7 @@ struct hammer_opts {
 	const char *urls[HAMMER_MAX_URLS];
 	struct knob knobs[MAX_KNOBS];
 	unsigned nknobs;
+	struct rate_schedule schedule;   /* --rate as a schedule (cfg.schedule points here) */
 };
 
 static atomic_int cancel_flag;
@@ -95,7 +96,9 @@ static void usage(FILE *f)
 	"  --requests N          requests to make (40; no limit with --duration)\n"
 	"  --concurrency N       virtual clients (4; 256 with --rate)\n"
 	"  --duration DUR        run for DUR instead of a count (e.g. 10s)\n"
-	"  --rate R              open loop: R new requests per second (or COUNT/PERIOD); retries on top\n"
+	"  --rate R              open loop: R new requests per second (or COUNT/PERIOD); retries on top;\n"
+	"                        or a schedule RATE[@START[+LEN]],...: 100/s,300/s@10s+3s,100/s is 100/s,\n"
+	"                        then 300/s from 10s for 3s, then 100/s again\n"
 	"  --arrivals KIND       constant (default) or poisson, with --rate\n"
 	"  --threads N           worker threads (default: the number of cores)\n"
 	"  --method M, --header 'K: V' (repeatable), --data BODY\n"
@@ -175,6 +178,30 @@ static int opt_expect(void *base, const struct cli_option *o, const char *v, cha
 	if (h->expect == NULL)
 		return snprintf(why, wl, "is not a list of checks such as ok>=30,429<=5,wall<=10s (keys: a status, "
 		                "ok, failed, requests, calls, retries, errors, wall)"), -1;
+	return 0;
+}
+
+/*
+ * --rate R, or a schedule such as 100/s,300/s@10s+3s,100/s (common/rate_schedule.h).
+ * A plain rate keeps cfg.rate alone; a schedule also sets cfg.rate to its peak.
+ */
+static int opt_rate(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct hammer_opts *h = base;
+	char inner[ERRLEN];
+
+	if (strpbrk(v, ",@+") == NULL) {
+		if (rate_schedule_parse(v, o->dmax, &h->schedule, NULL, 0) != 0 || !(h->schedule.seg[0].rate >= o->dmin))
+			return snprintf(why, wl, "is not a rate such as 50, 2.5 or 30/1m (%g to %g per second)", o->dmin,
+			                o->dmax), -1;
+		h->cfg.rate = h->schedule.seg[0].rate;
+		h->cfg.schedule = NULL;
+		return 0;
+	}
+	if (rate_schedule_parse(v, o->dmax, &h->schedule, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a rate schedule such as 100/s,300/s@10s+3s,100/s (%s)", inner), -1;
+	h->cfg.rate = rate_schedule_peak(&h->schedule);
+	h->cfg.schedule = &h->schedule;
 	return 0;
 }
 
@@ -260,7 +287,7 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--concurrency", CLI_U64, HO(cfg.concurrency), .min = 1, .max = 1000000,
 	  CLI_GIVEN(struct hammer_opts, concurrency_given) },
 	{ "--duration", CLI_DURATION, HO(cfg.duration_ns), .min = 1, .max = UINT64_MAX },
-	{ "--rate", CLI_RATE, HO(cfg.rate), .dmin = 0.001, .dmax = 1e7 },
+	{ "--rate", CLI_CUSTOM, .fn = opt_rate, .dmin = 0.001, .dmax = 1e7 },
 	{ "--arrivals", CLI_CHOICE, HO(cfg.poisson), .words = ARRIVALS },
 	{ "--threads", CLI_U64, HO(cfg.threads), .min = 1, .max = 256 },
 	{ "--method", CLI_CUSTOM, .fn = opt_method },
@@ -434,7 +461,8 @@ static void write_outputs(const struct hammer_opts *o, const struct hammer_resul
                           const struct join_summary *js, int *rc)
 {
 	struct report_info info = { o->cfg.url, o->cfg.method, o->policy_name, o->cfg.concurrency,
-	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, js ? js->json : NULL };
+	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, js ? js->json : NULL,
+	                            o->cfg.schedule };
 	char err[ERRLEN], title[160], how[300], subtitle[360];
 	bool json_stdout = o->json_path != NULL && strcmp(o->json_path, "-") == 0;
 
@@ -565,7 +593,7 @@ static int joined_outputs(struct hammer_opts *o, const struct hammer_result *r)
 	int rc = 0;
 
 	struct report_info info = { o->cfg.url, o->cfg.method, o->policy_name, o->cfg.concurrency,
-	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, NULL };
+	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, NULL, o->cfg.schedule };
 	json_t *config = report_config_json(&info, r);
 
 	rc = join_publish(o->join, r, config, err, sizeof(err));

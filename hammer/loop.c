@@ -47,6 +47,7 @@ struct loop {
 	struct prng rng;              /* open loop: Poisson gaps */
 	uint64_t first_late_ns;       /* the first timer's fire time minus its due time */
 	bool fired;                   /* a timer has fired */
+	double sched_count;           /* open loop under a schedule: where the next arrival is on its count */
 	atomic_bool finished;
 };
 
@@ -143,6 +144,7 @@ static void host_init(struct loop *l)
 	h->tops = sh->tops;
 	h->res = &l->res;
 	h->budget = sh->budget;
+	h->throttle = sh->throttle;
 	h->clients = l->clients;
 	h->nurls = sh->nurls;
 	h->loop_index = l->part.slot;
@@ -258,9 +260,32 @@ static void backlog_push(struct loop *l, uint64_t intended)
 	l->bl_n++;
 }
 
+/*
+ * Arrival `arrivals` of this loop under a rate schedule: the loops of every
+ * node share the run's arrivals round-robin (the loop in slot s takes s,
+ * s + stride, ...), or with Poisson arrivals each loop steps stride * Exp(1)
+ * along the schedule's count.  UINT64_MAX: the schedule makes no more.
+ */
+static uint64_t scheduled_arrival(struct loop *l)
+{
+	const struct rate_schedule *rs = l->sh->cfg->schedule;
+	uint64_t t;
+
+	if (l->arrivals == 0)
+		l->sched_count = l->part.slot;
+	else if (l->sh->cfg->poisson)
+		l->sched_count += -log(1.0 - prng_double(&l->rng)) * l->sh->stride;
+	else
+		l->sched_count = l->part.slot + (double)l->arrivals * l->sh->stride;
+	t = rate_schedule_time(rs, l->sched_count);
+	return t == UINT64_MAX || t > UINT64_MAX - l->sh->start_ns ? UINT64_MAX : l->sh->start_ns + t;
+}
+
 /* When the arrival after the one due at `due` is due. */
 static uint64_t next_arrival(struct loop *l, uint64_t due)
 {
+	if (l->sh->cfg->schedule != NULL)
+		return scheduled_arrival(l);
 	if (l->sh->cfg->poisson)
 		return due + (uint64_t)(-log(1.0 - prng_double(&l->rng)) * (1e9 / l->part.rate));
 	return l->sh->start_ns + l->part.phase_ns + (uint64_t)((double)l->arrivals * 1e9 / l->part.rate);
@@ -283,7 +308,7 @@ static void on_arrival(struct loop *l, uint64_t due, uint64_t now)
 	if (l->arrivals >= l->part.requests)
 		return;
 	next = next_arrival(l, due);
-	if (l->sh->end_ns == 0 || next < l->sh->end_ns)
+	if (next != UINT64_MAX && (l->sh->end_ns == 0 || next < l->sh->end_ns))
 		heap_push(l->host.heap, next, ARRIVAL_ID, NULL);
 }
 
@@ -389,8 +414,10 @@ static bool should_stop(struct loop *l)
 static void schedule_first(struct loop *l)
 {
 	if (l->part.rate > 0) {
-		if (l->part.requests > 0)
-			heap_push(l->host.heap, l->sh->start_ns + l->part.phase_ns, ARRIVAL_ID, NULL);
+		uint64_t first = l->sh->cfg->schedule ? scheduled_arrival(l) : l->sh->start_ns + l->part.phase_ns;
+
+		if (l->part.requests > 0 && first != UINT64_MAX && (l->sh->end_ns == 0 || first < l->sh->end_ns))
+			heap_push(l->host.heap, first, ARRIVAL_ID, NULL);
 		return;
 	}
 	while (l->nfree > 0 && l->started < l->part.requests) {

@@ -28,6 +28,7 @@ struct loop_shared {
 	uint32_t node, nodes;          /* this process's part of the run (nodes >= 1) */
 	uint32_t park_max;             /* idle connections to other servers one loop may keep */
 	struct retry_budget *budget;   /* NULL: none */
+	struct retry_throttle *throttle;  /* the policy's adaptive throttle; NULL: none */
 	uint64_t start_ns;             /* the start instant (herd: in the near future) */
 	uint64_t end_ns;               /* duration end, or 0 */
 };

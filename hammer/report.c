@@ -16,6 +16,8 @@ static void text_outcomes(FILE *f, const struct hammer_result *r)
 		if (r->final_errors[e] != 0)
 			fprintf(f, "error:%s x%llu\n", hammer_error_name((enum retry_error)e),
 			        (unsigned long long)r->final_errors[e]);
+	if (r->unsent != 0)
+		fprintf(f, "unsent  x%llu (throttled before any call)\n", (unsigned long long)r->unsent);
 	fprintf(f, "%llu requests in %.2fs\n", (unsigned long long)r->requests,
 	        (double)r->wall_ns / (double)NS_PER_SEC);
 }
@@ -143,11 +145,15 @@ static json_t *json_reasons(const uint64_t *counts)
 
 json_t *report_config_json(const struct report_info *info, const struct hammer_result *r)
 {
-	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s,s:s}", "url", info->url, "method", info->method,
+	char sched[512];
+
+	if (info->schedule != NULL)
+		rate_schedule_describe(info->schedule, sched, sizeof(sched));
+	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f,s:s?,s:s,s:s}", "url", info->url, "method", info->method,
 	                 "policy", info->policy, "concurrency", (json_int_t)info->concurrency,
 	                 "threads", (json_int_t)info->threads, "seed", (json_int_t)info->seed,
-	                 "rate", info->rate, "start", info->herd ? "herd" : "now",
-	                 "transport", r->transport ? r->transport : "none");
+	                 "rate", info->rate, "rate_schedule", info->schedule ? sched : NULL,
+	                 "start", info->herd ? "herd" : "now", "transport", r->transport ? r->transport : "none");
 }
 
 static const char *jstr(const json_t *o, const char *k)
@@ -192,7 +198,7 @@ static json_t *report_figures(const struct hammer_result *r, const struct report
 	double wall_s = (double)r->wall_ns / (double)NS_PER_SEC;
 
 	return json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-	                 "s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
+	                 "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
 	                 "config", report_config_json(info, r),
 	                 "requests", (json_int_t)r->requests, "ok", (json_int_t)r->ok,
 	                 "failed", (json_int_t)r->failed, "calls", (json_int_t)r->calls,
@@ -207,6 +213,7 @@ static json_t *report_figures(const struct hammer_result *r, const struct report
 	                 "peak_attempts", (json_int_t)timeline_peak_attempts(r->timeline),
 	                 "interval_ms", (json_int_t)(timeline_interval_ns(r->timeline) / NS_PER_MS),
 	                 "budget_lost_at_send", (json_int_t)r->budget_refused,
+	                 "throttled", (json_int_t)r->throttled, "unsent", (json_int_t)r->unsent,
 	                 "unfinished", (json_int_t)r->unfinished, "dropped", (json_int_t)r->dropped,
 	                 "interrupted", r->interrupted, "servers", json_servers(r));
 }

@@ -14,9 +14,10 @@ struct report_info {
 	uint32_t concurrency;
 	uint32_t threads;
 	uint64_t seed;
-	double rate;
+	double rate;                             /* a schedule's peak */
 	bool herd;
-	json_t *join;     /* a joined run's "join" object (borrowed), or NULL */
+	json_t *join;                            /* a joined run's "join" object (borrowed), or NULL */
+	const struct rate_schedule *schedule;    /* --rate as a schedule, or NULL */
 };
 
 /*

@@ -96,14 +96,15 @@ static json_t *servers_json(const struct hammer_result *r)
 
 json_t *result_codec_json(const struct hammer_result *r)
 {
-	json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s}",
+	json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s}",
 	                      "version", CODEC_VERSION, "start_unix_ns", (json_int_t)r->start_wall_ns,
 	                      "start_late_ns", (json_int_t)r->start_late_ns,
 	                      "requests", (json_int_t)r->requests, "ok", (json_int_t)r->ok,
 	                      "failed", (json_int_t)r->failed, "calls", (json_int_t)r->calls,
 	                      "retries", (json_int_t)r->retries, "answered", (json_int_t)r->answered,
 	                      "unfinished", (json_int_t)r->unfinished, "dropped", (json_int_t)r->dropped,
-	                      "budget_refused", (json_int_t)r->budget_refused, "wall_ns", (json_int_t)r->wall_ns,
+	                      "budget_refused", (json_int_t)r->budget_refused, "throttled", (json_int_t)r->throttled,
+	                      "unsent", (json_int_t)r->unsent, "wall_ns", (json_int_t)r->wall_ns,
 	                      "last_ok_ns", (json_int_t)r->last_ok_ns, "interrupted", r->interrupted,
 	                      "transport", r->transport ? r->transport : "none");
 
@@ -120,7 +121,7 @@ json_t *result_codec_json(const struct hammer_result *r)
 	json_object_set_new(j, "by_start", r->by_start ? timeline_json(r->by_start) : json_null());
 	json_object_set_new(j, "servers", servers_json(r));
 	/* every member is there, or memory ran out on the way */
-	if (json_object_size(j) != 26) {
+	if (json_object_size(j) != 28) {
 		json_decref(j);
 		return NULL;
 	}
@@ -318,6 +319,8 @@ static void read_counts(struct reader *rd, const json_t *raw, struct hammer_resu
 	r->unfinished = get_u64(rd, raw, "unfinished");
 	r->dropped = get_u64(rd, raw, "dropped");
 	r->budget_refused = get_u64(rd, raw, "budget_refused");
+	r->throttled = get_u64(rd, raw, "throttled");
+	r->unsent = get_u64(rd, raw, "unsent");
 	r->wall_ns = get_u64(rd, raw, "wall_ns");
 	r->last_ok_ns = get_u64(rd, raw, "last_ok_ns");
 	r->start_wall_ns = get_u64(rd, raw, "start_unix_ns");

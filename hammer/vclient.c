@@ -35,6 +35,8 @@ static void send_call(struct vclient_host *h, struct vclient *c, const struct wo
 	r->servers[c->server].calls++;
 	atomic_store_explicit(&h->prog_calls, r->calls, memory_order_relaxed);
 	timeline_sent(r->timeline, vclient_since_start(h, now));
+	if (c->attempt > 1)
+		timeline_retry(r->timeline, vclient_since_start(h, now));
 	c->call_ns = now;
 	c->method = m ? m : h->cfg->method;
 	if (h->tops->begin(h->tl, c->id, c->server, call, now, &err) == 0)
@@ -56,6 +58,21 @@ static void start_attempt(struct vclient_host *h, struct vclient *c, uint64_t no
 	send_call(h, c, &call, now);
 }
 
+/*
+ * The throttle's say on c's next attempt.  A refusal queues c for
+ * vclient_drain_failed to end its request: ending it here could start the
+ * next request of a backlog on c, refused again, once per waiting arrival.
+ */
+static bool throttle_admits(struct vclient_host *h, struct vclient *c, uint64_t now)
+{
+	if (h->throttle == NULL || retry_throttle_admit(h->throttle, now, &c->rng))
+		return true;
+	c->throttled = true;
+	h->failq[(h->fq_head + h->fq_n) % h->nclients] = c->id;
+	h->fq_n++;
+	return false;
+}
+
 void vclient_start(struct vclient_host *h, struct vclient *c, uint64_t intended, uint64_t now)
 {
 	/* the run-wide round-robin; a request's retries stay on its server */
@@ -68,6 +85,10 @@ void vclient_start(struct vclient_host *h, struct vclient *c, uint64_t intended,
 	c->waited_ns = 0;
 	c->prev_wait_ns = 0;
 	c->blind_waits = 0;
+	c->last_status = 0;
+	c->last_err = RETRY_ERR_NONE;
+	if (!throttle_admits(h, c, now))
+		return;
 	if (h->budget != NULL)
 		retry_budget_on_first(h->budget, now);
 	start_attempt(h, c, now);
@@ -82,7 +103,9 @@ static void finish_request(struct vclient_host *h, struct vclient *c, uint64_t n
 	sv->requests++;
 	atomic_store_explicit(&h->prog_requests, r->requests, memory_order_relaxed);
 	histogram_record(r->latency, now - c->intended_ns);
-	if (c->last_status > 0) {
+	if (c->attempt == 0) {
+		r->unsent++;
+	} else if (c->last_status > 0) {
 		r->status[c->last_status]++;
 		sv->status[c->last_status]++;
 	} else {
@@ -109,6 +132,8 @@ void vclient_timer(struct vclient_host *h, struct vclient *c, uint64_t due, uint
 		vclient_start(h, c, due, now);
 		return;
 	}
+	if (!throttle_admits(h, c, now))
+		return;
 	if (h->budget != NULL && !retry_budget_spend(h->budget, now, c->last_err)) {
 		h->res->budget_refused++;
 		finish_request(h, c, now, RETRY_REASON_BUDGET);
@@ -155,6 +180,8 @@ static void attempt_ended(struct vclient_host *h, struct vclient *c, const struc
 	struct retry_input in = { 0 };
 	struct retry_decision d;
 
+	if (h->throttle != NULL)
+		retry_throttle_record(h->throttle, now, retry_throttle_accepted(c->last_status));
 	in.status = c->last_status;
 	in.error = c->last_err;
 	in.method = c->method;
@@ -232,6 +259,12 @@ void vclient_drain_failed(struct vclient_host *h, uint64_t now)
 
 		h->fq_head = (h->fq_head + 1) % h->nclients;
 		h->fq_n--;
+		if (c->throttled) {
+			c->throttled = false;
+			h->res->throttled++;
+			finish_request(h, c, now, RETRY_REASON_THROTTLED);
+			continue;
+		}
 		vclient_ended(h, c, &a, now);
 	}
 }

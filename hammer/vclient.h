@@ -2,6 +2,7 @@
 #define RATELAB_VCLIENT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/heap.h"
@@ -37,6 +38,7 @@ struct vclient {
 	unsigned blind_waits;
 	int last_status;          /* outcome of the last call (0: a transport error) */
 	enum retry_error last_err;
+	bool throttled;           /* in the failure queue because the throttle refused its attempt */
 };
 
 /* What the clients of one loop share: the loop's side of their lives. */
@@ -48,12 +50,14 @@ struct vclient_host {
 	struct hammer_result *res;
 	struct heap *heap;
 	struct retry_budget *budget;   /* the run's, or NULL */
+	struct retry_throttle *throttle;  /* the run's adaptive throttle, or NULL */
 	struct vclient *clients;
 	uint64_t start_ns;             /* the run's start instant */
 	uint32_t nurls;                /* the run's servers */
 	uint32_t loop_index, nloops;   /* request k of loop i goes to server (i + k * nloops) % nurls */
 	uint64_t seq;                  /* requests started by this loop */
-	uint32_t *failq;               /* clients whose call failed as it began (a ring of nclients) */
+	uint32_t *failq;               /* clients whose call failed as it began, or whose attempt the
+	                                * throttle refused (a ring of nclients) */
 	uint32_t fq_head, fq_n, nclients;
 	/* The client's request is over: give it the next one or let it idle. */
 	void (*request_done)(struct vclient_host *h, struct vclient *c, uint64_t now);
@@ -63,16 +67,23 @@ struct vclient_host {
 /* Set c up as client id of its loop and index of the run, with the workload state ws (or NULL). */
 void vclient_init(struct vclient *c, uint32_t id, uint32_t index, uint64_t seed, void *ws);
 
-/* Start a request intended at `intended` (when it should have started) and send its first call. */
+/*
+ * Start a request intended at `intended` (when it should have started) and
+ * send its first call.  With a throttle, every attempt (this first one and
+ * each retry) is first put to retry_throttle_admit with the client's PRNG; a
+ * refused attempt is not sent and ends the request with reason "throttled"
+ * when the failure queue is next drained (never from inside this call).
+ */
 void vclient_start(struct vclient_host *h, struct vclient *c, uint64_t intended, uint64_t now);
 
-/* c's timer fell due: the request's first attempt (none sent yet) or a retry (the budget's say first). */
+/* c's timer fell due: the request's first attempt (none sent yet) or a retry (the throttle's say,
+ * then the budget's). */
 void vclient_timer(struct vclient_host *h, struct vclient *c, uint64_t due, uint64_t now);
 
 /* A call of c ended: the workload's next call, or the retry decision on the attempt. */
 void vclient_ended(struct vclient_host *h, struct vclient *c, const struct workload_answer *a, uint64_t now);
 
-/* End the calls that failed as they began (queued by the send). */
+/* End the calls that failed as they began (queued by the send), and the requests the throttle refused. */
 void vclient_drain_failed(struct vclient_host *h, uint64_t now);
 
 /* Nanoseconds from the run's start instant to now (0 before it). */

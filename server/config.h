@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "server/capacity.h"
 #include "server/limit/limiter.h"
 
 /*
@@ -33,6 +34,7 @@ struct config_route {
 	bool key_set;                 /* false: the command line's --key applies */
 	enum config_key key;
 	char key_header[CONFIG_HEADER_LEN];
+	struct capacity_params capacity;  /* workers 0: no modelled backend (server/capacity.h) */
 };
 
 /* Parse a --key value: global, ip or header:NAME.  Returns 0, or -1 with a reason. */

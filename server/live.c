@@ -224,9 +224,13 @@ static json_t *event_routes(const struct live_parts *p, const struct clients_sna
 {
 	json_t *arr = json_array();
 
-	for (size_t i = 0; i < p->nroutes; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:s}", "prefix", p->routes[i].prefix, "limiter",
-		                                     p->routes[i].limiter));
+	for (size_t i = 0; i < p->nroutes; i++) {
+		json_t *o = json_pack("{s:s, s:s}", "prefix", p->routes[i].prefix, "limiter", p->routes[i].limiter);
+
+		if (o && p->routes[i].has_backend)
+			json_object_set_new(o, "backend", stats_backend_json(&p->routes[i].backend));
+		json_array_append_new(arr, o);
+	}
 	routes_decorate(arr, p, snap, now_ns);
 	return arr;
 }

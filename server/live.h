@@ -19,7 +19,8 @@
  *    "totals":{"requests":N, "ok":N, "admitted":N, "rejected":N, "faults":N},
  *    "rates":{ the same names, per second over the last second },
  *    "series":{"bucket_ms":100, "first":B, "admitted":[...], "rejected":[...]},
- *    "routes":[{"prefix", "limiter", "policy", "key", "quota":{"remaining","limit","age_s"}}],
+ *    "routes":[{"prefix", "limiter", "policy", "key", "quota":{"remaining","limit","age_s"},
+ *               "backend":{...} with --capacity (stats_backend_json: queue, goodput_per_s, ...)}],
  *    "clients":{"shown":K, "rows":[ROW...], "rest":ROW}}
  *
  * where ROW is {"name", "clients", "requests", "admitted", "rejected",

@@ -254,6 +254,16 @@ int server_port(const struct server *s);
 void server_counts(struct server *s, uint64_t *total, uint64_t *admitted, uint64_t *rejected);
 
 /*
+ * The modelled backend of route index `route` (--capacity, server/capacity.h):
+ * its counters now into *out; false (nothing written) when the route has
+ * none.  Thread-safe; valid until server_stop.
+ */
+bool server_backend_stats(struct server *s, size_t route, struct capacity_stats *out);
+
+/* Its 100 ms series from its epoch (start or POST /reset) into out (max rows); the rows written, 0 for none. */
+size_t server_backend_series(struct server *s, size_t route, struct capacity_bucket *out, size_t max);
+
+/*
  * Clear limiter state and statistics, then call every special handler's reset
  * hook (the config's handlers in order, then limited's), as POST /reset does.
  * Thread-safe.

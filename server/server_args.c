@@ -110,10 +110,21 @@ void server_usage(FILE *f)
 	        "                            \"limit\":5,\"window\":\"1s\",\"burst\":10,\"key\":\"ip\"}]}\n"
 	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
 	        "                            the most active first; the rest in one row (default 50)\n"
-	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n"
-	        "  --quiet                   no log lines on stderr\n"
-	        "  --help                    this text\n",
+	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n",
 	        limiter_names(), SERVER_CONNECTIONS_DEFAULT);
+	fprintf(f,   /* two strings: one would pass the 4095 characters C11 promises to support */
+	        "  --capacity SPEC           a modelled backend behind the limiter, e.g.\n"
+	        "                            workers=4,service=10ms,queue=fifo:1000: virtual workers,\n"
+	        "                            a service time (10ms, 10ms\xc2\xb1" "2ms or exp:10ms) and a\n"
+	        "                            queue (fifo or lifo[:N]); queue-timeout=DUR drops requests\n"
+	        "                            that waited longer, reject-cost=F makes a refusal cost F\n"
+	        "                            service times.  A request whose client has gone is still\n"
+	        "                            served; /stats counts that work apart\n"
+	        "  --trigger F@START+LEN     with --capacity: only F of the workers (25%% or 0.25) from\n"
+	        "                            START for LEN, counted from the start or POST /reset;\n"
+	        "                            repeatable\n"
+	        "  --quiet                   no log lines on stderr\n"
+	        "  --help                    this text\n");
 }
 
 static int opt_bind(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
@@ -209,6 +220,33 @@ static int opt_admin_token(void *base, const struct cli_option *o, const char *v
 	return 0;
 }
 
+/* --capacity SPEC: a modelled backend behind route "/" (server/capacity.h). */
+static int opt_capacity(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct capacity_params *p = &((struct server_args *)base)->cfg.routes[0].capacity;
+	char inner[200];
+
+	(void)o;
+	if (capacity_parse(v, p, inner, sizeof(inner)) < 0)
+		return snprintf(why, wl, "is not a backend such as workers=4,service=10ms,queue=fifo:1000 (%s)", inner), -1;
+	return 0;
+}
+
+/* --trigger F@START+LEN, repeatable: capacity down to F for LEN from START. */
+static int opt_trigger(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct capacity_params *p = &((struct server_args *)base)->cfg.routes[0].capacity;
+	char inner[200];
+
+	(void)o;
+	if (p->ntriggers == CAPACITY_MAX_TRIGGERS)
+		return snprintf(why, wl, "is one too many (at most %d triggers)", CAPACITY_MAX_TRIGGERS), -1;
+	if (capacity_trigger_parse(v, &p->triggers[p->ntriggers], inner, sizeof(inner)) < 0)
+		return snprintf(why, wl, "is not a trigger such as 25%%@5s+3s (%s)", inner), -1;
+	p->ntriggers++;
+	return 0;
+}
+
 static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
 static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
 
@@ -240,6 +278,8 @@ const struct cli_option server_args_options[] = {
 	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },
 	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token },
 	{ "--config", CLI_STRING, SA(config_path) },
+	{ "--capacity", CLI_CUSTOM, .fn = opt_capacity },
+	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
 	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000 },
 	{ "--max-subscribers", CLI_U64, SA(cfg.max_subscribers), .min = 1, .max = 1024 },
@@ -264,6 +304,8 @@ static int finish_default_route(struct server_args *a, char *err, size_t errlen)
 		return cli_bad_value(err, errlen, "serve", "--limiter", r->limiter, "does not take --layer (only layered does)");
 	if (strcmp(r->limiter, "layered") == 0 && r->params.nlayers == 0)
 		return cli_bad_value(err, errlen, "serve", "--limiter", "layered", "needs at least one --layer RATE");
+	if (r->capacity.ntriggers > 0 && r->capacity.workers == 0)
+		return cli_fail(err, errlen, "serve", "--trigger needs --capacity (a trigger takes capacity away)");
 	/* A burst below the limit is legitimate (a bucket smaller than one window's quota): allowed. */
 	if (limiter_params_check(limiter_find(r->limiter), &r->params, why, sizeof(why)) < 0)
 		return cli_fail(err, errlen, "serve", "%s", why);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +272,22 @@ static json_t *status_json(struct stats *s, uint64_t *total)
 	return o;
 }
 
+json_t *stats_backend_json(const struct capacity_stats *b)
+{
+	json_t *shed = json_object();
+
+	for (int k = 0; shed != NULL && k < CAPACITY_SHED_REASONS; k++)
+		json_object_set_new(shed, capacity_shed_name((enum capacity_shed_reason)k), json_integer((json_int_t)b->shed[k]));
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o, s:I, s:I}",
+	                 "workers", (json_int_t)b->workers, "busy", (json_int_t)b->busy,
+	                 "queue", (json_int_t)b->queue, "queue_peak", (json_int_t)b->queue_peak,
+	                 "arrived", (json_int_t)b->arrived, "served", (json_int_t)b->served,
+	                 "served_gone", (json_int_t)b->served_gone, "work_s", (double)b->work_ns / 1e9,
+	                 "work_gone_s", (double)b->work_gone_ns / 1e9, "rejection_work_s", (double)b->debt_work_ns / 1e9,
+	                 "shed", shed, "goodput_per_s", (json_int_t)(b->served_1s - b->served_gone_1s),
+	                 "wasted_per_s", (json_int_t)b->served_gone_1s);
+}
+
 static json_t *routes_json(struct stats *s, const struct stats_route_info *ri, size_t n, json_t *by_limiter)
 {
 	json_t *arr = json_array();
@@ -284,6 +301,9 @@ static json_t *routes_json(struct stats *s, const struct stats_route_info *ri, s
 		                                     (json_int_t)r, "live_keys", (json_int_t)ri[i].store.live_keys,
 		                                     "evictions", (json_int_t)ri[i].store.evictions, "expirations",
 		                                     (json_int_t)ri[i].store.expirations));
+		if (ri[i].has_backend)
+			json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "backend",
+			                    stats_backend_json(&ri[i].backend));
 		if (!lim) {
 			lim = json_pack("{s:I, s:I}", "admitted", (json_int_t)0, "rejected", (json_int_t)0);
 			json_object_set_new(by_limiter, ri[i].limiter, lim);
@@ -408,6 +428,56 @@ static void metrics_routes(struct strbuf *b, struct stats *s, const struct stats
 		sb_printf(b, "ratelab_store_errors_total{route=\"%s\"} %" PRIu64 "\n", ri[i].prefix, ri[i].store.errors);
 }
 
+/* One gauge per route with a backend: help, type, then name{route} value (a uint32_t field of the stats). */
+static void metrics_backend_gauge(struct strbuf *b, const struct stats_route_info *ri, size_t n, const char *name,
+                                  const char *help, size_t field)
+{
+	sb_printf(b, "# HELP ratelab_backend_%s %s\n# TYPE ratelab_backend_%s gauge\n", name, help, name);
+	for (size_t i = 0; i < n; i++)
+		if (ri[i].has_backend)
+			sb_printf(b, "ratelab_backend_%s{route=\"%s\"} %" PRIu32 "\n", name, ri[i].prefix,
+			          *(const uint32_t *)((const char *)&ri[i].backend + field));
+}
+
+/* The modelled backends' figures; nothing when no route has one. */
+static void metrics_backends(struct strbuf *b, const struct stats_route_info *ri, size_t n)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++)
+		any = any || ri[i].has_backend;
+	if (!any)
+		return;
+	metrics_backend_gauge(b, ri, n, "queue", "Requests waiting for a virtual worker.",
+	                      offsetof(struct capacity_stats, queue));
+	metrics_backend_gauge(b, ri, n, "busy_workers", "Virtual workers serving a request.",
+	                      offsetof(struct capacity_stats, busy));
+	metrics_backend_gauge(b, ri, n, "workers", "Virtual workers the triggers leave now.",
+	                      offsetof(struct capacity_stats, workers));
+	sb_printf(b, "# HELP ratelab_backend_served_total Services ended, by whether the client was still there.\n"
+	             "# TYPE ratelab_backend_served_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		if (ri[i].has_backend)
+			sb_printf(b, "ratelab_backend_served_total{route=\"%s\",client=\"present\"} %" PRIu64 "\n"
+			             "ratelab_backend_served_total{route=\"%s\",client=\"gone\"} %" PRIu64 "\n",
+			          ri[i].prefix, ri[i].backend.served - ri[i].backend.served_gone, ri[i].prefix,
+			          ri[i].backend.served_gone);
+	sb_printf(b, "# HELP ratelab_backend_work_seconds_total Service time done, by whether the client was still "
+	             "there.\n# TYPE ratelab_backend_work_seconds_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		if (ri[i].has_backend)
+			sb_printf(b, "ratelab_backend_work_seconds_total{route=\"%s\",client=\"present\"} %.6f\n"
+			             "ratelab_backend_work_seconds_total{route=\"%s\",client=\"gone\"} %.6f\n",
+			          ri[i].prefix, (double)(ri[i].backend.work_ns - ri[i].backend.work_gone_ns) / 1e9,
+			          ri[i].prefix, (double)ri[i].backend.work_gone_ns / 1e9);
+	sb_printf(b, "# HELP ratelab_backend_shed_total Requests answered 503 unserved, by reason.\n"
+	             "# TYPE ratelab_backend_shed_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; ri[i].has_backend && k < CAPACITY_SHED_REASONS; k++)
+			sb_printf(b, "ratelab_backend_shed_total{route=\"%s\",reason=\"%s\"} %" PRIu64 "\n", ri[i].prefix,
+			          capacity_shed_name((enum capacity_shed_reason)k), ri[i].backend.shed[k]);
+}
+
 char *stats_metrics(struct stats *s, uint64_t now_ns, const struct stats_route_info *ri, size_t n)
 {
 	struct strbuf b = { NULL, 0, 0, 0 };
@@ -418,6 +488,7 @@ char *stats_metrics(struct stats *s, uint64_t now_ns, const struct stats_route_i
 	metrics_status(&b, s);
 	metrics_refused(&b, s);
 	metrics_routes(&b, s, ri, n);
+	metrics_backends(&b, ri, n);
 	if (b.failed) {
 		free(b.p);
 		return NULL;

@@ -2,9 +2,11 @@
 #define RATELAB_STATS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/capacity.h"
 #include "server/store/store.h"
 
 /*
@@ -41,7 +43,18 @@ struct stats_route_info {
 	struct store_stats store;
 	const char *policy;      /* its RateLimit-Policy value, or NULL */
 	const char *key;         /* what it keys on: "global", "ip" or "header:NAME", or NULL */
+	bool has_backend;                /* --capacity: the modelled backend's figures follow */
+	struct capacity_stats backend;
 };
+
+/*
+ * A route's modelled backend (--capacity) as a JSON object (new reference, or
+ * NULL when out of memory): workers, busy, queue, queue_peak, arrived,
+ * served, served_gone, work_s, work_gone_s, rejection_work_s, shed (by
+ * reason), goodput_per_s and wasted_per_s (services for present and for gone
+ * clients over the last second).  /stats and /events carry it.
+ */
+json_t *stats_backend_json(const struct capacity_stats *b);
 
 /* A stats table for nroutes routes (<= STATS_MAX_ROUTES), started at now_ns.  NULL on failure. */
 struct stats *stats_new(size_t nroutes, uint64_t now_ns);

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/siphash.h"
+#include "server/http/backend.h"
 #include "server/http/framing.h"
 #include "server/http/limited.h"
 #include "server/http/path.h"
@@ -388,6 +389,21 @@ void server_counts(struct server *s, uint64_t *total, uint64_t *admitted, uint64
 	}
 }
 
+bool server_backend_stats(struct server *s, size_t route, struct capacity_stats *out)
+{
+	if (route >= s->routes.n || s->routes.r[route].backend == NULL)
+		return false;
+	backend_stats(s->routes.r[route].backend, out);
+	return true;
+}
+
+size_t server_backend_series(struct server *s, size_t route, struct capacity_bucket *out, size_t max)
+{
+	if (route >= s->routes.n || s->routes.r[route].backend == NULL)
+		return 0;
+	return backend_series(s->routes.r[route].backend, out, max);
+}
+
 /* Fill a socket address for cfg.bind:port; false when bind is not an IPv4/IPv6 literal. */
 static bool bind_address(const struct server_config *c, struct sockaddr_storage *ss, bool *v6)
 {
@@ -415,6 +431,9 @@ static bool needs_suspend(const struct server_config *c)
 {
 	if (c->query_faults || c->nhandlers > 0 || c->limited.fn)
 		return true;
+	for (size_t i = 0; i < c->nroutes; i++)
+		if (c->routes[i].capacity.workers > 0)
+			return true;
 	for (size_t i = 0; i < c->faults.n; i++)
 		if (c->faults.e[i].kind == FAULT_DELAY)
 			return true;
@@ -584,10 +603,12 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (needs_suspend(&s->cfg) && !(s->delays = delayq_new(s->cfg.max_connections))) {
+	if (needs_suspend(&s->cfg) &&
+	    !(s->delays = delayq_new(s->cfg.max_connections + routes_backend_timer_slots(&s->routes)))) {
 		snprintf(err, errlen, "cannot start the delay timer thread");
 		return -1;
 	}
+	routes_start_backends(&s->routes, s->delays);
 	return 0;
 }
 
@@ -628,6 +649,8 @@ void server_drain(struct server *s)
 	listeners_quiesce(&s->listeners);
 	/* A body still arriving gets its 503 now rather than hold the drain to its deadline. */
 	conns_drain(s->conns, clock_monotonic_ns());
+	/* Requests waiting in a backend are shed; those being served finish now with the held answers. */
+	routes_close_backends(&s->routes);
 	/* Held answers go out now rather than after their delay. */
 	delayq_stop(s->delays);
 	deadline = clock_monotonic_ns() + DRAIN_NS;

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/prng.h"
+#include "server/http/backend.h"
 #include "server/http/daemon.h"
 #include "server/http/request.h"
 
@@ -100,6 +101,17 @@ static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq,
 	return true;
 }
 
+/* Once the decision is in (and a delay fault's hold is over): true when the route's backend now holds rq. */
+static bool enter_backend(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	struct backend *b = s->routes.r[rq->route].backend;
+
+	if (b == NULL || !rq->d.admitted || rq->fault.status)
+		return false;
+	backend_enter(b, c, rq);
+	return true;
+}
+
 /*
  * Make the close a TCP RST (linger 0).  A plain close (FIN) on a kept-alive
  * connection looks to libcurl like a stale connection, and it silently resends
@@ -153,6 +165,11 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 		stats_record(s->stats, rq->route, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, now);
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->resp.unavailable);
 	}
+	if (rq->phase == REQUEST_SHED) {
+		/* the limiter admitted it; the backend behind it could not serve it */
+		stats_record(s->stats, rq->route, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_ADMITTED, now);
+		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->resp.overloaded);
+	}
 	if (!rq->d.admitted) {
 		ret = responses_rejected(&s->resp, c, rt, rq);
 		status = s->cfg.reject_status;
@@ -189,6 +206,8 @@ enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct
 			return MHD_YES;
 	}
 	if (rq->phase == REQUEST_DECIDED && hold(s, c, rq, now))
+		return MHD_YES;
+	if ((rq->phase == REQUEST_DECIDED || rq->phase == REQUEST_HELD) && enter_backend(s, c, rq))
 		return MHD_YES;
 	return answer(s, c, rq, now);
 }

@@ -5,7 +5,8 @@
 
 /*
  * A limited path's request: its faults, the limiter's decision through the
- * route's store, a delay fault, and the answer.  A request is suspended while
+ * route's store, a delay fault, the route's modelled backend (--capacity),
+ * and the answer.  A request is suspended while
  * an asynchronous store decides and while a delay fault holds it; each time
  * it is resumed MHD calls limited_serve again, and rq->phase says what is
  * left.  Called from the server's threads; each request is on one at a time.

@@ -30,7 +30,13 @@ enum request_phase {
 	REQUEST_DECIDED,       /* the decision is in d; a delay fault may still hold the answer */
 	REQUEST_STORE_FAILED,  /* the store could not decide and fails closed: answer 503 */
 	REQUEST_HELD,          /* suspended for a delay: answer when resumed (a handler's in `kept`) */
+	REQUEST_QUEUED,        /* suspended in the route's backend, waiting for a virtual worker */
+	REQUEST_SERVING,       /* suspended while a virtual worker serves it */
+	REQUEST_SERVED,        /* the backend served it: answer as admitted */
+	REQUEST_SHED,          /* the backend shed it (queue full, dropped, stopping): answer 503 */
 };
+
+struct backend;
 
 struct request {
 	bool pooled;                 /* the connection's slot; false for the rare one allocated alone */
@@ -40,7 +46,9 @@ struct request {
 	bool holds_slot;             /* the store admitted it and counts it: release when it ends */
 	bool body_pending;           /* its body is still arriving (the connection table knows: conns.h) */
 	const char *raw_uri;         /* the request target as sent, in MHD's buffer (the URI log callback's) */
-	struct MHD_Connection *conn; /* set while the store works on the decision */
+	struct MHD_Connection *conn; /* set while the store works on the decision, or the backend holds it */
+	struct backend *backend;     /* the backend holding it (queued or serving) */
+	uint64_t service_ns;         /* its service time, once a virtual worker took it */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
 	unsigned kept_status;
 	enum server_reply_kind kept_kind;  /* a held scripted failure (kept is NULL then) */

@@ -15,6 +15,7 @@ static const char TOO_BIG_BODY[] = "request body too large\n";
 static const char UNAVAILABLE_BODY[] = "limiter store unavailable\n";
 static const char NO_ROUTE_BODY[] = "no route\n";
 static const char BAD_PATH_BODY[] = "bad request path: a NUL, or a %% without two hex digits\n";
+static const char OVERLOADED_BODY[] = "overloaded: the backend shed this request\n";
 
 static _Thread_local uint64_t tl_slot_gen;
 static _Thread_local struct responses_slot *tl_slot;
@@ -61,7 +62,8 @@ int responses_init(struct responses *rs, const struct server_config *cfg, uint64
 	rs->unavailable = constant_response(UNAVAILABLE_BODY, sizeof(UNAVAILABLE_BODY) - 1);
 	rs->no_route = constant_response(NO_ROUTE_BODY, sizeof(NO_ROUTE_BODY) - 1);
 	rs->bad_path = constant_response(BAD_PATH_BODY, sizeof(BAD_PATH_BODY) - 1);
-	if (!rs->ok || !rs->too_big || !rs->unavailable || !rs->no_route || !rs->bad_path)
+	rs->overloaded = constant_response(OVERLOADED_BODY, sizeof(OVERLOADED_BODY) - 1);
+	if (!rs->ok || !rs->too_big || !rs->unavailable || !rs->no_route || !rs->bad_path || !rs->overloaded)
 		return -1;
 	MHD_add_response_header(rs->bad_path, MHD_HTTP_HEADER_CONNECTION, "close");
 	MHD_add_response_header(rs->too_big, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -70,7 +72,8 @@ int responses_init(struct responses *rs, const struct server_config *cfg, uint64
 
 void responses_destroy(struct responses *rs)
 {
-	struct MHD_Response *constants[] = { rs->ok, rs->too_big, rs->unavailable, rs->no_route, rs->bad_path };
+	struct MHD_Response *constants[] = { rs->ok, rs->too_big, rs->unavailable, rs->no_route, rs->bad_path,
+	                                     rs->overloaded };
 
 	for (size_t i = 0; i < RESPONSES_CACHE_SLOTS; i++)
 		if (rs->slots[i].r)

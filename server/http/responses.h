@@ -14,7 +14,8 @@
 /*
  * The answers of limited paths as MHD responses: admitted (200 with the
  * RateLimit headers), rejected (the problem body with Retry-After), injected
- * faults, and the constant ones (413, 503 store unavailable, 404 no route, 400 bad path),
+ * faults, and the constant ones (413, 503 store unavailable, 503 overloaded,
+ * 404 no route, 400 bad path),
  * built once at start-up.  Admitted and rejected answers are reused while they
  * say the same thing, so the hot paths seldom allocate or format headers.
  */
@@ -64,6 +65,7 @@ struct responses {
 	struct MHD_Response *unavailable;    /* 503: the store failed and fails closed */
 	struct MHD_Response *no_route;       /* 404 */
 	struct MHD_Response *bad_path;       /* 400: a path path_normalize refuses, Connection: close */
+	struct MHD_Response *overloaded;     /* 503: the route's backend shed the request */
 };
 
 struct request;

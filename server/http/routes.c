@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "common/prng.h"
+#include "server/http/backend.h"
 #include "server/http/path.h"
 
 static int route_setup(struct route *r, const struct config_route *cr, const struct server_config *cfg,
-                       char *err, size_t errlen)
+                       size_t idx, char *err, size_t errlen)
 {
 	char why[200];
 
@@ -37,7 +40,16 @@ static int route_setup(struct route *r, const struct config_route *cr, const str
 	else if (!(r->store = store_memory_new(r->ops, &r->params, cfg->max_keys, 0)))
 		snprintf(err, errlen, "route %s: out of memory for the key table", cr->prefix);
 	r->async = r->store && r->store->ops->submit != NULL && !cfg->limited.fn;
-	return r->store ? 0 : -1;
+	if (!r->store)
+		return -1;
+	r->backend = NULL;
+	if (cr->capacity.workers > 0 &&
+	    !(r->backend = backend_new(&cr->capacity, clock_monotonic_ns(), prng_stream_seed(cfg->seed, 1000 + idx)))) {
+		snprintf(err, errlen, "route %s: out of memory for the backend model", cr->prefix);
+		r->store->ops->free(r->store);
+		return -1;
+	}
+	return 0;
 }
 
 /* Insertion sort of the indexes by prefix length, longest first (at most SERVER_MAX_ROUTES). */
@@ -57,7 +69,7 @@ static void routes_order(struct routes *rs)
 int routes_setup(struct routes *rs, const struct server_config *cfg, char *err, size_t errlen)
 {
 	for (rs->n = 0; rs->n < cfg->nroutes; rs->n++)
-		if (route_setup(&rs->r[rs->n], &cfg->routes[rs->n], cfg, err, errlen) < 0)
+		if (route_setup(&rs->r[rs->n], &cfg->routes[rs->n], cfg, rs->n, err, errlen) < 0)
 			return -1;
 	routes_order(rs);
 	return 0;
@@ -66,8 +78,10 @@ int routes_setup(struct routes *rs, const struct server_config *cfg, char *err, 
 void routes_free(struct routes *rs)
 {
 	/* After a failed set-up, n counts the routes before the one that failed: each has a store. */
-	for (size_t i = 0; i < rs->n; i++)
+	for (size_t i = 0; i < rs->n; i++) {
 		rs->r[i].store->ops->free(rs->r[i].store);
+		backend_free(rs->r[i].backend);
+	}
 	rs->n = 0;
 }
 
@@ -116,14 +130,20 @@ size_t routes_infos(const struct routes *rs, struct stats_route_info ri[SERVER_M
 		ri[i].policy = rs->r[i].policy;
 		ri[i].key = rs->r[i].key_name;
 		rs->r[i].store->ops->stats(rs->r[i].store, &ri[i].store);
+		ri[i].has_backend = rs->r[i].backend != NULL;
+		if (ri[i].has_backend)
+			backend_stats(rs->r[i].backend, &ri[i].backend);
 	}
 	return rs->n;
 }
 
 void routes_reset(struct routes *rs)
 {
-	for (size_t i = 0; i < rs->n; i++)
+	for (size_t i = 0; i < rs->n; i++) {
 		rs->r[i].store->ops->reset(rs->r[i].store);
+		if (rs->r[i].backend)
+			backend_reset(rs->r[i].backend);
+	}
 }
 
 void routes_quiesce(struct routes *rs)
@@ -131,4 +151,28 @@ void routes_quiesce(struct routes *rs)
 	for (size_t i = 0; i < rs->n; i++)
 		if (rs->r[i].store->ops->quiesce)
 			rs->r[i].store->ops->quiesce(rs->r[i].store);
+}
+
+void routes_start_backends(struct routes *rs, struct delayq *dq)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->r[i].backend)
+			backend_start(rs->r[i].backend, dq);
+}
+
+void routes_close_backends(struct routes *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->r[i].backend)
+			backend_close(rs->r[i].backend);
+}
+
+size_t routes_backend_timer_slots(const struct routes *rs)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->r[i].backend)
+			n += backend_timer_slots(backend_params(rs->r[i].backend));
+	return n;
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "server/http/client_key.h"
+#include "server/http/delayq.h"
 #include "server/http/headers.h"
 #include "server/limit/limiter.h"
 #include "server/server.h"
@@ -34,6 +35,7 @@ struct route {
 	bool async;                  /* the store queues decisions (Redis): suspend while it works */
 	char policy[HEADERS_POLICY_LEN];
 	char key_name[CONFIG_HEADER_LEN + 8];   /* "global", "ip" or "header:NAME" */
+	struct backend *backend;     /* --capacity: the modelled backend behind the limiter; NULL: none */
 };
 
 struct routes {
@@ -77,5 +79,14 @@ void routes_reset(struct routes *rs);
 
 /* Finish every store's queued decisions (store_ops.quiesce); before the daemon stops. */
 void routes_quiesce(struct routes *rs);
+
+/* Start every route's backend on the delay queue dq (server/http/backend.h). */
+void routes_start_backends(struct routes *rs, struct delayq *dq);
+
+/* Close every route's backend: its waiting requests are shed (server_drain, before the delay queue stops). */
+void routes_close_backends(struct routes *rs);
+
+/* Delay-queue entries the routes' backends may hold besides their requests'. */
+size_t routes_backend_timer_slots(const struct routes *rs);
 
 #endif

@@ -303,6 +303,7 @@ START_TEST(usage_errors_exit_2)
 		{ "hammer", "--rate", "x", NULL }, { "hammer", "--header", "nocolon", NULL },
 		{ "hammer", "--method", "get", NULL }, { "hammer", "--retry-on", "99x", NULL },
 		{ "hammer", "--budget", "ratio=x", NULL }, { "hammer", "--arrivals", "poisson", NULL },
+		{ "hammer", "--rate", "100/s,300/s@x+3s", NULL }, { "hammer", "--rate", "100/s,300/s", NULL },
 	};
 	static const char *const line[] = {
 		"ratelab hammer: unknown option '--bogus'\n",
@@ -331,6 +332,10 @@ START_TEST(usage_errors_exit_2)
 		"ratelab hammer: --budget: 'ratio=x' is not a budget such as ratio=0.2,min=10,window=10s, on, "
 		"sre,k=2,window=2m or none\n",
 		"ratelab hammer: --arrivals poisson needs --rate\n",
+		"ratelab hammer: --rate: '100/s,300/s@x+3s' is not a rate schedule such as 100/s,300/s@10s+3s,100/s "
+		"(item 2 '300/s@x+3s': '@x' is not a start such as @10s)\n",
+		"ratelab hammer: --rate: '100/s,300/s' is not a rate schedule such as 100/s,300/s@10s+3s,100/s "
+		"(item 2 '300/s': needs @START: the item before it has no +LEN)\n",
 	};
 	struct test_run r;
 
@@ -571,6 +576,88 @@ START_TEST(too_many_urls_exit_2)
 }
 END_TEST
 
+/*
+ * sre-adaptive against a server that fails every request: once the window
+ * holds refusals, the throttle refuses attempts locally.  Every refusal ends
+ * its request ("throttled"); refused first attempts make no call ("unsent").
+ */
+START_TEST(sre_adaptive_throttles_locally)
+{
+	struct fixture f;
+	struct test_run r;
+	static const char *const sargs[] = { "--limiter", "none", "--faults", "503:100", NULL };
+	json_t *j;
+	long long req, unsent, throttled, calls, s503;
+
+	serve(&f, sargs);
+	const char *args[] = { "hammer", f.url, "--policy", "sre-adaptive", "--budget", "sre,k=2,window=10s",
+	                       "--rate", "200", "--duration", "1s", "--seed", "3", "--json", "-", NULL };
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
+	unserve(&f);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	req = testutil_jint(j, "requests", NULL);
+	unsent = testutil_jint(j, "unsent", NULL);
+	throttled = testutil_jint(j, "throttled", NULL);
+	calls = testutil_jint(j, "calls", NULL);
+	s503 = testutil_jint(j, "statuses", "503");
+	ck_assert_int_gt(unsent, req / 2);          /* p climbs towards 1: most are never sent */
+	ck_assert_int_eq(unsent + s503, req);       /* every finished request: never sent, or a 503 */
+	ck_assert_int_eq(testutil_jint(j, "gave_up", "throttled"), throttled);
+	ck_assert_int_ge(throttled, unsent);
+	ck_assert_int_eq(testutil_jint(j, "attempt_statuses", "503"), calls);
+	ck_assert_int_lt(calls, 2 * (req - unsent) + 40);
+	ck_assert_ptr_nonnull(strstr(r.err, "throttled x"));
+	ck_assert_ptr_nonnull(strstr(r.err, "\nunsent  x"));
+	json_decref(j);
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* --rate as a schedule: 50/s, 150/s from 1 s for 1 s, 50/s; 250 arrivals in 3 s, the spike's in its second. */
+START_TEST(rate_schedule_spike)
+{
+	struct fixture f;
+	struct test_run r;
+	static const char *const sargs[] = { "--limiter", "none", NULL };
+	char csv[256];
+	json_t *j;
+	FILE *fp;
+	long rows[4] = { 0 };
+	double t;
+	long n;
+	long long started;
+
+	snprintf(csv, sizeof(csv), "/tmp/ratelab-sched-%d.csv", (int)getpid());
+	serve(&f, sargs);
+	const char *args[] = { "hammer", f.url, "--rate", "50,150@1s+1s,50", "--duration", "3s", "--interval", "1s",
+	                       "--timeline", csv, "--json", "-", NULL };
+	j = testutil_run_json(&r, args, NULL, RUN_MS);
+	ck_assert_msg(j != NULL, "not JSON: %s / %s", r.out, r.err);
+	unserve(&f);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	/* 250 on time; the last ones (up to 2.98 s) miss the end when a loaded machine stalls the loop,
+	 * but a plain 50/s would make 150 */
+	started = testutil_jint(j, "requests", NULL) + testutil_jint(j, "unfinished", NULL);
+	ck_assert_msg(started >= 210 && started <= 250, "%lld arrivals", started);
+	ck_assert_str_eq(testutil_jstr(j, "config", "rate_schedule"), "50/s for 1s, 150/s from 1s for 1s, 50/s from 2s");
+	ck_assert(json_real_value(json_object_get(json_object_get(j, "config"), "rate")) == 150.0);
+	fp = fopen(csv, "r");
+	ck_assert_ptr_nonnull(fp);
+	fscanf(fp, "%*[^\n]\n");
+	while (fscanf(fp, "%lf,%ld%*[^\n]\n", &t, &n) == 2)
+		if (t >= 0 && t < 4)
+			rows[(int)t] = n;
+	fclose(fp);
+	unlink(csv);
+	/* calls are counted when sent: a stalled loop on a shared machine moves some into the next second */
+	ck_assert_msg(rows[1] > rows[0] + 30 && rows[1] > rows[2], "per second: %ld %ld %ld", rows[0], rows[1], rows[2]);
+	ck_assert_int_eq(rows[0] + rows[1] + rows[2], started);
+	json_decref(j);
+	testutil_run_free(&r);
+}
+END_TEST
+
 Suite *hammer_suite(void)
 {
 	Suite *s = suite_create("hammer");
@@ -593,6 +680,8 @@ Suite *hammer_suite(void)
 	tcase_add_test(tc, two_servers_one_thread_odd_count);
 	tcase_add_test(tc, seed_fixes_each_clients_waits);
 	tcase_add_test(tc, too_many_urls_exit_2);
+	tcase_add_test(tc, sre_adaptive_throttles_locally);
+	tcase_add_test(tc, rate_schedule_spike);
 	suite_add_tcase(s, tc);
 	return s;
 }

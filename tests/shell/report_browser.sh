@@ -67,5 +67,37 @@ cdp_viewport 1920 1080
 w=$(cdp_eval "String(document.documentElement.scrollWidth <= 1920)")
 [ "$w" = true ] && check "no horizontal scroll at 1920x1080" ok || check "no horizontal scroll at 1920x1080" "$w"
 
+# The storm report: a lane per run, each drawing goodput, offered load, attempts and the
+# queue (four shapes), two lanes high enough to read and short enough to fit at 1024x768.
+"$BIN" storm --policies naive --control --duration 2s --trigger 50%@500ms+500ms --clients 300 \
+	--report "$TMP/s" >"$TMP/storm.out"
+cdp_viewport 1024 768
+cdp_page "file://$TMP/s/report.html" 1024 768
+i=0
+while [ "$(cdp_eval "document.readyState")" != complete ] && [ "$i" -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
+lanes=$(cdp_eval "Array.prototype.map.call(document.querySelectorAll('svg.lane'), function (s) { var r = s.getBoundingClientRect(); return s.getAttribute('data-policy') + '=' + Math.round(r.width) + 'x' + Math.round(r.height) + '=' + s.querySelectorAll('polyline,polygon').length; }).join(' ')")
+for p in naive:no-trigger naive; do
+	lane=$(printf '%s\n' $lanes | grep "^$p=" || true)
+	w=$(echo "$lane" | sed -n 's/^[a-z:-]*=\([0-9]*\)x\([0-9]*\)=\([0-9]*\)$/\1/p')
+	h=$(echo "$lane" | sed -n 's/^[a-z:-]*=\([0-9]*\)x\([0-9]*\)=\([0-9]*\)$/\2/p')
+	n=$(echo "$lane" | sed -n 's/^[a-z:-]*=\([0-9]*\)x\([0-9]*\)=\([0-9]*\)$/\3/p')
+	if [ -n "$w" ] && [ "$w" -gt 900 ] && [ "$h" -gt 150 ] && [ "$h" -lt 360 ] && [ "$n" -eq 4 ]; then
+		check "storm lane $p rendered ${w}x${h} with $n shapes" ok
+	else
+		check "storm lane $p" "'$lane' (lanes: $lanes)"
+	fi
+done
+rows=$(cdp_eval "document.querySelectorAll('#results tr').length - 1")
+[ "$rows" = 2 ] && check "storm results table has 2 rows" ok || check "storm results table rows" "$rows, want 2"
+w=$(cdp_eval "document.documentElement.scrollWidth")
+[ "${w:-9999}" -le 1024 ] && check "storm scrollWidth $w <= 1024 at 1024x768" ok || check "storm scrollWidth" "$w"
+overlaps=$(cdp_eval "(function () { var n = 0; function hit(a, b) { return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height; } document.querySelectorAll('svg.lane').forEach(function (s) { var t = Array.prototype.map.call(s.querySelectorAll('text'), function (e) { return e.getBBox(); }), r = Array.prototype.map.call(s.querySelectorAll('rect'), function (e) { return e.getBBox(); }); t.forEach(function (a, i) { r.forEach(function (b) { if (hit(a, b)) n++; }); t.forEach(function (b, j) { if (j > i && hit(a, b)) n++; }); }); }); return n; })()")
+[ "$overlaps" = 0 ] && check "storm: no label covers a band or a label" ok || check "storm labels overlapping" "$overlaps"
+debug=$(cdp_eval "String(!!document.querySelector('pre'))")
+[ "$debug" = false ] && check "storm: no debug text" ok || check "storm: no debug text" "the page has some"
+
 echo "report_browser: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

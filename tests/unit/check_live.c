@@ -36,8 +36,10 @@ static void setup(struct fixture *f)
 	memset(f, 0, sizeof(*f));
 	f->stats = stats_new(2, T0);
 	f->clients = clients_new(&KEY, T0);
-	f->routes[0] = (struct stats_route_info){ "/", "token-bucket", { 2, 0, 0, 0 }, "\"default\";q=9;w=1", "ip" };
-	f->routes[1] = (struct stats_route_info){ "/g", "gcra", { 1, 0, 0, 0 }, "\"default\";q=9;w=1", "global" };
+	f->routes[0] = (struct stats_route_info){ "/", "token-bucket", { 2, 0, 0, 0 }, "\"default\";q=9;w=1", "ip",
+	                                          false, { 0 } };
+	f->routes[1] = (struct stats_route_info){ "/g", "gcra", { 1, 0, 0, 0 }, "\"default\";q=9;w=1", "global",
+	                                          false, { 0 } };
 	f->parts = (struct live_parts){ f->stats, f->clients, 1, f->routes, 2, 429, 3 };
 	record(f, "a\"b", 0, true, T0 + 10 * MS);
 	record(f, "a\"b", 0, false, T0 + 20 * MS);
@@ -107,6 +109,41 @@ START_TEST(event_figures)
 }
 END_TEST
 
+/* A route with a modelled backend (--capacity) carries its figures in each event, the others none. */
+START_TEST(event_backend)
+{
+	struct fixture f;
+	struct live_totals now;
+	char *text;
+	json_t *ev, *b;
+
+	setup(&f);
+	f.routes[1].has_backend = true;
+	f.routes[1].backend = (struct capacity_stats){ .arrived = 9, .started = 7, .served = 6, .served_gone = 4,
+	                                               .work_ns = 60 * MS, .work_gone_ns = 40 * MS, .queue = 2,
+	                                               .busy = 1, .workers = 1, .queue_peak = 3, .served_1s = 5,
+	                                               .served_gone_1s = 4 };
+	f.routes[1].backend.shed[CAPACITY_SHED_FULL] = 1;
+	live_totals_at(&f.parts, T0 + 500 * MS, &now);
+	text = live_event_json(&f.parts, &now, &now, 1);
+	ev = json_loads(text, 0, NULL);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_ptr_null(json_object_get(json_array_get(json_object_get(ev, "routes"), 0), "backend"));
+	b = json_object_get(json_array_get(json_object_get(ev, "routes"), 1), "backend");
+	ck_assert_int_eq(json_integer_value(json_object_get(b, "queue")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(b, "queue_peak")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(b, "workers")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(b, "served_gone")), 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(b, "goodput_per_s")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(b, "wasted_per_s")), 4);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(b, "work_gone_s")), 0.04, 1e-12);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "shed"), "full")), 1);
+	json_decref(ev);
+	free(text);
+	teardown(&f);
+}
+END_TEST
+
 START_TEST(stats_json_additions)
 {
 	struct fixture f;
@@ -157,6 +194,7 @@ Suite *live_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, event_figures);
+	tcase_add_test(tc, event_backend);
 	tcase_add_test(tc, stats_json_additions);
 	tcase_add_test(tc, metrics_client_lines);
 	suite_add_tcase(s, tc);

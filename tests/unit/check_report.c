@@ -84,7 +84,7 @@ END_TEST
 START_TEST(json_fields)
 {
 	struct hammer_result r;
-	struct report_info info = { "http://x/", "GET", "lab", 4, 2, 7, 0, false, NULL };
+	struct report_info info = { "http://x/", "GET", "lab", 4, 2, 7, 0, false, NULL, NULL };
 	json_t *j;
 
 	lab_result(&r);

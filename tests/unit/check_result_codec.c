@@ -30,6 +30,8 @@ static void busy_result(struct hammer_result *r)
 	r->unfinished = 3;
 	r->dropped = 1;
 	r->budget_refused = 2;
+	r->throttled = 6;
+	r->unsent = 4;
 	r->wall_ns = 4321 * NS_PER_MS;
 	r->last_ok_ns = 4000 * NS_PER_MS;
 	r->start_wall_ns = 1750000000123456789ULL;
@@ -79,6 +81,8 @@ START_TEST(round_trip_is_exact)
 	ck_assert_uint_eq(back.start_wall_ns, 1750000000123456789ULL);
 	ck_assert_uint_eq(back.start_late_ns, 270000);
 	ck_assert_str_eq(back.transport, "wire");
+	ck_assert_uint_eq(back.throttled, 6);
+	ck_assert_uint_eq(back.unsent, 4);
 	ck_assert_ptr_nonnull(back.by_start);
 	again = result_codec_json(&back);
 	ck_assert(json_equal(raw, again));
@@ -108,6 +112,8 @@ START_TEST(add_merges_and_shifts)
 	ck_assert_uint_eq(sum.final_errors[RETRY_ERR_TIMEOUT], 4);
 	ck_assert_uint_eq(sum.gave_up[RETRY_REASON_DEADLINE], 4);
 	ck_assert_uint_eq(sum.calls, 212);
+	ck_assert_uint_eq(sum.throttled, 12);
+	ck_assert_uint_eq(sum.unsent, 8);
 	ck_assert_uint_eq(sum.servers[1].retries, 58);
 	ck_assert_uint_eq(histogram_count(sum.latency), 1000);
 	ck_assert_uint_eq(timeline_rows(sum.timeline), timeline_rows(r.timeline) + 3);
@@ -158,7 +164,7 @@ END_TEST
 START_TEST(report_json_carries_raw)
 {
 	struct hammer_result r;
-	struct report_info info = { "http://a/", "GET", "none", 4, 2, 7, 0, true, NULL };
+	struct report_info info = { "http://a/", "GET", "none", 4, 2, 7, 0, true, NULL, NULL };
 	json_t *j, *raw;
 
 	busy_result(&r);

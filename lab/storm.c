@@ -1,0 +1,512 @@
+/* ratelab storm: the metastable retry storm, one row per client policy. */
+#include "lab/storm.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cli.h"
+#include "common/clock.h"
+#include "common/parse.h"
+#include "common/rate_schedule.h"
+#include "hammer/engine.h"
+#include "lab/storm_report.h"
+#include "server/capacity.h"
+#include "server/server.h"
+
+#define STORM_MAX_POLICIES 12
+#define ERRLEN 512
+#define DEFAULT_CAPACITY "workers=4,service=10ms,queue=fifo:400"
+#define DEFAULT_TRIGGER "25%@3s+2s"
+
+struct storm_opts {
+	char policies[STORM_MAX_POLICIES][32];
+	size_t npolicies;
+	bool control;
+	struct rate_schedule schedule;
+	uint64_t duration_ns;
+	uint64_t timeout_ns;
+	struct capacity_params capacity;
+	const char *capacity_spec;
+	struct capacity_trigger trigger;
+	const char *trigger_spec;
+	bool no_trigger;
+	struct storm_knobs knobs;
+	uint32_t clients;
+	uint64_t seed;
+	const char *report_dir;
+	struct storm_window window;    /* settled after parsing */
+	char window_what[160];
+};
+
+static atomic_int cancel_flag;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	atomic_store(&cancel_flag, 1);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	"usage: ratelab storm [options]\n"
+	"\n"
+	"The metastable retry storm.  For each policy, a fresh in-process server whose\n"
+	"backend has a fixed capacity (virtual workers, a service time, a bounded queue)\n"
+	"meets the same open-loop load and the same trigger.  Retries of requests that\n"
+	"timed out are work the backend still does for clients that have gone: with\n"
+	"naive retries it stays overloaded after the trigger is over.  One row per policy.\n"
+	"\n"
+	"  --policies LIST      comma-separated (default %s):\n"
+	"                       naive: 5 attempts, no wait; backoff: the same with full-jitter\n"
+	"                       backoff (100ms..2s); budget: naive within seed 001's retry budget\n"
+	"                       (20%% + 10/s over 10s); adaptive: sre-adaptive with the window\n"
+	"                       below; or a retry preset (%s)\n"
+	"  --control            also run the first policy without the trigger (the counterfactual)\n"
+	"  --rate R|SCHEDULE    offered load (default 200/s); a schedule such as\n"
+	"                       200/s,600/s@3s+1s,200/s is a load-spike trigger\n"
+	"  --duration DUR       each policy's run (default 10s)\n"
+	"  --timeout DUR        the client's deadline for one attempt (default 500ms)\n"
+	"  --capacity SPEC      the backend, as serve takes it (default %s)\n"
+	"  --trigger F@S+L|none capacity down to F from S for L (default %s); none: the\n"
+	"                       spike of a --rate schedule is the trigger\n"
+	"  --throttle-window DUR  adaptive: the throttle's window (default 500ms)\n"
+	"  --throttle-k K       adaptive: the throttle's K (default 2)\n"
+	"  --clients N          virtual clients (default 2000)\n"
+	"  --seed N             fixes every random draw (default 1)\n"
+	"  --report DIR         write DIR/report.html, DIR/results.json, DIR/<policy>.csv\n"
+	"\n"
+	"Columns: goodput per second (2xx answers within the deadline) from 1s (at most 5s\n"
+	"back) to the trigger, during it and after it; best-after: the best second after it;\n"
+	"recovered: from when every second's goodput stays at 90%% of before; attempts per request;\n"
+	"the work the server did for clients that had gone (seconds, share of all work).\n",
+	STORM_DEFAULT_POLICIES, retry_preset_names(), DEFAULT_CAPACITY, DEFAULT_TRIGGER);
+}
+
+/* ---- the policies ---- */
+
+int storm_policy(const char *name, const struct storm_knobs *k, struct retry_policy *out, char *err, size_t errlen)
+{
+	char v[64], ms[32];
+
+	if (strcmp(name, "backoff") == 0 || strcmp(name, "budget") == 0) {
+		retry_policy_preset("naive", out);
+		if (strcmp(name, "backoff") == 0) {
+			retry_policy_set(out, "backoff", "full", NULL, 0);
+			retry_policy_set(out, "base", "100ms", NULL, 0);
+			retry_policy_set(out, "cap", "2s", NULL, 0);
+		} else {
+			retry_policy_set(out, "budget", "ratio=0.2,min=10,window=10s", NULL, 0);
+		}
+	} else if (strcmp(name, "adaptive") == 0) {
+		retry_policy_preset("sre-adaptive", out);
+		parse_format_exact_duration(k->throttle_window_ns, ms, sizeof(ms));
+		snprintf(v, sizeof(v), "sre,k=%g,window=%s", k->throttle_k, ms);
+		if (retry_policy_set(out, "budget", v, err, errlen) != 0)
+			return -1;
+	} else if (retry_policy_preset(name, out) != 0) {
+		snprintf(err, errlen, "--policies: unknown policy '%s' (%s, or a preset: %s)", name,
+		         STORM_DEFAULT_POLICIES, retry_preset_names());
+		return -1;
+	}
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	return 0;
+}
+
+/* ---- options ---- */
+
+static int opt_policies(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	struct storm_opts *o = base;
+	struct storm_knobs k = { NS_PER_SEC, 2 };
+	struct retry_policy probe;
+	char buf[512], *save = NULL, inner[300];
+
+	(void)opt;
+	if (strlen(v) >= sizeof(buf))
+		return snprintf(why, wl, "is too long"), -1;
+	strcpy(buf, v);
+	o->npolicies = 0;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->npolicies == STORM_MAX_POLICIES)
+			return snprintf(why, wl, "is one too many (at most %d policies)", STORM_MAX_POLICIES), -1;
+		if (strlen(tok) >= sizeof(o->policies[0]) || storm_policy(tok, &k, &probe, inner, sizeof(inner)) != 0)
+			return snprintf(why, wl, "names an unknown policy '%.31s' (%s, or a preset: %s)", tok,
+			                STORM_DEFAULT_POLICIES, retry_preset_names()), -1;
+		strcpy(o->policies[o->npolicies++], tok);
+	}
+	if (o->npolicies == 0)
+		return snprintf(why, wl, "is not a list of policies such as naive,budget"), -1;
+	return 0;
+}
+
+static int opt_rate(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	char inner[300];
+
+	(void)opt;
+	if (rate_schedule_parse(v, 1e6, &((struct storm_opts *)base)->schedule, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a rate or a schedule such as 200/s or 200/s,600/s@3s+1s,200/s (%s)",
+		                inner), -1;
+	return 0;
+}
+
+static int opt_capacity(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	struct storm_opts *o = base;
+	char inner[300];
+
+	(void)opt;
+	if (capacity_parse(v, &o->capacity, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a backend such as %s (%s)", DEFAULT_CAPACITY, inner), -1;
+	o->capacity_spec = v;
+	return 0;
+}
+
+static int opt_trigger(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	struct storm_opts *o = base;
+	char inner[300];
+
+	(void)opt;
+	o->no_trigger = strcmp(v, "none") == 0;
+	o->trigger_spec = v;
+	if (!o->no_trigger && capacity_trigger_parse(v, &o->trigger, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a trigger such as %s or none (%s)", DEFAULT_TRIGGER, inner), -1;
+	return 0;
+}
+
+#define SO(member) CLI_FIELD(struct storm_opts, member)
+
+static const struct cli_option STORM_OPTIONS[] = {
+	{ "--policies", CLI_CUSTOM, .fn = opt_policies },
+	{ "--control", CLI_BOOL, SO(control) },
+	{ "--rate", CLI_CUSTOM, .fn = opt_rate },
+	{ "--duration", CLI_DURATION, SO(duration_ns), .min = NS_PER_SEC, .max = 120 * NS_PER_SEC },
+	{ "--timeout", CLI_DURATION, SO(timeout_ns), .min = NS_PER_MS, .max = 60 * NS_PER_SEC },
+	{ "--capacity", CLI_CUSTOM, .fn = opt_capacity },
+	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger },
+	{ "--throttle-window", CLI_DURATION, SO(knobs.throttle_window_ns), .min = 10 * NS_PER_MS,
+	  .max = 3600 * NS_PER_SEC },
+	{ "--throttle-k", CLI_DOUBLE, SO(knobs.throttle_k), .dmin = 1, .dmax = 100 },
+	{ "--clients", CLI_U64, SO(clients), .min = 1, .max = 100000 },
+	{ "--seed", CLI_U64, SO(seed), .max = INT64_MAX },
+	{ "--report", CLI_STRING, SO(report_dir) },
+	{ NULL },
+};
+
+static const struct cli_command STORM_CLI = { "storm", usage };
+
+static void opts_defaults(struct storm_opts *o)
+{
+	char why[128];
+
+	memset(o, 0, sizeof(*o));
+	opt_policies(o, NULL, STORM_DEFAULT_POLICIES, why, sizeof(why));
+	rate_schedule_constant(&o->schedule, 200);
+	o->duration_ns = 10 * NS_PER_SEC;
+	o->timeout_ns = 500 * NS_PER_MS;
+	capacity_parse(DEFAULT_CAPACITY, &o->capacity, NULL, 0);
+	o->capacity_spec = DEFAULT_CAPACITY;
+	capacity_trigger_parse(DEFAULT_TRIGGER, &o->trigger, NULL, 0);
+	o->trigger_spec = DEFAULT_TRIGGER;
+	o->knobs.throttle_window_ns = 500 * NS_PER_MS;
+	o->knobs.throttle_k = 2;
+	o->clients = 2000;
+	o->seed = 1;
+}
+
+/* The highest segment of a schedule that is not the whole run: the spike.  False when there is none. */
+static bool schedule_spike(const struct rate_schedule *s, uint64_t duration_ns, struct storm_window *w)
+{
+	const struct rate_segment *top = NULL;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (!(s->seg[i].start_ns == 0 && s->seg[i].end_ns >= duration_ns) &&
+		    (top == NULL || s->seg[i].rate > top->rate))
+			top = &s->seg[i];
+	if (top == NULL || top->rate <= rate_schedule_rate(s, 0))
+		return false;
+	w->start_ns = top->start_ns;
+	w->end_ns = top->end_ns;
+	return true;
+}
+
+/* When the trigger acts: the capacity drop, or else the schedule's spike; one line in err when it is no good. */
+static int settle_window(struct storm_opts *o, char *err, size_t errlen)
+{
+	char end[32], dur[32];
+
+	parse_format_exact_duration(o->duration_ns, dur, sizeof(dur));
+	if (!o->no_trigger) {
+		o->window.start_ns = o->trigger.start_ns;
+		o->window.end_ns = o->trigger.start_ns + o->trigger.len_ns;
+		capacity_trigger_describe(&o->trigger, o->window_what, sizeof(o->window_what));
+		parse_format_exact_duration(o->window.end_ns, end, sizeof(end));
+		if (o->window.end_ns > o->duration_ns)
+			return cli_bad_value(err, errlen, "storm", "--trigger", o->trigger_spec,
+			                     "ends at %s, past the run (--duration %s)", end, dur);
+		return 0;
+	}
+	if (!schedule_spike(&o->schedule, o->duration_ns, &o->window))
+		return cli_fail(err, errlen, "storm", "--trigger none needs a --rate schedule with a spike, such as "
+		                "200/s,600/s@3s+1s,200/s (or use --control for a run without a trigger)");
+	parse_format_exact_duration(o->window.end_ns == RATE_SCHEDULE_OPEN ? UINT64_MAX : o->window.end_ns, end,
+	                            sizeof(end));
+	if (o->window.end_ns > o->duration_ns)
+		return cli_fail(err, errlen, "storm", "--rate: the spike ends at %s, past the run (--duration %s)",
+		                o->window.end_ns == RATE_SCHEDULE_OPEN ? "the end of time" : end, dur);
+	snprintf(o->window_what, sizeof(o->window_what), "a load spike to %g/s", rate_schedule_peak(&o->schedule));
+	return 0;
+}
+
+/* --report DIR: an existing directory, or one its parent lets us make. */
+static int check_report_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (dir == NULL)
+		return 0;
+	if (dir[0] == '\0')
+		return cli_bad_value(err, errlen, "storm", "--report", dir, "cannot be made (an empty path)");
+	if (stat(dir, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : cli_bad_value(err, errlen, "storm", "--report", dir,
+		                                                "cannot be made (a file is in the way)");
+	if (mkdir(dir, 0777) != 0)
+		return cli_bad_value(err, errlen, "storm", "--report", dir, "cannot be made (%s)", strerror(errno));
+	return 0;
+}
+
+/* Parse argv: 0 to run, or the exit code (0 after --help, 2 after a message). */
+static int opts_parse(struct storm_opts *o, int argc, char **argv, int *exit_code)
+{
+	struct cli_group g = { STORM_OPTIONS, o };
+	char err[2 * ERRLEN];
+	int rc;
+
+	opts_defaults(o);
+	rc = cli_parse(&STORM_CLI, &g, 1, argc, argv, err, sizeof(err));
+	if (rc == 0)
+		rc = settle_window(o, err, sizeof(err));
+	if (rc == 0)
+		rc = check_report_dir(o->report_dir, err, sizeof(err));
+	if (rc != 0) {
+		*exit_code = cli_exit(&STORM_CLI, rc, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- one policy's run ---- */
+
+static struct server *start_server(const struct storm_opts *o, bool triggered, char *err, size_t errlen)
+{
+	struct server_config c;
+	struct config_route *r;
+
+	server_config_defaults(&c);
+	c.port = 0;
+	c.quiet = true;
+	c.key = CONFIG_KEY_GLOBAL;
+	c.threads = 2;
+	c.seed = o->seed;
+	/* a timed-out client reconnects while its old connection still waits in the queue */
+	c.max_connections = o->clients + o->capacity.queue_max + o->capacity.workers + 256;
+	r = &c.routes[0];
+	snprintf(r->limiter, sizeof(r->limiter), "none");
+	r->capacity = o->capacity;
+	r->capacity.ntriggers = 0;
+	if (triggered && !o->no_trigger) {
+		r->capacity.triggers[0] = o->trigger;
+		r->capacity.ntriggers = 1;
+	}
+	return server_start(&c, err, errlen);
+}
+
+static void hammer_setup(const struct storm_opts *o, const char *url, const struct retry_policy *pol,
+                         struct hammer_config *c)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(c, 0, sizeof(*c));
+	c->url = url;
+	c->method = "GET";
+	c->concurrency = o->clients;
+	c->duration_ns = o->duration_ns;
+	c->rate = rate_schedule_peak(&o->schedule);
+	c->schedule = rate_schedule_is_constant(&o->schedule) ? NULL : &o->schedule;
+	c->threads = cores > 0 ? (uint32_t)cores : 1;
+	c->timeout_ns = o->timeout_ns;
+	c->connect_timeout_ns = o->timeout_ns;
+	c->seed = o->seed;
+	c->policy = pol;
+	c->interval_ns = STORM_ROW_NS;
+	c->progress = isatty(STDERR_FILENO) ? stderr : NULL;
+	c->cancel = &cancel_flag;
+}
+
+/* The server's side of the run, then the figures; 0, or -1 with err. */
+static int collect(struct server *srv, const struct storm_opts *o, const char *label, bool triggered,
+                   const struct hammer_result *h, struct storm_result *out, char *err, size_t errlen)
+{
+	struct capacity_bucket *series = calloc(CAPACITY_BUCKETS, sizeof(*series));
+	struct capacity_stats st;
+	struct storm_run run = { h, &o->schedule, series, 0, &st, o->duration_ns };
+	int rc = -1;
+
+	if (series == NULL)
+		goto fail;
+	run.nseries = server_backend_series(srv, 0, series, CAPACITY_BUCKETS);
+	if (!server_backend_stats(srv, 0, &st))
+		memset(&st, 0, sizeof(st));
+	rc = storm_result_from_run(out, label, triggered, &run, &o->window);
+fail:
+	if (rc != 0)
+		snprintf(err, errlen, "out of memory");
+	free(series);
+	return rc;
+}
+
+/* One policy, triggered or not: server, load, figures.  0; 1 when interrupted; -1 with err. */
+static int run_one(const struct storm_opts *o, const struct retry_policy *pol, bool triggered,
+                   struct storm_result *out, char *err, size_t errlen)
+{
+	struct hammer_config cfg;
+	struct hammer_result h;
+	struct server *srv;
+	char url[96], label[48];
+	int rc = -1;
+
+	snprintf(label, sizeof(label), "%s%s", pol->name, triggered ? "" : ":no-trigger");
+	if (!(srv = start_server(o, triggered, err, errlen)))
+		return -1;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", server_port(srv));
+	if (hammer_result_init(&h, STORM_ROW_NS) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto stop;
+	}
+	hammer_setup(o, url, pol, &cfg);
+	if (cfg.progress != NULL)
+		fprintf(stderr, "storm: %s\n", label);
+	/* the trigger's clock starts with the load */
+	server_reset(srv);
+	if (hammer_run(&cfg, &h, err, errlen) == 0)
+		rc = h.interrupted ? 1 : collect(srv, o, label, triggered, &h, out, err, errlen);
+	hammer_result_destroy(&h);
+stop:
+	server_stop(srv);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+static int build_policies(const struct storm_opts *o, struct retry_policy *pol)
+{
+	char err[ERRLEN];
+
+	for (size_t i = 0; i < o->npolicies; i++)
+		if (storm_policy(o->policies[i], &o->knobs, &pol[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "ratelab storm: %s\n", err);
+			return 2;
+		}
+	return 0;
+}
+
+static int write_report(const struct storm_opts *o, const struct storm_result *res, size_t n)
+{
+	char err[ERRLEN], cap[200], rate[300];
+	struct storm_report_info info = {
+		.capacity = cap, .trigger = o->window_what, .rate = rate, .timeout_ns = o->timeout_ns,
+		.duration_ns = o->duration_ns, .clients = o->clients, .seed = o->seed,
+		.queue_max = o->capacity.queue_max, .window = o->window,
+	};
+
+	capacity_describe(&o->capacity, cap, sizeof(cap));
+	rate_schedule_describe(&o->schedule, rate, sizeof(rate));
+	if (storm_report_write(o->report_dir, &info, res, n, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab storm: %s\n", err);
+		return 1;
+	}
+	printf("report: %s/report.html (results.json, one CSV per policy)\n", o->report_dir);
+	return 0;
+}
+
+/* The runs in order (the control first), each row printed as it ends; *n gets the rows done. */
+static int run_all(const struct storm_opts *o, const struct retry_policy *pol, struct storm_result *res, size_t *n)
+{
+	size_t runs = o->npolicies + (o->control ? 1 : 0);
+	char err[ERRLEN];
+
+	*n = 0;
+	for (size_t k = 0; k < runs; k++) {
+		bool control = o->control && k == 0;
+		const struct retry_policy *p = &pol[o->control && k > 0 ? k - 1 : k];
+		int rc = run_one(o, p, !control, &res[*n], err, sizeof(err));
+
+		if (rc < 0) {
+			fprintf(stderr, "ratelab storm: %s\n", err);
+			return 1;
+		}
+		if (rc > 0)
+			return 130;
+		storm_report_row(stdout, &res[*n], *n == 0);
+		fflush(stdout);
+		(*n)++;
+	}
+	return 0;
+}
+
+static void print_setup(const struct storm_opts *o)
+{
+	char cap[200], rate[300], tmo[32];
+
+	capacity_describe(&o->capacity, cap, sizeof(cap));
+	rate_schedule_describe(&o->schedule, rate, sizeof(rate));
+	parse_format_exact_duration(o->timeout_ns, tmo, sizeof(tmo));
+	printf("backend: %s; load: %s; deadline %s per attempt; trigger: %s\n", cap, rate, tmo, o->window_what);
+}
+
+int storm_main(int argc, char **argv)
+{
+	static struct storm_opts o;
+	struct retry_policy pol[STORM_MAX_POLICIES];
+	struct storm_result res[STORM_MAX_POLICIES + 1];
+	struct sigaction sa = { 0 }, old_sa;
+	char err[ERRLEN] = "";
+	size_t done = 0;
+	int rc = 0;
+
+	if (opts_parse(&o, argc, argv, &rc) != 0)
+		return rc;
+	if ((rc = build_policies(&o, pol)) != 0)
+		return rc;
+	/* the in-process server holds the other end of every client's connection, and the queue's */
+	if (hammer_raise_nofile(2 * o.clients + o.capacity.queue_max + o.capacity.workers, 1, err, sizeof(err)) != 0 ||
+	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "ratelab storm: %s\n", err[0] ? err : "curl_global_init failed");
+		return 1;
+	}
+	print_setup(&o);
+	atomic_store(&cancel_flag, 0);
+	sa.sa_handler = on_sigint;
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGINT, &sa, &old_sa);
+	rc = run_all(&o, pol, res, &done);
+	sigaction(SIGINT, &old_sa, NULL);
+	if (rc == 130)
+		printf("interrupted: %zu of %zu runs finished\n", done, o.npolicies + (o.control ? 1 : 0));
+	if (o.report_dir != NULL && done > 0 && write_report(&o, res, done) != 0 && rc == 0)
+		rc = 1;
+	for (size_t i = 0; i < done; i++)
+		storm_result_destroy(&res[i]);
+	curl_global_cleanup();
+	return rc;
+}
