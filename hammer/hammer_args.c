@@ -1,0 +1,390 @@
+/* ratelab hammer's command line: the options table, --help, the defaults and the checks across flags. */
+#include "hammer/hammer_args.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cli.h"
+#include "common/clock.h"
+#include "hammer/wire.h"
+
+/* One line per preset: its attempts and caps, as the retry engine describes them. */
+static void usage_presets(FILE *f)
+{
+	const char *names = retry_preset_names();
+	struct retry_policy p;
+	char name[32], line[300];
+
+	fprintf(f, "\npresets (--policy NAME):\n");
+	while (*names != '\0') {
+		size_t n = strcspn(names, ", ");
+
+		snprintf(name, sizeof(name), "%.*s", (int)n, names);
+		names += n + strspn(names + n, ", ");
+		if (n == 0 || n >= sizeof(name) || retry_policy_preset(name, &p) != 0)
+			continue;
+		retry_policy_describe(&p, line, sizeof(line));
+		fprintf(f, "  %-13s %s\n", name, line);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	"usage: ratelab hammer [URL...] [options]   (URL defaults to http://127.0.0.1:8080/)\n"
+	"  several URLs: requests go round-robin over the servers (a request's retries stay on\n"
+	"  its server), and the summary breaks the counts down per server (at most %d URLs)\n"
+	"\nload:\n"
+	"  --requests N          requests to make (40; no limit with --duration)\n"
+	"  --concurrency N       virtual clients (4; 256 with --rate)\n"
+	"  --duration DUR        run for DUR instead of a count (e.g. 10s)\n"
+	"  --rate R              open loop: R new requests per second (or COUNT/PERIOD); retries on top;\n"
+	"                        or a schedule RATE[@START[+LEN]],...: 100/s,300/s@10s+3s,100/s is 100/s,\n"
+	"                        then 300/s from 10s for 3s, then 100/s again\n"
+	"  --arrivals KIND       constant (default) or poisson, with --rate\n"
+	"  --threads N           worker threads (default: the number of cores)\n"
+	"  --method M, --header 'K: V' (repeatable), --data BODY\n"
+	"  --timeout DUR         per attempt (30s); --connect-timeout DUR\n"
+	"  --start now|herd      herd: every client fires at one instant once all are ready\n"
+	"  --transport T         auto (default): ratelab's own HTTP/1.1 client for http:// URLs,\n"
+	"                        libcurl otherwise; wire: the own client only; curl: libcurl only\n"
+	"  --seed N              make every jittered wait reproducible\n"
+	"  --sources N           spread the own client's connections to a 127.x.y.z server over\n"
+	"                        N source addresses from 127.0.0.1 (default: as many as the port\n"
+	"                        range needs, so 100,000 clients fit; 1 below about 14,000)\n"
+	"\nretries:\n"
+	"  --retry               the lab preset (same as --policy lab)\n"
+	"  --policy NAME         %s\n"
+	"  --no-retry            never retry (also RATELAB_NO_RETRY=1)\n"
+	"  --backoff none|constant|exponential|full|equal|decorrelated|randomized\n"
+	"  --base DUR --cap DUR --multiplier X --max-attempts N --deadline DUR\n"
+	"  --retry-on LIST       statuses plus conn, timeout (e.g. 429,503,conn)\n"
+	"  --retry-non-idempotent  --retry-after honour|ignore  --max-retry-after DUR\n"
+	"  --total-wait-cap DUR  the most one request may spend waiting in all\n"
+	"  --budget ratio=0.2,min=10,window=10s | on | sre[,k=2,window=2m] | none\n"
+	"\noutput:\n"
+	"  --json FILE|-         the figures as JSON (with -, the summary goes to stderr)\n"
+	"  --timeline FILE.csv   per-interval counts; --interval DUR (100ms)\n"
+	"  --plot FILE.svg       the timeline, stacked by status\n"
+	"  --verbose             one note per retry; --quiet: no summary\n"
+	"  --expect CHECKS       e.g. 'ok>=30,429<=5,wall<=10s,calls<=200'; exit 3 when one fails\n"
+	"  --junit FILE|-        the --expect checks as JUnit XML for CI, one testcase per check\n"
+	"\nmany machines, one run:\n"
+	"  --join redis://HOST:PORT/RUNID --nodes N   N hammers started with the same line (and\n"
+	"                        their own --join) start at one instant and split the work:\n"
+	"                        --concurrency, --requests and --rate are the run's totals; node 0\n"
+	"                        prints the merged summary, --json, --timeline, --plot and --expect\n"
+	"  --join-timeout DUR    the longest wait for the other nodes (30s)\n"
+	"\nexit: 0 run completed, 1 no HTTP answer at all, 2 usage error, 3 --expect failed,\n"
+	"      4 a joined run could not start or reach Redis, 130 Ctrl-C\n",
+	HAMMER_MAX_URLS, retry_preset_names());
+	usage_presets(f);
+}
+
+/* --method: an upper-case token, which also keeps CR and LF out of the request line. */
+static int opt_method(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	(void)o;
+	if (cli_has_crlf(v))
+		return snprintf(why, wl, "contains a CR or LF"), -1;
+	if (v[0] == '\0' || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(v))
+		return snprintf(why, wl, "is not an upper-case method such as GET or POST"), -1;
+	((struct hammer_opts *)base)->cfg.method = v;
+	return 0;
+}
+
+/* --header 'Name: value': one header line; a CR or LF would smuggle in a second one. */
+static int opt_header(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct hammer_opts *h = base;
+
+	(void)o;
+	if (cli_has_crlf(v))
+		return snprintf(why, wl, "contains a CR or LF"), -1;
+	if (strchr(v, ':') == NULL || v[0] == ':')
+		return snprintf(why, wl, "is not a header such as 'Name: value'"), -1;
+	if (h->cfg.nheaders == MAX_HEADERS)
+		return snprintf(why, wl, "is one too many (at most %d headers)", MAX_HEADERS), -1;
+	h->headers[h->cfg.nheaders++] = v;
+	return 0;
+}
+
+static int opt_expect(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct hammer_opts *h = base;
+	char inner[ERRLEN];
+
+	(void)o;
+	expect_free(h->expect);
+	h->expect = expect_parse(v, inner, sizeof(inner));
+	if (h->expect == NULL)
+		return snprintf(why, wl, "is not a list of checks such as ok>=30,429<=5,wall<=10s (keys: a status, "
+		                "ok, failed, requests, calls, retries, errors, wall)"), -1;
+	return 0;
+}
+
+/*
+ * --rate R, or a schedule such as 100/s,300/s@10s+3s,100/s (common/rate_schedule.h).
+ * A plain rate keeps cfg.rate alone; a schedule also sets cfg.rate to its peak.
+ */
+static int opt_rate(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct hammer_opts *h = base;
+	char inner[ERRLEN];
+
+	if (strpbrk(v, ",@+") == NULL) {
+		if (rate_schedule_parse(v, o->dmax, &h->schedule, NULL, 0) != 0 || !(h->schedule.seg[0].rate >= o->dmin))
+			return snprintf(why, wl, "is not a rate such as 50, 2.5 or 30/1m (%g to %g per second)", o->dmin,
+			                o->dmax), -1;
+		h->cfg.rate = h->schedule.seg[0].rate;
+		h->cfg.schedule = NULL;
+		return 0;
+	}
+	if (rate_schedule_parse(v, o->dmax, &h->schedule, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a rate schedule such as 100/s,300/s@10s+3s,100/s (%s)", inner), -1;
+	h->cfg.rate = rate_schedule_peak(&h->schedule);
+	h->cfg.schedule = &h->schedule;
+	return 0;
+}
+
+static int opt_policy(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct retry_policy probe;
+
+	(void)o;
+	if (retry_policy_preset(v, &probe) != 0)
+		return snprintf(why, wl, "is not one of %s", retry_preset_names()), -1;
+	((struct hammer_opts *)base)->policy_name = v;
+	return 0;
+}
+
+static int opt_retry(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	(void)o;
+	(void)v;
+	(void)why;
+	(void)wl;
+	((struct hammer_opts *)base)->policy_name = "lab";
+	return 0;
+}
+
+/* What each retry knob wants, for the message when the retry engine refuses a value. */
+static const struct { const char *flag, *want; } KNOB_WANTS[] = {
+	{ "--backoff", "is not one of none, constant, exponential, full, equal, decorrelated, randomized" },
+	{ "--multiplier", "is not a number from 1 to 100" },
+	{ "--max-attempts", "is not a number from 1 to 100" },
+	{ "--retry-on", "is not a list of statuses 100-599, conn and timeout" },
+	{ "--retry-after", "is not one of honour, ignore" },
+	{ "--budget", "is not a budget such as ratio=0.2,min=10,window=10s, on, sre,k=2,window=2m or none" },
+};
+
+/*
+ * A retry-engine knob: checked now against a probe policy, applied over the
+ * chosen preset in finish_opts (a knob given before --policy still applies).
+ */
+static int opt_knob(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct hammer_opts *h = base;
+	struct retry_policy probe;
+	const char *want = "is not a duration such as 250ms, 2s or 1m";
+
+	if (h->nknobs == MAX_KNOBS)
+		return snprintf(why, wl, "is one too many (at most %d retry knobs)", MAX_KNOBS), -1;
+	retry_policy_preset("lab", &probe);
+	if (retry_policy_set(&probe, o->name + 2, v ? v : "true", NULL, 0) != 0) {
+		for (size_t i = 0; i < sizeof(KNOB_WANTS) / sizeof(KNOB_WANTS[0]); i++)
+			if (strcmp(o->name, KNOB_WANTS[i].flag) == 0)
+				want = KNOB_WANTS[i].want;
+		return snprintf(why, wl, "%s", want), -1;
+	}
+	h->knobs[h->nknobs].name = o->name + 2;
+	h->knobs[h->nknobs++].value = v ? v : "true";
+	return 0;
+}
+
+/* --join: redis://HOST[:PORT]/RUNID, checked now, connected to when the run starts. */
+static int opt_join(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	char host[256], run[JOIN_RUN_MAX];
+	int port;
+
+	(void)o;
+	if (join_parse_url(v, host, sizeof(host), &port, run, sizeof(run), why, wl) != 0)
+		return -1;
+	((struct hammer_opts *)base)->join_url = v;
+	return 0;
+}
+
+static const char *const ARRIVALS[] = { "constant", "poisson", NULL };
+static const char *const STARTS[] = { "now", "herd", NULL };
+static const char *const TRANSPORTS[] = { "auto", "wire", "curl", NULL };  /* enum hammer_transport */
+
+#define HO(member) CLI_FIELD(struct hammer_opts, member)
+#define DUR_MS(member) CLI_DURATION, HO(member), .min = NS_PER_MS, .max = UINT64_MAX
+
+static const struct cli_option HAMMER_OPTIONS[] = {
+	{ "URL", CLI_LIST, HO(urls), .max = HAMMER_MAX_URLS, CLI_COUNT(struct hammer_opts, cfg.nurls) },
+	{ "--requests", CLI_U64, HO(cfg.requests), .min = 1, .max = UINT64_MAX - 1,
+	  CLI_GIVEN(struct hammer_opts, requests_given) },
+	{ "--concurrency", CLI_U64, HO(cfg.concurrency), .min = 1, .max = 1000000,
+	  CLI_GIVEN(struct hammer_opts, concurrency_given) },
+	{ "--duration", CLI_DURATION, HO(cfg.duration_ns), .min = 1, .max = UINT64_MAX },
+	{ "--rate", CLI_CUSTOM, .fn = opt_rate, .dmin = 0.001, .dmax = 1e7 },
+	{ "--arrivals", CLI_CHOICE, HO(cfg.poisson), .words = ARRIVALS },
+	{ "--threads", CLI_U64, HO(cfg.threads), .min = 1, .max = 256 },
+	{ "--method", CLI_CUSTOM, .fn = opt_method },
+	{ "--header", CLI_CUSTOM, .fn = opt_header },
+	{ "--data", CLI_STRING, HO(cfg.data) },
+	/* both transports count in whole milliseconds */
+	{ "--timeout", DUR_MS(cfg.timeout_ns) },
+	{ "--connect-timeout", DUR_MS(cfg.connect_timeout_ns) },
+	{ "--start", CLI_CHOICE, HO(cfg.herd), .words = STARTS },
+	{ "--transport", CLI_CHOICE, HO(cfg.transport), .words = TRANSPORTS },
+	{ "--seed", CLI_U64, HO(cfg.seed), .max = INT64_MAX, CLI_GIVEN(struct hammer_opts, seed_given) },
+	{ "--sources", CLI_U64, HO(cfg.sources), .min = 1, .max = (1u << 24) - 2 },
+	{ "--retry", CLI_ACTION, .fn = opt_retry },
+	{ "--policy", CLI_CUSTOM, .fn = opt_policy },
+	{ "--no-retry", CLI_BOOL, HO(no_retry) },
+	{ "--backoff", CLI_CUSTOM, .fn = opt_knob },
+	{ "--base", CLI_CUSTOM, .fn = opt_knob },
+	{ "--cap", CLI_CUSTOM, .fn = opt_knob },
+	{ "--multiplier", CLI_CUSTOM, .fn = opt_knob },
+	{ "--max-attempts", CLI_CUSTOM, .fn = opt_knob },
+	{ "--deadline", CLI_CUSTOM, .fn = opt_knob },
+	{ "--retry-on", CLI_CUSTOM, .fn = opt_knob },
+	{ "--retry-non-idempotent", CLI_ACTION, .fn = opt_knob },
+	{ "--retry-after", CLI_CUSTOM, .fn = opt_knob },
+	{ "--max-retry-after", CLI_CUSTOM, .fn = opt_knob },
+	{ "--total-wait-cap", CLI_CUSTOM, .fn = opt_knob },
+	{ "--budget", CLI_CUSTOM, .fn = opt_knob },
+	{ "--json", CLI_STRING, HO(json_path) },
+	{ "--junit", CLI_STRING, HO(junit_path) },
+	{ "--timeline", CLI_STRING, HO(timeline_path) },
+	{ "--interval", DUR_MS(cfg.interval_ns) },
+	{ "--plot", CLI_STRING, HO(plot_path) },
+	{ "--verbose", CLI_BOOL, HO(verbose) },
+	{ "--quiet", CLI_BOOL, HO(quiet) },
+	{ "--expect", CLI_CUSTOM, .fn = opt_expect },
+	{ "--join", CLI_CUSTOM, .fn = opt_join },
+	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX },
+	{ "--join-timeout", DUR_MS(join_timeout_ns) },
+	{ NULL },
+};
+
+static const struct cli_command HAMMER_CLI = { "hammer", usage };
+
+static void set_defaults(struct hammer_opts *o)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(o, 0, sizeof(*o));
+	o->cfg.method = NULL;
+	o->cfg.concurrency = 4;
+	o->cfg.threads = cores > 0 ? (uint32_t)cores : 1;
+	o->cfg.timeout_ns = 30 * NS_PER_SEC;
+	o->cfg.interval_ns = 100 * NS_PER_MS;
+	o->cfg.headers = o->headers;
+	o->policy_name = "none";
+	o->join_timeout_ns = 30 * NS_PER_SEC;
+}
+
+/* An http:// or https:// URL that libcurl can take apart (host present, port in range). */
+static int check_url(const char *url, char *err, size_t errlen)
+{
+	CURLU *h;
+	CURLUcode rc;
+
+	if (cli_has_crlf(url))
+		return cli_bad_value(err, errlen, "hammer", "URL", url, "contains a CR or LF");
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+		return cli_bad_value(err, errlen, "hammer", "URL", url, "is not an http:// or https:// URL");
+	h = curl_url();
+	if (h == NULL)
+		return cli_fail(err, errlen, "hammer", "out of memory");
+	rc = curl_url_set(h, CURLUPART_URL, url, 0);
+	curl_url_cleanup(h);
+	if (rc != CURLUE_OK)
+		return cli_bad_value(err, errlen, "hammer", "URL", url, "is not a valid URL (%s)", curl_url_strerror(rc));
+	return 0;
+}
+
+/* The URLs and result files, checked before anything runs. */
+static int check_targets(struct hammer_opts *o, char *err, size_t errlen)
+{
+	if (o->cfg.nurls == 0)
+		o->urls[o->cfg.nurls++] = "http://127.0.0.1:8080/";
+	for (uint32_t i = 0; i < o->cfg.nurls; i++)
+		if (check_url(o->urls[i], err, errlen) != 0)
+			return -1;
+	if (cli_check_output(err, errlen, "hammer", "--json", o->json_path) != 0 ||
+	    cli_check_output(err, errlen, "hammer", "--timeline", o->timeline_path) != 0 ||
+	    cli_check_output(err, errlen, "hammer", "--plot", o->plot_path) != 0 ||
+	    cli_check_output(err, errlen, "hammer", "--junit", o->junit_path) != 0)
+		return -1;
+	if (o->junit_path && !o->expect)
+		return cli_fail(err, errlen, "hammer", "--junit needs --expect (its checks are the testcases)");
+	for (uint32_t i = 0; o->cfg.transport == HAMMER_TRANSPORT_WIRE && i < o->cfg.nurls; i++)
+		if (!wire_url_supported(o->urls[i]))
+			return cli_bad_value(err, errlen, "hammer", "URL", o->urls[i],
+			                     "is not a plain http://HOST[:PORT]/PATH URL (--transport wire takes no other)");
+	if (o->cfg.poisson && o->cfg.rate == 0)
+		return cli_fail(err, errlen, "hammer", "--arrivals poisson needs --rate");
+	if ((o->join_url != NULL) != (o->nodes != 0))
+		return cli_fail(err, errlen, "hammer", o->join_url ? "--join needs --nodes N (the nodes in the run)"
+		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
+	return 0;
+}
+
+/* The preset, its knobs over it, and --no-retry over both. */
+static int settle_policy(struct hammer_opts *o, char *err, size_t errlen)
+{
+	const char *env = getenv("RATELAB_NO_RETRY");
+	char why[ERRLEN];
+
+	retry_policy_preset(o->policy_name, &o->policy);
+	for (unsigned i = 0; i < o->nknobs; i++)
+		if (retry_policy_set(&o->policy, o->knobs[i].name, o->knobs[i].value, why, sizeof(why)) != 0)
+			return cli_fail(err, errlen, "hammer", "%s", why);
+	/* --no-retry and RATELAB_NO_RETRY=1 win over any policy or knob */
+	if (o->no_retry || (env != NULL && strcmp(env, "1") == 0)) {
+		o->policy_name = "none";
+		retry_policy_preset("none", &o->policy);
+	}
+	o->cfg.policy = &o->policy;
+	return 0;
+}
+
+int hammer_args_parse(struct hammer_opts *o, int argc, char **argv, atomic_int *cancel, char *err, size_t errlen)
+{
+	struct cli_group g = { HAMMER_OPTIONS, o };
+	int rc;
+
+	set_defaults(o);
+	rc = cli_parse(&HAMMER_CLI, &g, 1, argc, argv, err, errlen);
+	if (rc != 0 || check_targets(o, err, errlen) != 0 || settle_policy(o, err, errlen) != 0)
+		return rc != 0 ? rc : -1;
+	o->cfg.url = o->urls[0];
+	o->cfg.urls = o->urls;
+	if (o->cfg.method == NULL)
+		o->cfg.method = o->cfg.data != NULL ? "POST" : "GET";
+	if (!o->requests_given && o->cfg.duration_ns == 0)
+		o->cfg.requests = 40;
+	if (o->cfg.rate > 0 && !o->concurrency_given)
+		o->cfg.concurrency = 256;
+	/* Without --seed every run draws its own jitter (two hammers started
+	 * together must not retry in lockstep); --json reports the seed drawn. */
+	if (!o->seed_given)
+		o->cfg.seed = (clock_wall_ns() ^ ((uint64_t)getpid() << 32)) & INT64_MAX;
+	o->cfg.notes = o->verbose ? stderr : NULL;
+	o->cfg.progress = (!o->quiet && !o->verbose && isatty(STDERR_FILENO)) ? stderr : NULL;
+	o->cfg.cancel = cancel;
+	return 0;
+}
+
+int hammer_args_exit(int rc, const char *err)
+{
+	return cli_exit(&HAMMER_CLI, rc, err);
+}

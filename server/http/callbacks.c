@@ -1,0 +1,302 @@
+/* The MHD callbacks of one request and one connection: judge the head, route it, take the upload, end it. */
+#include "server/http/callbacks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "server/http/daemon.h"
+#include "server/http/framing.h"
+#include "server/http/limited.h"
+#include "server/http/path.h"
+#include "server/http/request.h"
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	framing_add(cls, key, value);
+	return MHD_YES;
+}
+
+/* What a request's head alone decides: go on, or one of the answers sent before any body. */
+enum head_verdict {
+	HEAD_OK,
+	HEAD_SMUGGLING,    /* its body's framing is ambiguous: 400, close (framing.h) */
+	HEAD_TOO_BIG,      /* Content-Length is over --max-body: 413 */
+	HEAD_BAD_PATH,     /* a path path_normalize refuses: 400 */
+};
+
+/*
+ * Judge the head of a request for url (HTTP version `version`); its path in
+ * normal form into path (len bytes; "" for a target that is not a path),
+ * whether a body follows into *body, a smuggling refusal's reason into *why.
+ */
+static enum head_verdict judge_head(const struct server *s, struct MHD_Connection *c, const char *url,
+                                    const char *version, char path[SERVER_PATH_CAP], size_t *len, bool *body,
+                                    const char **why)
+{
+	struct framing f;
+
+	framing_init(&f);
+	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+	*body = framing_has_body(&f);
+	*len = 0;
+	path[0] = '\0';
+	if ((*why = framing_refusal(&f, version && strcmp(version, MHD_HTTP_VERSION_1_0) == 0)))
+		return HEAD_SMUGGLING;
+	if (f.length > s->cfg.max_body)
+		return HEAD_TOO_BIG;
+	if (url[0] == '/' && path_normalize(url, strlen(url), path, SERVER_PATH_CAP, len) < 0)
+		return HEAD_BAD_PATH;
+	return HEAD_OK;
+}
+
+/* 413 at once, before the body is read (MHD then closes the connection). */
+static enum MHD_Result refuse_body(struct server *s, struct MHD_Connection *c)
+{
+	stats_record(s->stats, -1, 413, STATS_NONE, clock_monotonic_ns());
+	return MHD_queue_response(c, 413, s->resp.too_big);
+}
+
+/*
+ * The head is in: tell the connection table, which may have closed the
+ * connection for a late head already (false: close it unanswered).  A body
+ * still to come can be answered by the drain.
+ */
+static bool head_in(struct request *rq, bool answer_now, bool body)
+{
+	if (!rq->pooled)
+		return true;
+	rq->body_pending = !answer_now && body;
+	return conns_head_done(&rq->tracked, rq->body_pending);
+}
+
+/* The answer a head gets before its body (judge_head's verdict v), counted. */
+static enum MHD_Result answer_head(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                   enum head_verdict v, const char *why)
+{
+	uint64_t now = clock_monotonic_ns();
+
+	if (v == HEAD_TOO_BIG) {
+		rq->phase = REQUEST_TOO_BIG;
+		return refuse_body(s, c);
+	}
+	stats_record(s->stats, -1, MHD_HTTP_BAD_REQUEST, STATS_NONE, now);
+	if (v == HEAD_BAD_PATH)
+		return MHD_queue_response(c, MHD_HTTP_BAD_REQUEST, s->resp.bad_path);
+	stats_refused(s->stats, STATS_REFUSED_SMUGGLING);
+	return responses_bad_framing(c, why);
+}
+
+/*
+ * Match rq's handler or route on its normalised path.  A target that is not
+ * a path (absolute-form "http://...", CONNECT's "host:port", OPTIONS's "*")
+ * matches nothing: 404.
+ */
+static void match(struct server *s, struct MHD_Connection *c, const char *path, size_t len, struct request *rq)
+{
+	rq->route = -1;
+	if (path[0] != '/')
+		return;
+	rq->handler = hooks_match(&s->hooks, path);
+	rq->route = rq->handler ? -1 : routes_match(&s->routes, path, len);
+	if (rq->route >= 0 && s->hooks.limited) {
+		rq->handler = s->hooks.limited;
+		rq->keylen = routes_client_key(&s->routes.r[rq->route], c, rq->key);
+	}
+}
+
+/*
+ * The first call of a request (headers only: answering now would force
+ * Connection: close): take it in, match its handler or route.  rq is the
+ * request the URI callback began (NULL when memory was short then).
+ */
+static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c, const char *url,
+                                     const char *version, void **con_cls)
+{
+	struct request *rq = *con_cls;
+	char path[SERVER_PATH_CAP];
+	const char *why;
+	enum head_verdict v;
+	size_t len;
+	bool body;
+
+	/*
+	 * Draining: a new request on a kept-alive connection is not taken in
+	 * (closed unanswered, uncounted), so the drain ends once the requests
+	 * already taken in are answered, and every one of those is.  Counted in
+	 * flight before stopping is read, both sequentially consistent: either
+	 * server_drain sees this request in flight and waits for it, or this
+	 * request sees the drain.  (Read first, a request could slip past a drain
+	 * that had seen none in flight and be suspended on a store or a delay
+	 * after MHD_stop_daemon began, which aborts.)
+	 */
+	atomic_fetch_add(&s->inflight, 1);
+	if (atomic_load(&s->stopping) || (!rq && !(rq = request_begin(c)))) {
+		atomic_fetch_sub(&s->inflight, 1);
+		return MHD_NO;
+	}
+	*con_cls = rq;
+	rq->phase = REQUEST_NEW;
+	v = judge_head(s, c, url, version, path, &len, &body, &why);
+	if (!head_in(rq, v != HEAD_OK, body))
+		return MHD_NO;
+	if (v != HEAD_OK)
+		return answer_head(s, c, rq, v, why);
+	match(s, c, url[0] == '/' ? path : url, len, rq);
+	return MHD_YES;
+}
+
+/* A special handler's call: with the request's normalised path. */
+static enum MHD_Result serve_hook(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
+                                  struct request *rq)
+{
+	char path[SERVER_PATH_CAP];
+	size_t len;
+
+	if (path_normalize(url, strlen(url), path, sizeof(path), &len) < 0)
+		snprintf(path, sizeof(path), "%s", url);
+	return hooks_serve(s, c, path, method, rq);
+}
+
+enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct server *s = cls;
+	struct request *rq = *con_cls;
+
+	if (!rq || rq->phase == REQUEST_LINE)
+		return request_start(s, c, url, version, con_cls);
+	if (*upload_size) {
+		request_take_upload(rq, s->cfg.max_body, upload, *upload_size);
+		*upload_size = 0;
+		if (rq->phase != REQUEST_TOO_BIG)
+			return MHD_YES;
+		/* A body past the limit without Content-Length: close rather than read it all. */
+		stats_record(s->stats, -1, STATS_STATUS_RESET, STATS_NONE, clock_monotonic_ns());
+		return MHD_NO;
+	}
+	/* The body is in; the drain may have answered it first (503). */
+	if (rq->body_pending) {
+		rq->body_pending = false;
+		if (!conns_body_done(&rq->tracked))
+			return MHD_NO;
+	}
+	if (rq->phase == REQUEST_TOO_BIG)
+		return refuse_body(s, c);
+	if (rq->handler)
+		return serve_hook(s, c, url, method, rq);
+	if (rq->route < 0) {
+		stats_record(s->stats, -1, MHD_HTTP_NOT_FOUND, STATS_NONE, clock_monotonic_ns());
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->resp.no_route);
+	}
+	return limited_serve(s, c, rq);
+}
+
+/*
+ * MHD_OPTION_URI_LOG_CALLBACK, once the request line is read: the request
+ * begins here (MHD hands the result to the access handler and to
+ * callbacks_completed), and the target is noted as sent, for callbacks_unescape.
+ */
+void *callbacks_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct request *rq = request_begin(c);
+
+	(void)cls;
+	if (rq) {
+		rq->phase = REQUEST_LINE;
+		rq->raw_uri = uri;
+	}
+	return rq;
+}
+
+/*
+ * MHD_OPTION_UNESCAPE_CALLBACK: query arguments are decoded as MHD's own
+ * callback does; the path (the string callbacks_uri noted, its query already cut
+ * off) is left as sent, so path_normalize sees "%2F" apart from "/".
+ */
+size_t callbacks_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const struct request *rq = ci ? ci->socket_context : NULL;
+
+	(void)cls;
+	if (rq && rq->raw_uri == s)
+		return strlen(s);
+	return MHD_http_unescape(s);
+}
+
+void callbacks_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct server *s = cls;
+	struct request *rq = *con_cls;
+
+	(void)c;
+	if (!rq)
+		return;
+	if (rq->notify)
+		rq->handler->done(rq->handler->ctx, rq->token, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK,
+		                  clock_monotonic_ns());
+	/*
+	 * Fires on completion and on a client that went away: give back a concurrency
+	 * slot either way, also when it went away before the answer.  A request still
+	 * at its line never reached the access handler (MHD answered it, or the client
+	 * left): it was never in flight.
+	 */
+	limited_end(s, rq);
+	if (rq->phase != REQUEST_LINE)
+		atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+	if (rq->pooled && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		conns_wait_head(&rq->tracked, clock_monotonic_ns());
+	request_end(rq);
+	*con_cls = NULL;
+}
+
+/* A connection opens (its slot, its entry in the table) or closes. */
+void callbacks_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct server *s = cls;
+	struct request *rq = *socket_context;
+	const union MHD_ConnectionInfo *fd, *peer;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		if (!(rq = request_slot_new()))
+			return;
+		fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		conns_open(s->conns, &rq->tracked, peer ? peer->client_addr : NULL, fd ? fd->connect_fd : -1,
+		           clock_monotonic_ns());
+		*socket_context = rq;
+		return;
+	}
+	if (rq)
+		conns_close(s->conns, &rq->tracked);
+	request_slot_free(rq);
+	*socket_context = NULL;
+}
+
+/* The sweep's actions (conns.h), with the table locked: the socket is still this connection's. */
+void callbacks_close_late(void *ctx, int fd)
+{
+	struct server *s = ctx;
+
+	shutdown(fd, SHUT_RDWR);
+	stats_refused(s->stats, STATS_REFUSED_HEADER_TIMEOUT);
+}
+
+void callbacks_answer_drained(void *ctx, int fd)
+{
+	struct server *s = ctx;
+	size_t len;
+	const char *raw = responses_draining_raw(&len);
+
+	/* Only the request's head and body came in so far: nothing of ours is on the wire yet. */
+	send(fd, raw, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_RDWR);
+	stats_record(s->stats, -1, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, clock_monotonic_ns());
+	stats_refused(s->stats, STATS_REFUSED_DRAINING);
+}
