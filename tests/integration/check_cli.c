@@ -311,6 +311,50 @@ START_TEST(herd_mistakes)
 }
 END_TEST
 
+START_TEST(storm_mistakes)
+{
+	static const struct mistake M[] = {
+		{ { "storm", "--bogus", NULL }, "ratelab storm: unknown option '--bogus'\n" },
+		{ { "storm", "--policies", NULL }, "ratelab storm: --policies needs a value\n" },
+		{ { "storm", "--clients", "0", NULL }, "ratelab storm: --clients: '0' is not a number from 1 to 100000\n" },
+		{ { "storm", "--duration=0", NULL }, "ratelab storm: --duration: '0' is not a duration from 1s to 2m\n" },
+		{ { "storm", "extra", NULL }, "ratelab storm: unexpected argument 'extra'\n" },
+		/* a negative service time, a schedule that does not parse, a trigger past the run */
+		{ { "storm", "--capacity", "workers=4,service=-1ms,queue=fifo:10", NULL },
+		  "ratelab storm: --capacity: 'workers=4,service=-1ms,queue=fifo:10' is not a backend such as "
+		  "workers=4,service=10ms,queue=fifo:400 (service time '-1ms' is negative)\n" },
+		{ { "storm", "--rate=abc", NULL },
+		  "ratelab storm: --rate: 'abc' is not a rate or a schedule such as 200/s or 200/s,600/s@3s+1s,200/s "
+		  "(item 1 'abc': 'abc' is not a rate such as 50, 2.5, 30/1m or 0)\n" },
+		{ { "storm", "--trigger", "25%@20s+2s", NULL },
+		  "ratelab storm: --trigger: '25%@20s+2s' ends at 22s, past the run (--duration 10s)\n" },
+	};
+
+	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
+	expect_help("storm");
+}
+END_TEST
+
+START_TEST(merge_mistakes)
+{
+	static const struct mistake M[] = {
+		{ { "merge", NULL }, "ratelab merge: missing INPUT\n" },
+		{ { "merge", "--bogus", NULL }, "ratelab merge: unknown option '--bogus'\n" },
+		{ { "merge", "--max-skew", NULL }, "ratelab merge: --max-skew needs a value\n" },
+		{ { "merge", "--max-skew=abc", "a.json", NULL },
+		  "ratelab merge: --max-skew: 'abc' is not a duration such as 250ms, 2s or 1m\n" },
+		{ { "merge", "redis://127.0.0.1:1/x", "a.json", NULL },
+		  "ratelab merge: give one redis://HOST:PORT/RUNID, or files, not both\n" },
+		{ { "merge", "/nonexistent-dir/x.json", NULL },
+		  "ratelab merge: cannot read /nonexistent-dir/x.json: unable to open /nonexistent-dir/x.json: "
+		  "No such file or directory\n" },
+	};
+
+	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
+	expect_help("merge");
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -322,6 +366,8 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, serve_mistakes);
 	tcase_add_test(tc, hammer_mistakes);
 	tcase_add_test(tc, herd_mistakes);
+	tcase_add_test(tc, storm_mistakes);
+	tcase_add_test(tc, merge_mistakes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
