@@ -15,37 +15,13 @@
 #include "common/clock.h"
 #include "common/prng.h"
 #include "hammer/join_conn.h"
-#include "hammer/result_codec.h"
+#include "hammer/join_impl.h"
 
-#define KEY_TTL_S 86400
 #define ALIVE_MS 4000              /* a heartbeat key lives this long ... */
 #define BEAT_MS 500                /* ... and is renewed this often */
 #define POLL_START_NS (2 * NS_PER_MS)
 #define POLL_READY_NS (5 * NS_PER_MS)
-#define POLL_RESULTS_NS (50 * NS_PER_MS)
 #define TIME_SAMPLES 7
-
-struct join {
-	struct join_conn conn;         /* the owning thread's */
-	struct join_conn beat_conn;    /* the heartbeat thread's */
-	char url[352];
-	char base[32 + JOIN_RUN_MAX];  /* "ratelab:join:RUNID:" */
-	char round[64];
-	uint32_t node, nodes;
-	bool member;                   /* joined (an index and a heartbeat), not just opened */
-	uint64_t seed;
-	struct join_opts o;
-	int64_t offset_ns;             /* Redis TIME minus this machine's wall clock, at the last sync */
-	uint64_t rtt_ns;               /* the round trip of the TIME sample used */
-	uint64_t start_redis_ns;       /* the current round's start instant, Redis time */
-	uint64_t sync_mono, sync_redis;  /* Redis time was sync_redis at sync_mono (CLOCK_MONOTONIC) */
-	json_t *kept;                  /* results read by join_collect (dst's URLs point in) */
-	pthread_t beat;
-	bool beating;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	bool stop;
-};
 
 /* ---- URL and keys ---- */
 
@@ -93,7 +69,7 @@ int join_parse_url(const char *url, char *host, size_t hostlen, int *port, char 
 }
 
 /* key = base + round + ":" + what (what printf-formatted). */
-static const char *key(const struct join *j, char *buf, size_t len, const char *fmt, ...)
+const char *join_key(const struct join *j, char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 	int n = snprintf(buf, len, "%s%s%s", j->base, j->round, j->round[0] ? ":" : "");
@@ -105,7 +81,7 @@ static const char *key(const struct join *j, char *buf, size_t len, const char *
 }
 
 /* A run-wide key (no round): base + what. */
-static const char *run_key(const struct join *j, char *buf, size_t len, const char *what)
+const char *join_run_key(const struct join *j, char *buf, size_t len, const char *what)
 {
 	snprintf(buf, len, "%s%s", j->base, what);
 	return buf;
@@ -114,7 +90,7 @@ static const char *run_key(const struct join *j, char *buf, size_t len, const ch
 /* ---- small replies ---- */
 
 /* The integer or integer-string value of r; -1 for nil or anything else.  Frees r. */
-static long long reply_int(redisReply *r)
+long long join_reply_int(redisReply *r)
 {
 	long long v = -1;
 
@@ -127,7 +103,7 @@ static long long reply_int(redisReply *r)
 }
 
 /* The string of r copied into buf ("" for nil); false when r is NULL or an error.  Frees r. */
-static bool reply_str(redisReply *r, char *buf, size_t len)
+bool join_reply_str(redisReply *r, char *buf, size_t len)
 {
 	bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
 
@@ -138,12 +114,12 @@ static bool reply_str(redisReply *r, char *buf, size_t len)
 	return ok;
 }
 
-static uint64_t deadline_after(uint64_t ns)
+uint64_t join_deadline_after(uint64_t ns)
 {
 	return clock_monotonic_ns() + ns;
 }
 
-static void pause_ns(uint64_t ns)
+void join_pause_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / NS_PER_SEC), (long)(ns % NS_PER_SEC) };
 
@@ -162,7 +138,7 @@ static void *beat_main(void *arg)
 	pthread_mutex_lock(&j->lock);
 	while (!j->stop) {
 		pthread_mutex_unlock(&j->lock);
-		freeReplyObject(join_conn_cmd(&j->beat_conn, deadline_after(BEAT_MS * NS_PER_MS), "SET %s 1 PX %d",
+		freeReplyObject(join_conn_cmd(&j->beat_conn, join_deadline_after(BEAT_MS * NS_PER_MS), "SET %s 1 PX %d",
 		                              k, ALIVE_MS));
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_nsec += BEAT_MS * (long)NS_PER_MS;
@@ -174,7 +150,7 @@ static void *beat_main(void *arg)
 	}
 	pthread_mutex_unlock(&j->lock);
 	/* a node that ended on purpose is not a node that died */
-	freeReplyObject(join_conn_cmd(&j->beat_conn, deadline_after(NS_PER_SEC), "DEL %s", k));
+	freeReplyObject(join_conn_cmd(&j->beat_conn, join_deadline_after(NS_PER_SEC), "DEL %s", k));
 	return NULL;
 }
 
@@ -185,7 +161,7 @@ static int beat_start(struct join *j, char *err, size_t errlen)
 
 	/* the first beat before join_new returns: a node is never seen without one, however late its thread runs */
 	snprintf(k, sizeof(k), "%salive:%" PRIu32, j->base, j->node);
-	if (!reply_str(join_conn_cmd(&j->conn, deadline_after(j->o.timeout_ns), "SET %s 1 PX %d", k, ALIVE_MS),
+	if (!join_reply_str(join_conn_cmd(&j->conn, join_deadline_after(j->o.timeout_ns), "SET %s 1 PX %d", k, ALIVE_MS),
 	               k, sizeof(k)))
 		return join_conn_fail(&j->conn, err, errlen);
 	pthread_condattr_init(&ca);
@@ -248,29 +224,29 @@ fail:
  */
 static int set_first(struct join *j, const char *k, const char *value, char *got, size_t len, uint64_t deadline)
 {
-	freeReplyObject(join_conn_cmd(&j->conn, deadline, "SET %s %s NX EX %d", k, value, KEY_TTL_S));
-	return reply_str(join_conn_cmd(&j->conn, deadline, "GET %s", k), got, len) ? 0 : -1;
+	freeReplyObject(join_conn_cmd(&j->conn, deadline, "SET %s %s NX EX %d", k, value, JOIN_KEY_TTL_S));
+	return join_reply_str(join_conn_cmd(&j->conn, deadline, "GET %s", k), got, len) ? 0 : -1;
 }
 
 /* The run's N, settings and seed are the first node's: this node must agree on the first two. */
 static int agree(struct join *j, char *err, size_t errlen)
 {
-	uint64_t dl = deadline_after(j->o.timeout_ns);
+	uint64_t dl = join_deadline_after(j->o.timeout_ns);
 	char k[160], mine[512], got[512];
 
 	snprintf(mine, sizeof(mine), "%" PRIu32, j->o.nodes);
-	if (set_first(j, run_key(j, k, sizeof(k), "nodes"), mine, got, sizeof(got), dl) != 0)
+	if (set_first(j, join_run_key(j, k, sizeof(k), "nodes"), mine, got, sizeof(got), dl) != 0)
 		return join_conn_fail(&j->conn, err, errlen);
 	if (strcmp(got, mine) != 0)
 		return snprintf(err, errlen, "%s was started with --nodes %s, not %s", j->url, got, mine), -1;
 	snprintf(mine, sizeof(mine), "%s", j->o.settings ? j->o.settings : "");
-	if (set_first(j, run_key(j, k, sizeof(k), "settings"), mine, got, sizeof(got), dl) != 0)
+	if (set_first(j, join_run_key(j, k, sizeof(k), "settings"), mine, got, sizeof(got), dl) != 0)
 		return join_conn_fail(&j->conn, err, errlen);
 	if (strcmp(got, mine) != 0)
 		return snprintf(err, errlen, "%s was started with other settings: %s (this node: %s)", j->url, got,
 		                mine), -1;
 	snprintf(mine, sizeof(mine), "%" PRIu64, j->o.seed);
-	if (set_first(j, run_key(j, k, sizeof(k), "seed"), mine, got, sizeof(got), dl) != 0)
+	if (set_first(j, join_run_key(j, k, sizeof(k), "seed"), mine, got, sizeof(got), dl) != 0)
 		return join_conn_fail(&j->conn, err, errlen);
 	j->seed = strtoull(got, NULL, 10);
 	return 0;
@@ -278,13 +254,13 @@ static int agree(struct join *j, char *err, size_t errlen)
 
 static int take_index(struct join *j, char *err, size_t errlen)
 {
-	uint64_t dl = deadline_after(j->o.timeout_ns);
+	uint64_t dl = join_deadline_after(j->o.timeout_ns);
 	char k[160];
-	long long v = reply_int(join_conn_cmd(&j->conn, dl, "INCR %s", run_key(j, k, sizeof(k), "joined")));
+	long long v = join_reply_int(join_conn_cmd(&j->conn, dl, "INCR %s", join_run_key(j, k, sizeof(k), "joined")));
 
 	if (v < 1)
 		return join_conn_fail(&j->conn, err, errlen);
-	freeReplyObject(join_conn_cmd(&j->conn, dl, "EXPIRE %s %d", k, KEY_TTL_S));
+	freeReplyObject(join_conn_cmd(&j->conn, dl, "EXPIRE %s %d", k, JOIN_KEY_TTL_S));
 	if (v > j->o.nodes)
 		return snprintf(err, errlen, "%s already has its %" PRIu32 " nodes (pick a new RUNID)", j->url,
 		                j->o.nodes), -1;
@@ -317,7 +293,7 @@ struct join *join_open(const char *url, uint64_t timeout_ns, char *err, size_t e
 	if (j == NULL)
 		return NULL;
 	j->o.timeout_ns = timeout_ns;
-	n = reply_int(join_conn_cmd(&j->conn, deadline_after(timeout_ns), "GET %s", run_key(j, k, sizeof(k), "nodes")));
+	n = join_reply_int(join_conn_cmd(&j->conn, join_deadline_after(timeout_ns), "GET %s", join_run_key(j, k, sizeof(k), "nodes")));
 	if (n < 1 || n > JOIN_NODES_MAX) {
 		if (j->conn.c == NULL)
 			join_conn_fail(&j->conn, err, errlen);
@@ -401,7 +377,7 @@ static long long ready_count(struct join *j, uint64_t deadline)
 {
 	char k[200];
 
-	return reply_int(join_conn_cmd(&j->conn, deadline, "GET %s", key(j, k, sizeof(k), "ready")));
+	return join_reply_int(join_conn_cmd(&j->conn, deadline, "GET %s", join_key(j, k, sizeof(k), "ready")));
 }
 
 /* Node 0: wait for all N, run the leader hook, set the start instant.  -1 marks the round aborted. */
@@ -412,25 +388,25 @@ static int lead(struct join *j, uint64_t deadline, char *err, size_t errlen)
 	uint64_t start;
 
 	while ((n = ready_count(j, deadline)) >= 0 && n < j->nodes && clock_monotonic_ns() < deadline)
-		pause_ns(POLL_READY_NS);
+		join_pause_ns(POLL_READY_NS);
 	if (n < 0)
 		return join_conn_fail(&j->conn, err, errlen);
 	if (n < j->nodes) {
 		snprintf(err, errlen, "%lld of %" PRIu32 " nodes joined %s within %.0fs", n, j->nodes, j->url,
 		         (double)j->o.timeout_ns / 1e9);
-		freeReplyObject(join_conn_cmd(&j->conn, deadline_after(NS_PER_SEC), "SET %s %s EX %d",
-		                              key(j, k, sizeof(k), "abort"), "timeout", KEY_TTL_S));
+		freeReplyObject(join_conn_cmd(&j->conn, join_deadline_after(NS_PER_SEC), "SET %s %s EX %d",
+		                              join_key(j, k, sizeof(k), "abort"), "timeout", JOIN_KEY_TTL_S));
 		return -1;
 	}
 	if (j->o.leader != NULL && j->o.leader(j->o.leader_ctx, err, errlen) != 0) {
-		freeReplyObject(join_conn_cmd(&j->conn, deadline_after(NS_PER_SEC), "SET %s %s EX %d",
-		                              key(j, k, sizeof(k), "abort"), "leader", KEY_TTL_S));
+		freeReplyObject(join_conn_cmd(&j->conn, join_deadline_after(NS_PER_SEC), "SET %s %s EX %d",
+		                              join_key(j, k, sizeof(k), "abort"), "leader", JOIN_KEY_TTL_S));
 		return -1;
 	}
 	start = redis_now_ns(j) + j->o.margin_ns;
 	snprintf(v, sizeof(v), "%" PRIu64, start);
-	freeReplyObject(join_conn_cmd(&j->conn, deadline_after(j->o.timeout_ns), "SET %s %s NX EX %d",
-	                              key(j, k, sizeof(k), "start"), v, KEY_TTL_S));
+	freeReplyObject(join_conn_cmd(&j->conn, join_deadline_after(j->o.timeout_ns), "SET %s %s NX EX %d",
+	                              join_key(j, k, sizeof(k), "start"), v, JOIN_KEY_TTL_S));
 	return 0;
 }
 
@@ -439,8 +415,8 @@ static int await_start(struct join *j, uint64_t deadline, uint64_t *start, char 
 {
 	char ks[200], ka[200];
 
-	key(j, ks, sizeof(ks), "start");
-	key(j, ka, sizeof(ka), "abort");
+	join_key(j, ks, sizeof(ks), "start");
+	join_key(j, ka, sizeof(ka), "abort");
 	for (;;) {
 		redisReply *r = join_conn_cmd(&j->conn, deadline, "MGET %s %s", ks, ka);
 
@@ -457,12 +433,12 @@ static int await_start(struct join *j, uint64_t deadline, uint64_t *start, char 
 			break;
 		if (clock_monotonic_ns() >= deadline)
 			break;
-		pause_ns(POLL_START_NS);
+		join_pause_ns(POLL_START_NS);
 	}
 	if (*start != UINT64_MAX && *start != 0)
 		return 0;
 	snprintf(err, errlen, "node %" PRIu32 " of %" PRIu32 ": the run did not start: %lld of %" PRIu32
-	         " nodes joined %s within %.0fs", j->node, j->nodes, ready_count(j, deadline_after(NS_PER_SEC)),
+	         " nodes joined %s within %.0fs", j->node, j->nodes, ready_count(j, join_deadline_after(NS_PER_SEC)),
 	         j->nodes, j->url, (double)j->o.timeout_ns / 1e9);
 	return -1;
 }
@@ -470,7 +446,7 @@ static int await_start(struct join *j, uint64_t deadline, uint64_t *start, char 
 int join_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
 {
 	struct join *j = ctx;
-	uint64_t deadline = deadline_after(j->o.timeout_ns), start = UINT64_MAX, mid = 0, t = 0;
+	uint64_t deadline = join_deadline_after(j->o.timeout_ns), start = UINT64_MAX, mid = 0, t = 0;
 	char k[200];
 
 	/*
@@ -483,9 +459,9 @@ int join_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
 		return join_conn_fail(&j->conn, err, errlen);
 	j->sync_mono = mid;
 	j->sync_redis = t;
-	if (reply_int(join_conn_cmd(&j->conn, deadline, "INCR %s", key(j, k, sizeof(k), "ready"))) < 1)
+	if (join_reply_int(join_conn_cmd(&j->conn, deadline, "INCR %s", join_key(j, k, sizeof(k), "ready"))) < 1)
 		return join_conn_fail(&j->conn, err, errlen);
-	freeReplyObject(join_conn_cmd(&j->conn, deadline, "EXPIRE %s %d", k, KEY_TTL_S));
+	freeReplyObject(join_conn_cmd(&j->conn, deadline, "EXPIRE %s %d", k, JOIN_KEY_TTL_S));
 	if (j->node == 0 && lead(j, deadline, err, errlen) != 0)
 		return -1;
 	/* the others wait a little longer than node 0, which gives up first and says why */
@@ -494,229 +470,4 @@ int join_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
 	j->start_redis_ns = start;
 	*start_ns = start >= t ? mid + (start - t) : mid - (t - start < mid ? t - start : mid);
 	return 0;
-}
-
-/* ---- results ---- */
-
-int join_publish(struct join *j, const struct hammer_result *r, const json_t *config, char *err, size_t errlen)
-{
-	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:O?}", "node", (json_int_t)j->node,
-	                      "nodes", (json_int_t)j->nodes, "clock_offset_ns", (json_int_t)j->offset_ns,
-	                      "rtt_ns", (json_int_t)j->rtt_ns, "start_ns", (json_int_t)j->start_redis_ns,
-	                      "began_ns", (json_int_t)(j->start_redis_ns + r->start_late_ns),
-	                      "raw", result_codec_json(r), "config", config);
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL, k[200];
-	redisReply *rep;
-	int rc = -1;
-
-	if (text == NULL) {
-		snprintf(err, errlen, "out of memory writing the result");
-		goto put;
-	}
-	rep = join_conn_cmd(&j->conn, deadline_after(j->o.timeout_ns), "SET %s %s EX %d",
-	                    key(j, k, sizeof(k), "result:%" PRIu32, j->node), text, KEY_TTL_S);
-	rc = rep != NULL && rep->type != REDIS_REPLY_ERROR ? 0 : -1;
-	if (rc != 0)
-		join_conn_fail(&j->conn, err, errlen);
-	freeReplyObject(rep);
-put:
-	free(text);
-	json_decref(o);
-	return rc;
-}
-
-/* The states of one node's result as join_collect waits for it. */
-enum node_state { NODE_WAITING, NODE_IN, NODE_GONE, NODE_NEVER, NODE_LATE };
-
-struct collect {
-	json_t **res;                  /* node i's result object, or NULL */
-	enum node_state *state;
-	uint32_t pending;              /* nodes still NODE_WAITING */
-};
-
-/* Read node i's result if it is there: NODE_IN, or NODE_WAITING; -1 when Redis is gone or it does not parse. */
-static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t deadline, char *err, size_t errlen)
-{
-	char k[200];
-	redisReply *r = join_conn_cmd(&j->conn, deadline, "GET %s", key(j, k, sizeof(k), "result:%" PRIu32, i));
-	json_error_t je;
-
-	if (r == NULL)
-		return join_conn_fail(&j->conn, err, errlen);
-	if (r->type == REDIS_REPLY_STRING) {
-		c->res[i] = json_loadb(r->str, r->len, 0, &je);
-		if (!json_is_object(c->res[i]) || !json_is_object(json_object_get(c->res[i], "raw"))) {
-			snprintf(err, errlen, "%s: node %" PRIu32 "'s result does not read (%s)", j->url, i, je.text);
-			freeReplyObject(r);
-			return -1;
-		}
-		c->state[i] = NODE_IN;
-		c->pending--;
-	}
-	freeReplyObject(r);
-	return 0;
-}
-
-/* A node with no result and no heartbeat will send none: it never joined, or it stopped. */
-static void mark_gone(struct join *j, struct collect *c, uint64_t deadline)
-{
-	char k[200], alive[160];
-	long long joined = reply_int(join_conn_cmd(&j->conn, deadline, "GET %s", run_key(j, k, sizeof(k), "joined")));
-
-	for (uint32_t i = 0; i < j->nodes; i++) {
-		if (c->state[i] != NODE_WAITING)
-			continue;
-		snprintf(alive, sizeof(alive), "%salive:%" PRIu32, j->base, i);
-		if (reply_int(join_conn_cmd(&j->conn, deadline, "EXISTS %s", alive)) == 1)
-			continue;
-		c->state[i] = (long long)i >= joined ? NODE_NEVER : NODE_GONE;
-		c->pending--;
-	}
-}
-
-/* Wait for the results: every node in, gone, or the deadline. */
-static int gather(struct join *j, struct collect *c, char *err, size_t errlen)
-{
-	uint64_t deadline = deadline_after(j->o.timeout_ns);
-
-	for (;;) {
-		for (uint32_t i = 0; i < j->nodes; i++)
-			if (c->state[i] == NODE_WAITING && fetch_result(j, c, i, deadline, err, errlen) != 0)
-				return -1;
-		if (c->pending > 0)
-			mark_gone(j, c, deadline);
-		if (c->pending == 0)
-			return 0;
-		if (clock_monotonic_ns() >= deadline)
-			break;
-		pause_ns(POLL_RESULTS_NS);
-	}
-	for (uint32_t i = 0; i < j->nodes; i++)
-		if (c->state[i] == NODE_WAITING)
-			c->state[i] = NODE_LATE;
-	return 0;
-}
-
-static int64_t jint(const json_t *o, const char *k)
-{
-	return (int64_t)json_integer_value(json_object_get(o, k));
-}
-
-static void note_missing(struct join *j, const struct collect *c, struct join_summary *s)
-{
-	static const char *const why[] = {
-		[NODE_GONE] = "stopped without a result (killed or crashed mid-run?)",
-		[NODE_NEVER] = "never joined",
-		[NODE_LATE] = "sent no result in time (still running?)",
-	};
-	size_t n = 0;
-
-	for (uint32_t i = 0; i < j->nodes; i++)
-		if (c->state[i] != NODE_IN && n < sizeof(s->missing))
-			n += (size_t)snprintf(s->missing + n, sizeof(s->missing) - n, "%snode %" PRIu32 " of %" PRIu32 " %s",
-			                      n ? "\n" : "", i, j->nodes, why[c->state[i]]);
-}
-
-/* Spread, offsets and the "join" JSON of the results that came in. */
-static void summarize(struct join *j, const struct collect *c, struct join_summary *s)
-{
-	int64_t first = INT64_MAX, last = INT64_MIN;
-	json_t *per = json_array(), *missing = json_array();
-
-	for (uint32_t i = 0; i < j->nodes; i++) {
-		const json_t *o = c->res[i];
-		int64_t off;
-
-		if (c->state[i] != NODE_IN) {
-			json_array_append_new(missing, json_integer(i));
-			continue;
-		}
-		if (s->config == NULL && json_is_object(json_object_get(o, "config")))
-			s->config = json_object_get(o, "config");
-		off = jint(o, "clock_offset_ns");
-		first = jint(o, "began_ns") < first ? jint(o, "began_ns") : first;
-		last = jint(o, "began_ns") > last ? jint(o, "began_ns") : last;
-		if ((double)(off < 0 ? -off : off) / 1e6 > s->max_offset_ms)
-			s->max_offset_ms = (double)(off < 0 ? -off : off) / 1e6;
-		s->merged++;
-		json_array_append_new(per, json_pack("{s:I,s:f,s:f,s:f}", "node", (json_int_t)i,
-		                      "clock_offset_ms", (double)off / 1e6, "rtt_ms", (double)jint(o, "rtt_ns") / 1e6,
-		                      "start_late_ms", (double)(jint(o, "began_ns") - jint(o, "start_ns")) / 1e6));
-	}
-	s->start_spread_ms = s->merged > 0 ? (double)(last - first) / 1e6 : 0;
-	s->complete = s->merged == j->nodes;
-	note_missing(j, c, s);
-	s->json = json_pack("{s:s,s:I,s:I,s:b,s:o,s:f,s:f,s:o}", "run", j->url, "nodes", (json_int_t)j->nodes,
-	                    "merged", (json_int_t)s->merged, "complete", s->complete, "missing", missing,
-	                    "start_spread_ms", s->start_spread_ms, "max_clock_offset_ms", s->max_offset_ms,
-	                    "per_node", per);
-}
-
-/* Add every result that came in into dst, set up with the first one's interval. */
-static int merge_in(struct join *j, const struct collect *c, struct hammer_result *dst, char *err, size_t errlen)
-{
-	uint64_t interval = 0;
-
-	for (uint32_t i = 0; i < j->nodes && interval == 0; i++)
-		if (c->state[i] == NODE_IN)
-			interval = result_codec_interval_ns(json_object_get(c->res[i], "raw"));
-	if (hammer_result_init(dst, interval ? interval : 100 * NS_PER_MS) != 0) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (uint32_t i = 0; i < j->nodes; i++) {
-		char why[256];
-
-		if (c->state[i] == NODE_IN &&
-		    result_codec_add(dst, json_object_get(c->res[i], "raw"), 0, why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "%s: node %" PRIu32 ": %s", j->url, i, why);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-int join_collect(struct join *j, struct hammer_result *dst, struct join_summary *s, char *err, size_t errlen)
-{
-	struct collect c = { calloc(j->nodes, sizeof(*c.res)), calloc(j->nodes, sizeof(*c.state)), j->nodes };
-	int rc = -1;
-
-	memset(s, 0, sizeof(*s));
-	memset(dst, 0, sizeof(*dst));
-	s->nodes = j->nodes;
-	if (c.res == NULL || c.state == NULL) {
-		snprintf(err, errlen, "out of memory");
-		goto free_c;
-	}
-	if (gather(j, &c, err, errlen) != 0 || merge_in(j, &c, dst, err, errlen) != 0)
-		goto keep;
-	summarize(j, &c, s);
-	rc = 0;
-keep:
-	/* dst's URLs point into the results: they stay with the join */
-	json_decref(j->kept);
-	j->kept = json_array();
-	for (uint32_t i = 0; i < j->nodes; i++)
-		if (c.res[i] != NULL)
-			json_array_append_new(j->kept, c.res[i]);
-free_c:
-	free(c.res);
-	free(c.state);
-	return rc;
-}
-
-void join_summary_destroy(struct join_summary *s)
-{
-	json_decref(s->json);
-	s->json = NULL;
-}
-
-void join_summary_line(const struct join_summary *s, char *buf, size_t len)
-{
-	char merged[48] = "";
-
-	if (!s->complete)
-		snprintf(merged, sizeof(merged), " (%" PRIu32 " merged, the result is incomplete)", s->merged);
-	snprintf(buf, len, "%" PRIu32 " nodes%s, start spread %.1f ms, max clock offset %.1f ms", s->nodes, merged,
-	         s->start_spread_ms, s->max_offset_ms);
 }

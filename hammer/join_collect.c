@@ -1,0 +1,237 @@
+/* The nodes' results of a joined run: publish, collect, merge and sum up (join.h). */
+#include "hammer/join.h"
+
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "hammer/join_conn.h"
+#include "hammer/join_impl.h"
+#include "hammer/result_codec.h"
+
+int join_publish(struct join *j, const struct hammer_result *r, const json_t *config, char *err, size_t errlen)
+{
+	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:O?}", "node", (json_int_t)j->node,
+	                      "nodes", (json_int_t)j->nodes, "clock_offset_ns", (json_int_t)j->offset_ns,
+	                      "rtt_ns", (json_int_t)j->rtt_ns, "start_ns", (json_int_t)j->start_redis_ns,
+	                      "began_ns", (json_int_t)(j->start_redis_ns + r->start_late_ns),
+	                      "raw", result_codec_json(r), "config", config);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL, k[200];
+	redisReply *rep;
+	int rc = -1;
+
+	if (text == NULL) {
+		snprintf(err, errlen, "out of memory writing the result");
+		goto put;
+	}
+	rep = join_conn_cmd(&j->conn, join_deadline_after(j->o.timeout_ns), "SET %s %s EX %d",
+	                    join_key(j, k, sizeof(k), "result:%" PRIu32, j->node), text, JOIN_KEY_TTL_S);
+	rc = rep != NULL && rep->type != REDIS_REPLY_ERROR ? 0 : -1;
+	if (rc != 0)
+		join_conn_fail(&j->conn, err, errlen);
+	freeReplyObject(rep);
+put:
+	free(text);
+	json_decref(o);
+	return rc;
+}
+
+/* The states of one node's result as join_collect waits for it. */
+enum node_state { NODE_WAITING, NODE_IN, NODE_GONE, NODE_NEVER, NODE_LATE };
+
+struct collect {
+	json_t **res;                  /* node i's result object, or NULL */
+	enum node_state *state;
+	uint32_t pending;              /* nodes still NODE_WAITING */
+};
+
+/* Read node i's result if it is there: NODE_IN, or NODE_WAITING; -1 when Redis is gone or it does not parse. */
+static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t deadline, char *err, size_t errlen)
+{
+	char k[200];
+	redisReply *r = join_conn_cmd(&j->conn, deadline, "GET %s", join_key(j, k, sizeof(k), "result:%" PRIu32, i));
+	json_error_t je;
+
+	if (r == NULL)
+		return join_conn_fail(&j->conn, err, errlen);
+	if (r->type == REDIS_REPLY_STRING) {
+		c->res[i] = json_loadb(r->str, r->len, 0, &je);
+		if (!json_is_object(c->res[i]) || !json_is_object(json_object_get(c->res[i], "raw"))) {
+			snprintf(err, errlen, "%s: node %" PRIu32 "'s result does not read (%s)", j->url, i, je.text);
+			freeReplyObject(r);
+			return -1;
+		}
+		c->state[i] = NODE_IN;
+		c->pending--;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+/* A node with no result and no heartbeat will send none: it never joined, or it stopped. */
+static void mark_gone(struct join *j, struct collect *c, uint64_t deadline)
+{
+	char k[200], alive[160];
+	long long joined = join_reply_int(join_conn_cmd(&j->conn, deadline, "GET %s", join_run_key(j, k, sizeof(k), "joined")));
+
+	for (uint32_t i = 0; i < j->nodes; i++) {
+		if (c->state[i] != NODE_WAITING)
+			continue;
+		snprintf(alive, sizeof(alive), "%salive:%" PRIu32, j->base, i);
+		if (join_reply_int(join_conn_cmd(&j->conn, deadline, "EXISTS %s", alive)) == 1)
+			continue;
+		c->state[i] = (long long)i >= joined ? NODE_NEVER : NODE_GONE;
+		c->pending--;
+	}
+}
+
+/* Wait for the results: every node in, gone, or the deadline. */
+static int gather(struct join *j, struct collect *c, char *err, size_t errlen)
+{
+	uint64_t deadline = join_deadline_after(j->o.timeout_ns);
+
+	for (;;) {
+		for (uint32_t i = 0; i < j->nodes; i++)
+			if (c->state[i] == NODE_WAITING && fetch_result(j, c, i, deadline, err, errlen) != 0)
+				return -1;
+		if (c->pending > 0)
+			mark_gone(j, c, deadline);
+		if (c->pending == 0)
+			return 0;
+		if (clock_monotonic_ns() >= deadline)
+			break;
+		join_pause_ns(JOIN_POLL_RESULTS_NS);
+	}
+	for (uint32_t i = 0; i < j->nodes; i++)
+		if (c->state[i] == NODE_WAITING)
+			c->state[i] = NODE_LATE;
+	return 0;
+}
+
+static int64_t jint(const json_t *o, const char *k)
+{
+	return (int64_t)json_integer_value(json_object_get(o, k));
+}
+
+static void note_missing(struct join *j, const struct collect *c, struct join_summary *s)
+{
+	static const char *const why[] = {
+		[NODE_GONE] = "stopped without a result (killed or crashed mid-run?)",
+		[NODE_NEVER] = "never joined",
+		[NODE_LATE] = "sent no result in time (still running?)",
+	};
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < j->nodes; i++)
+		if (c->state[i] != NODE_IN && n < sizeof(s->missing))
+			n += (size_t)snprintf(s->missing + n, sizeof(s->missing) - n, "%snode %" PRIu32 " of %" PRIu32 " %s",
+			                      n ? "\n" : "", i, j->nodes, why[c->state[i]]);
+}
+
+/* Spread, offsets and the "join" JSON of the results that came in. */
+static void summarize(struct join *j, const struct collect *c, struct join_summary *s)
+{
+	int64_t first = INT64_MAX, last = INT64_MIN;
+	json_t *per = json_array(), *missing = json_array();
+
+	for (uint32_t i = 0; i < j->nodes; i++) {
+		const json_t *o = c->res[i];
+		int64_t off;
+
+		if (c->state[i] != NODE_IN) {
+			json_array_append_new(missing, json_integer(i));
+			continue;
+		}
+		if (s->config == NULL && json_is_object(json_object_get(o, "config")))
+			s->config = json_object_get(o, "config");
+		off = jint(o, "clock_offset_ns");
+		first = jint(o, "began_ns") < first ? jint(o, "began_ns") : first;
+		last = jint(o, "began_ns") > last ? jint(o, "began_ns") : last;
+		if ((double)(off < 0 ? -off : off) / 1e6 > s->max_offset_ms)
+			s->max_offset_ms = (double)(off < 0 ? -off : off) / 1e6;
+		s->merged++;
+		json_array_append_new(per, json_pack("{s:I,s:f,s:f,s:f}", "node", (json_int_t)i,
+		                      "clock_offset_ms", (double)off / 1e6, "rtt_ms", (double)jint(o, "rtt_ns") / 1e6,
+		                      "start_late_ms", (double)(jint(o, "began_ns") - jint(o, "start_ns")) / 1e6));
+	}
+	s->start_spread_ms = s->merged > 0 ? (double)(last - first) / 1e6 : 0;
+	s->complete = s->merged == j->nodes;
+	note_missing(j, c, s);
+	s->json = json_pack("{s:s,s:I,s:I,s:b,s:o,s:f,s:f,s:o}", "run", j->url, "nodes", (json_int_t)j->nodes,
+	                    "merged", (json_int_t)s->merged, "complete", s->complete, "missing", missing,
+	                    "start_spread_ms", s->start_spread_ms, "max_clock_offset_ms", s->max_offset_ms,
+	                    "per_node", per);
+}
+
+/* Add every result that came in into dst, set up with the first one's interval. */
+static int merge_in(struct join *j, const struct collect *c, struct hammer_result *dst, char *err, size_t errlen)
+{
+	uint64_t interval = 0;
+
+	for (uint32_t i = 0; i < j->nodes && interval == 0; i++)
+		if (c->state[i] == NODE_IN)
+			interval = result_codec_interval_ns(json_object_get(c->res[i], "raw"));
+	if (hammer_result_init(dst, interval ? interval : 100 * NS_PER_MS) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (uint32_t i = 0; i < j->nodes; i++) {
+		char why[256];
+
+		if (c->state[i] == NODE_IN &&
+		    result_codec_add(dst, json_object_get(c->res[i], "raw"), 0, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "%s: node %" PRIu32 ": %s", j->url, i, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int join_collect(struct join *j, struct hammer_result *dst, struct join_summary *s, char *err, size_t errlen)
+{
+	struct collect c = { calloc(j->nodes, sizeof(*c.res)), calloc(j->nodes, sizeof(*c.state)), j->nodes };
+	int rc = -1;
+
+	memset(s, 0, sizeof(*s));
+	memset(dst, 0, sizeof(*dst));
+	s->nodes = j->nodes;
+	if (c.res == NULL || c.state == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto free_c;
+	}
+	if (gather(j, &c, err, errlen) != 0 || merge_in(j, &c, dst, err, errlen) != 0)
+		goto keep;
+	summarize(j, &c, s);
+	rc = 0;
+keep:
+	/* dst's URLs point into the results: they stay with the join */
+	json_decref(j->kept);
+	j->kept = json_array();
+	for (uint32_t i = 0; i < j->nodes; i++)
+		if (c.res[i] != NULL)
+			json_array_append_new(j->kept, c.res[i]);
+free_c:
+	free(c.res);
+	free(c.state);
+	return rc;
+}
+
+void join_summary_destroy(struct join_summary *s)
+{
+	json_decref(s->json);
+	s->json = NULL;
+}
+
+void join_summary_line(const struct join_summary *s, char *buf, size_t len)
+{
+	char merged[48] = "";
+
+	if (!s->complete)
+		snprintf(merged, sizeof(merged), " (%" PRIu32 " merged, the result is incomplete)", s->merged);
+	snprintf(buf, len, "%" PRIu32 " nodes%s, start spread %.1f ms, max clock offset %.1f ms", s->nodes, merged,
+	         s->start_spread_ms, s->max_offset_ms);
+}
