@@ -208,6 +208,8 @@ int events_start(struct events *ev)
 
 void events_stop(struct events *ev)
 {
+	bool join;
+
 	if (!ev)
 		return;
 	pthread_mutex_lock(&ev->lock);
@@ -216,7 +218,12 @@ void events_stop(struct events *ev)
 		if (sb->phase == SUB_SENDING || sb->phase == SUB_SUSPENDED)
 			sub_wake(sb, SUB_ENDING);
 	pthread_cond_broadcast(&ev->wake);
+	/* The caller that stops it joins it, so a forced exit later in the drain leaves no thread behind. */
+	join = ev->started;
+	ev->started = false;
 	pthread_mutex_unlock(&ev->lock);
+	if (join)
+		pthread_join(ev->tid, NULL);
 }
 
 void events_free(struct events *ev)
@@ -224,8 +231,6 @@ void events_free(struct events *ev)
 	if (!ev)
 		return;
 	events_stop(ev);
-	if (ev->started)
-		pthread_join(ev->tid, NULL);
 	/* The daemon has stopped, so every stream's free ran: the list is empty. */
 	pthread_cond_destroy(&ev->wake);
 	pthread_mutex_destroy(&ev->lock);

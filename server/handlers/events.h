@@ -39,11 +39,11 @@ int events_start(struct events *ev);
 
 /*
  * End every stream (each sends what it has, then ends) and refuse new ones;
- * the publisher stops.  Before the daemon stops.  Idempotent, thread-safe.
+ * the publisher stops and is joined.  Before the daemon stops.  Idempotent, thread-safe.
  */
 void events_stop(struct events *ev);
 
-/* events_stop, join the publisher, free.  Only once no stream is left (the daemon stopped).  NULL: no-op. */
+/* events_stop, then free.  Only once no stream is left (the daemon stopped).  NULL: no-op. */
 void events_free(struct events *ev);
 
 /* Streams being fed now (dropped ones not counted).  Thread-safe. */

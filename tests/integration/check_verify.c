@@ -609,6 +609,7 @@ struct grid_run {
 	char policy[16], json[64];
 	char *argv[48];
 	pid_t pid;
+	int status;      /* verify's wait status */
 };
 
 /* argv: ratelab verify --all --jobs 4 --timeout T --json F -- ratelab COMMAND..., {policy} filled in. */
@@ -707,7 +708,7 @@ static void grid_check(const struct grid_run *g, json_t *table, char *msg, size_
 
 	unlink(g->json);
 	if (!all) {
-		append(msg, len, "%s: no JSON; ", g->policy);
+		append(msg, len, "%s: no JSON (verify's wait status %d); ", g->policy, g->status);
 		return;
 	}
 	json_object_foreach(json_object_get(table, "scenarios"), sname, sc) {
@@ -739,7 +740,7 @@ static void grid_run(struct grid_run *g, size_t n)
 		struct timespec ts = { 0, 50 * 1000000L };
 
 		for (size_t i = 0; i < n; i++)
-			if (g[i].pid > 0 && waitpid(g[i].pid, NULL, WNOHANG) == g[i].pid) {
+			if (g[i].pid > 0 && waitpid(g[i].pid, &g[i].status, WNOHANG) == g[i].pid) {
 				g[i].pid = 0;
 				running--;
 			}
@@ -772,6 +773,10 @@ START_TEST(hammer_presets_grade_as_the_table_says)
 	ck_assert_uint_eq(n, 7);
 	ck_assert_uint_eq(json_object_size(json_object_get(table, "scenarios")), 28);
 	grid_run(runs, n);
+	/* A run that left no JSON (seen once under ThreadSanitizer with seven runs on two cores) runs once more, alone. */
+	for (i = 0; i < n; i++)
+		if (access(runs[i].json, F_OK) != 0)
+			grid_run(&runs[i], 1);
 	msg[0] = '\0';
 	for (i = 0; i < n; i++)
 		grid_check(&runs[i], table, msg, sizeof(msg));
@@ -817,7 +822,7 @@ Suite *verify_suite(void)
 	tcase_set_timeout(clients, 60);
 	suite_add_tcase(s, clients);
 	tcase_add_test(grid, hammer_presets_grade_as_the_table_says);
-	tcase_set_timeout(grid, 200);
+	tcase_set_timeout(grid, 380);
 	suite_add_tcase(s, grid);
 	return s;
 }
