@@ -1,16 +1,15 @@
 #include "lab/herd_report.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/ticks.h"
 #include "common/timeline.h"
 #include "hammer/report.h"
+#include "lab/report_dir.h"
 
 #define FINE_PER_ROW ((uint32_t)(HERD_PEAK_NS / HERD_BIN_NS))
 
@@ -132,14 +131,6 @@ bool herd_report_row100(const struct herd_result *r, uint32_t row, struct herd_b
 	return true;
 }
 
-static FILE *open_in(const char *dir, const char *name, char *err, size_t errlen)
-{
-	char path[1024];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return report_open_out(path, err, errlen);
-}
-
 static int write_csv(const char *dir, const struct herd_result *r, char *err, size_t errlen)
 {
 	char name[64];
@@ -147,7 +138,7 @@ static int write_csv(const char *dir, const struct herd_result *r, char *err, si
 	FILE *f;
 
 	snprintf(name, sizeof(name), "%s.csv", r->policy);
-	if (!(f = open_in(dir, name, err, errlen)))
+	if (!(f = report_dir_open(dir, name, err, errlen)))
 		return -1;
 	fprintf(f, "t_s,attempts,ok,rejected,conflict,other,retries\n");
 	for (uint32_t row = 0; herd_report_row100(r, row, &b); row++)
@@ -394,16 +385,14 @@ int herd_report_write(const char *dir, const struct herd_report_info *info, cons
 {
 	FILE *f;
 
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+	if (report_dir_make(dir, err, errlen) != 0)
 		return -1;
-	}
 	for (size_t i = 0; i < n; i++)
 		if (write_csv(dir, &res[i], err, errlen) != 0)
 			return -1;
 	if (write_json(dir, info, res, n, err, errlen) != 0)
 		return -1;
-	if (!(f = open_in(dir, "report.html", err, errlen)))
+	if (!(f = report_dir_open(dir, "report.html", err, errlen)))
 		return -1;
 	fputs(HTML_HEAD, f);
 	html_body(f, info, res, n);

@@ -1,16 +1,15 @@
 /* ratelab storm's figures: the rows of a run, its phases, the table, and the report files. */
 #include "lab/storm_report.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/timeline.h"
 #include "hammer/report.h"
+#include "lab/report_dir.h"
 
 #define ROWS_PER_S ((uint32_t)(NS_PER_SEC / STORM_ROW_NS))
 #define BEFORE_MAX_NS (5ULL * NS_PER_SEC)
@@ -146,14 +145,6 @@ void storm_report_row(FILE *f, const struct storm_result *r, bool header)
 
 /* ---- the files ---- */
 
-static FILE *open_in(const char *dir, const char *name, char *err, size_t errlen)
-{
-	char path[1024];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return report_open_out(path, err, errlen);
-}
-
 /* A policy's label as a file name: anything but [A-Za-z0-9-] becomes '-'. */
 static void file_name(const char *policy, const char *ext, char *out, size_t len)
 {
@@ -174,7 +165,7 @@ static int write_csv(const char *dir, const struct storm_result *r, char *err, s
 	FILE *f;
 
 	file_name(r->policy, ".csv", name, sizeof(name));
-	if (!(f = open_in(dir, name, err, errlen)))
+	if (!(f = report_dir_open(dir, name, err, errlen)))
 		return -1;
 	fprintf(f, "t_s,offered,attempts,retries,goodput,queue,workers,wasted\n");
 	for (uint32_t i = 0; i < r->nrows; i++) {
@@ -445,16 +436,14 @@ int storm_report_write(const char *dir, const struct storm_report_info *info, co
 {
 	FILE *f;
 
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+	if (report_dir_make(dir, err, errlen) != 0)
 		return -1;
-	}
 	for (size_t i = 0; i < n; i++)
 		if (write_csv(dir, &res[i], err, errlen) != 0)
 			return -1;
 	if (write_json(dir, info, res, n, err, errlen) != 0)
 		return -1;
-	if (!(f = open_in(dir, "report.html", err, errlen)))
+	if (!(f = report_dir_open(dir, "report.html", err, errlen)))
 		return -1;
 	fputs(HTML_HEAD, f);
 	html_body(f, info, res, n);
