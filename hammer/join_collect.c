@@ -3,6 +3,7 @@
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,34 +73,49 @@ static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t 
 	return 0;
 }
 
-/* A node with no result and no heartbeat will send none: it never joined, or it stopped. */
-static void mark_gone(struct join *j, struct collect *c, uint64_t deadline)
+/* Does node i's heartbeat key live?  An error reads as yes: the deadline decides then. */
+static bool heartbeat_lives(struct join *j, uint32_t i, uint64_t deadline)
 {
-	char k[200], alive[160];
-	long long joined = join_reply_int(join_conn_cmd(&j->conn, deadline, "GET %s", join_run_key(j, k, sizeof(k), "joined")));
+	char alive[160];
 
-	for (uint32_t i = 0; i < j->nodes; i++) {
-		if (c->state[i] != NODE_WAITING)
-			continue;
-		snprintf(alive, sizeof(alive), "%salive:%" PRIu32, j->base, i);
-		if (join_reply_int(join_conn_cmd(&j->conn, deadline, "EXISTS %s", alive)) == 1)
-			continue;
+	snprintf(alive, sizeof(alive), "%salive:%" PRIu32, j->base, i);
+	return join_reply_int(join_conn_cmd(&j->conn, deadline, "EXISTS %s", alive)) != 0;
+}
+
+/*
+ * Look at node i once: its heartbeat first, then its result.  A node writes
+ * its result before it ends its heartbeat, so a heartbeat already gone and
+ * still no result means it will send none: it never joined, or it stopped.
+ * (Read the other way round, a node that published and ended between the two
+ * reads would be called gone with its result in Redis.)
+ */
+static int look_at(struct join *j, struct collect *c, uint32_t i, long long joined, uint64_t deadline, char *err,
+                   size_t errlen)
+{
+	bool lives = heartbeat_lives(j, i, deadline);
+
+	if (fetch_result(j, c, i, deadline, err, errlen) != 0)
+		return -1;
+	if (c->state[i] == NODE_WAITING && !lives) {
 		c->state[i] = (long long)i >= joined ? NODE_NEVER : NODE_GONE;
 		c->pending--;
 	}
+	return 0;
 }
 
 /* Wait for the results: every node in, gone, or the deadline. */
 static int gather(struct join *j, struct collect *c, char *err, size_t errlen)
 {
 	uint64_t deadline = join_deadline_after(j->o.timeout_ns);
+	char k[200];
 
 	for (;;) {
+		long long joined = join_reply_int(join_conn_cmd(&j->conn, deadline, "GET %s",
+		                                                join_run_key(j, k, sizeof(k), "joined")));
+
 		for (uint32_t i = 0; i < j->nodes; i++)
-			if (c->state[i] == NODE_WAITING && fetch_result(j, c, i, deadline, err, errlen) != 0)
+			if (c->state[i] == NODE_WAITING && look_at(j, c, i, joined, deadline, err, errlen) != 0)
 				return -1;
-		if (c->pending > 0)
-			mark_gone(j, c, deadline);
 		if (c->pending == 0)
 			return 0;
 		if (clock_monotonic_ns() >= deadline)

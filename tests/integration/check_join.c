@@ -400,6 +400,117 @@ START_TEST(killed_node_is_named)
 }
 END_TEST
 
+/* ---- nodes that end while the merge looks ---- */
+
+#define ENDING 200
+
+/* One connection for a run of commands (the nodes below); freed by the caller. */
+static redisContext *redis_open(void)
+{
+	struct timeval tv = { .tv_sec = 2, .tv_usec = 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", shared_redis.port, tv);
+
+	ck_assert_msg(c != NULL && !c->err, "cannot connect to redis");
+	redisSetTimeout(c, tv);
+	return c;
+}
+
+static void redis_do(redisContext *c, const char *fmt, const char *key, const char *val)
+{
+	redisReply *r = val ? redisCommand(c, fmt, key, val) : redisCommand(c, fmt, key);
+
+	ck_assert_msg(r != NULL && r->type != REDIS_REPLY_ERROR, "redis: %s %s", fmt, key);
+	freeReplyObject(r);
+}
+
+struct merge_run {
+	const char *url, *json;
+	struct test_run run;
+};
+
+static void *merge_main(void *arg)
+{
+	struct merge_run *m = arg;
+
+	testutil_run(&m->run, (const char *[]){ "merge", m->url, "--json", m->json, NULL }, NULL, 30000);
+	return NULL;
+}
+
+/*
+ * Nodes that write their result and end their heartbeat while the merge is
+ * polling are all merged, none called "stopped without a result".  The 200
+ * nodes are played here on Redis with a node's own two steps (SET its result,
+ * a real one-node run's with the node index changed, then DEL its heartbeat),
+ * one about every millisecond, across several of the merge's polls.  A merge that
+ * read a node's result before its heartbeat would, for a node ending between
+ * the two reads, see neither.
+ */
+START_TEST(ending_nodes_all_merged)
+{
+	const char *srv_args[] = { "--limiter", "none", NULL };
+	struct test_server srv;
+	struct test_run one;
+	struct merge_run m;
+	pthread_t tid;
+	char url[128], target[96], key[200], n[16], file[64];
+	redisContext *c;
+	json_t *tmpl, *merged, *join;
+
+	need_redis();
+	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
+	snprintf(target, sizeof(target), "%s/", srv.url);
+	testutil_run(&one, (const char *[]){ "hammer", target, "--requests", "3", "--concurrency", "1", "--no-retry",
+	                                     "--join", join_url(url, sizeof(url), "tmpl"), "--nodes", "1", "--quiet",
+	                                     NULL }, NULL, 30000);
+	ck_assert_msg(one.status == 0, "one-node run: exit %d: %s", one.status, one.err);
+	testutil_run_free(&one);
+	testutil_server_stop(&srv, 5000);
+	tmpl = node_result("tmpl", 0);
+
+	c = redis_open();
+	join_url(url, sizeof(url), "ending");
+	snprintf(n, sizeof(n), "%d", ENDING);
+	snprintf(key, sizeof(key), "ratelab:join:ending-%d:nodes", (int)getpid());
+	redis_do(c, "SET %s %s", key, n);
+	snprintf(key, sizeof(key), "ratelab:join:ending-%d:joined", (int)getpid());
+	redis_do(c, "SET %s %s", key, n);
+	for (int i = 0; i < ENDING; i++) {
+		snprintf(key, sizeof(key), "ratelab:join:ending-%d:alive:%d", (int)getpid(), i);
+		redis_do(c, "SET %s %s PX 20000", key, "1");
+	}
+	json_path(file, sizeof(file), "ending", 0);
+	m = (struct merge_run){ .url = url, .json = file };
+	ck_assert_int_eq(pthread_create(&tid, NULL, merge_main, &m), 0);
+	for (int i = 0; i < ENDING; i++) {
+		char *text;
+
+		json_object_set_new(tmpl, "node", json_integer(i));
+		text = json_dumps(tmpl, JSON_COMPACT);
+		snprintf(key, sizeof(key), "ratelab:join:ending-%d:result:%d", (int)getpid(), i);
+		redis_do(c, "SET %s %s", key, text);
+		free(text);
+		snprintf(key, sizeof(key), "ratelab:join:ending-%d:alive:%d", (int)getpid(), i);
+		redis_do(c, "DEL %s", key, NULL);
+		poll(NULL, 0, 1);
+	}
+	redisFree(c);
+	pthread_join(tid, NULL);
+	ck_assert_msg(m.run.status == 0, "merge: exit %d: %s%s", m.run.status, m.run.out, m.run.err);
+	ck_assert_msg(strstr(m.run.out, "200 nodes, start spread") != NULL && strstr(m.run.out, "incomplete") == NULL,
+	              "%s", m.run.out);
+	merged = json_load_file(file, 0, NULL);
+	ck_assert_ptr_nonnull(merged);
+	join = json_object_get(merged, "join");
+	ck_assert_int_eq(json_integer_value(json_object_get(join, "merged")), ENDING);
+	ck_assert(json_is_true(json_object_get(join, "complete")));
+	ck_assert_int_eq(json_integer_value(json_object_get(merged, "requests")), 3 * ENDING);
+	json_decref(merged);
+	json_decref(tmpl);
+	testutil_run_free(&m.run);
+	unlink(file);
+}
+END_TEST
+
 /* The row of `policy` in a herd table: ok and calls; false when there is none. */
 static bool herd_row(const char *out, const char *policy, long *ok, long *calls)
 {
@@ -600,6 +711,7 @@ Suite *join_suite(void)
 	tcase_add_test(tc, killed_node_is_named);
 	tcase_add_test(tc, herd_joined);
 	tcase_add_test(tc, join_failures_exit_4);
+	tcase_add_test(tc, ending_nodes_all_merged);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(one, 60);
 	tcase_add_test(one, merge_files_on_start_times);
