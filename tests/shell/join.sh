@@ -18,10 +18,12 @@ BIN=${RATELAB_BIN:-./ratelab}
 ROOT=${RATELAB_ROOT:-.}
 TMP=$(mktemp -d)
 PIDS=""
+. "$ROOT/tests/harness/redis.sh"
 
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	redis_stop
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -30,34 +32,6 @@ trap 'exit 130' INT TERM
 die() {
 	echo "join.sh: $*" >&2
 	exit 1
-}
-
-# Start redis-server on a free port (tried from a pseudo-random start); sets REDIS_URL.
-start_redis() {
-	command -v redis-server >/dev/null 2>&1 || sh "$ROOT/scripts/install-deps" redis-server >&2 ||
-		die "redis-server is missing and scripts/install-deps failed"
-	port=$((20000 + ($$ * 13) % 30000))
-	tries=0
-	while [ $tries -lt 20 ]; do
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --logfile "" \
-			>/dev/null 2>&1 &
-		rpid=$!
-		n=0
-		while [ $n -lt 50 ]; do   # at most 5 s
-			if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
-				PIDS="$PIDS $rpid"
-				REDIS_URL="redis://127.0.0.1:$port"
-				return 0
-			fi
-			kill -0 "$rpid" 2>/dev/null || break   # port taken: try the next one
-			sleep 0.1
-			n=$((n + 1))
-		done
-		kill "$rpid" 2>/dev/null
-		port=$((port + 1))
-		tries=$((tries + 1))
-	done
-	die "redis-server did not start"
 }
 
 # start_server ARGS...: `ratelab serve --port 0 ARGS`; sets URL.
@@ -87,7 +61,7 @@ server_counts() {
 room() {
 	nodes=$1
 	clients=${2:-200}
-	start_redis
+	redis_start || die "$REDIS_ERROR"
 	start_server --limiter token-bucket --limit 50 --burst 20 --key global --max-connections $((clients + 1000))
 	run="$REDIS_URL/room$$"
 	i=0
@@ -136,7 +110,7 @@ usage_error() {   # usage_error CODE NEEDLE ARGS...: exit CODE and one stderr li
 
 # Two hammers joined into one run of 60 requests; node 0 prints the merged summary.
 two_hammers() {
-	start_redis
+	redis_start || die "$REDIS_ERROR"
 	start_server --limiter none
 	run="$REDIS_URL/pair$$"
 	for i in 0 1; do

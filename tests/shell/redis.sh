@@ -19,10 +19,12 @@ BIN=${RATELAB_BIN:-./ratelab}
 ROOT=${RATELAB_ROOT:-.}
 TMP=$(mktemp -d)
 PIDS=""
+. "$ROOT/tests/harness/redis.sh"
 
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	redis_stop
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -31,34 +33,6 @@ trap 'exit 130' INT TERM
 die() {
 	echo "redis.sh: $*" >&2
 	exit 1
-}
-
-# Start redis-server on a free port (tried from a pseudo-random start); sets REDIS_URL.
-start_redis() {
-	command -v redis-server >/dev/null 2>&1 || sh "$ROOT/scripts/install-deps" redis-server >&2 ||
-		die "redis-server is missing and scripts/install-deps failed"
-	port=$((20000 + ($$ * 7) % 30000))
-	tries=0
-	while [ $tries -lt 20 ]; do
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --logfile "" \
-			>/dev/null 2>&1 &
-		rpid=$!
-		n=0
-		while [ $n -lt 50 ]; do   # at most 5 s
-			if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
-				PIDS="$PIDS $rpid"
-				REDIS_URL="redis://127.0.0.1:$port"
-				return 0
-			fi
-			kill -0 "$rpid" 2>/dev/null || break   # port taken: try the next one
-			sleep 0.1
-			n=$((n + 1))
-		done
-		kill "$rpid" 2>/dev/null
-		port=$((port + 1))
-		tries=$((tries + 1))
-	done
-	die "redis-server did not start"
 }
 
 # start_server NAME ARGS...: `ratelab serve --port 0 ARGS`; sets URL_<NAME>.
@@ -89,7 +63,7 @@ replicas() {
 	rate=${3:-20}
 	case $store in
 	memory) url=memory ;;
-	redis) start_redis; url=$REDIS_URL ;;
+	redis) redis_start || die "$REDIS_ERROR"; url=$REDIS_URL ;;
 	*) die "replicas: want memory or redis, not '$store'" ;;
 	esac
 	for i in 1 2 3; do
@@ -144,16 +118,16 @@ hammer_says() {   # hammer_says URL STATUS: three requests all answered STATUS
 	[ "$(count_of "$TMP/h.txt" "$2")" = 3 ]
 }
 
-# The keys under prefix $1 in the Redis at $REDIS_URL, one a line.
+# The keys under prefix $1 in the Redis redis_start started, one a line.
 redis_keys() {
-	redis-cli -p "${REDIS_URL##*:}" --scan --pattern "$1*"
+	redis-cli -p "$REDIS_PORT" --scan --pattern "$1*"
 }
 
 # --limiter concurrency --limit 1 on Redis, 30 requests one after the other on
 # one kept-alive connection: each release is queued before the next acquire, so
 # all 30 are admitted, and once the last release is through no slot is held.
 concurrency_releases() {
-	start_redis
+	redis_start || die "$REDIS_ERROR"
 	start_server conc --limiter concurrency --limit 1 --key global --store "$REDIS_URL" \
 		--store-failure closed --store-prefix "rs$$:"
 	"$BIN" hammer "$URL_conc/" --requests 30 --concurrency 1 --no-retry >"$TMP/c.txt" 2>&1
