@@ -388,6 +388,24 @@ json_t *testutil_run_json(struct test_run *r, const char *const *args, const cha
 	return j;
 }
 
+json_t *testutil_stats(const struct test_server *s)
+{
+	char url[128], *body = NULL;
+	long status = 0;
+	json_error_t je;
+	json_t *j = NULL;
+
+	snprintf(url, sizeof(url), "%s/stats", s->url);
+	if (testutil_http("GET", url, NULL, &status, NULL, &body) != 0)
+		fprintf(stderr, "testutil_stats: GET %s: no answer\n", url);
+	else if (status != 200)
+		fprintf(stderr, "testutil_stats: GET %s: status %ld\n", url, status);
+	else if ((j = json_loads(body, 0, &je)) == NULL)
+		fprintf(stderr, "testutil_stats: GET %s: not JSON (line %d: %s)\n", url, je.line, je.text);
+	free(body);
+	return j;
+}
+
 long long testutil_jint(json_t *j, const char *k1, const char *k2)
 {
 	json_t *v = json_object_get(j, k1);

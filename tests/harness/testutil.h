@@ -95,6 +95,13 @@ bool testutil_header(const char *headers, const char *name, char *buf, size_t le
  */
 json_t *testutil_run_json(struct test_run *r, const char *const *args, const char *const *env, int timeout_ms);
 
+/*
+ * GET s's /stats and parse it.  Returns the JSON (the caller decrefs it), or
+ * NULL when the server did not answer, answered other than 200, or sent no
+ * JSON (which of them goes to stderr).
+ */
+json_t *testutil_stats(const struct test_server *s);
+
 /* The integer at j.k1, or j.k1.k2 when k2 is not NULL; -1 when absent or not an integer. */
 long long testutil_jint(json_t *j, const char *k1, const char *k2);
 

@@ -38,17 +38,10 @@ static double mono_ms(void)
 /* The server's "requests" count from /stats; -1 when it does not answer. */
 static long long requests_seen(const struct test_server *s)
 {
-	char url[128], *body = NULL;
-	long st = 0;
-	long long n = -1;
-	json_t *j;
+	json_t *j = testutil_stats(s);
+	long long n = j ? testutil_jint(j, "requests", NULL) : -1;
 
-	snprintf(url, sizeof(url), "%s/stats", s->url);
-	if (testutil_http("GET", url, NULL, &st, NULL, &body) == 0 && st == 200 && (j = json_loads(body, 0, NULL))) {
-		n = testutil_jint(j, "requests", NULL);
-		json_decref(j);
-	}
-	free(body);
+	json_decref(j);
 	return n;
 }
 

@@ -44,28 +44,10 @@ static double mono_ms(void)
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* A blocking TCP connection from 127.0.0.<src> to 127.0.0.1:port, or -1. */
-static int raw_connect_from(int port, int src)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | (unsigned)src) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) != 0 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* A blocking TCP connection to 127.0.0.1:port, or -1. */
 static int raw_connect(int port)
 {
-	return raw_connect_from(port, 1);
+	return testutil_raw_connect(port, 1);
 }
 
 /* Send all of buf within timeout_ms; 0, or -1 when the peer closed or time ran out. */
@@ -152,18 +134,9 @@ static long get_status(const struct test_server *s, const char *path)
 /* The integer /stats field k1 (or k1.k2; an array k1 means its first element); -1 when absent. */
 static long long stats_field(const struct test_server *s, const char *k1, const char *k2)
 {
-	char url[256], *body = NULL;
-	long st = 0;
+	json_t *root = testutil_stats(s), *o = json_object_get(root, k1);
 	long long v = -1;
-	json_t *root, *o;
 
-	snprintf(url, sizeof(url), "%s/stats", s->url);
-	if (testutil_http("GET", url, NULL, &st, NULL, &body) != 0 || st != 200) {
-		free(body);
-		return -1;
-	}
-	root = json_loads(body, 0, NULL);
-	o = root ? json_object_get(root, k1) : NULL;
 	if (json_is_array(o))
 		o = json_array_get(o, 0);
 	if (o && k2)
@@ -171,7 +144,6 @@ static long long stats_field(const struct test_server *s, const char *k1, const 
 	if (json_is_integer(o))
 		v = json_integer_value(o);
 	json_decref(root);
-	free(body);
 	return v;
 }
 
@@ -465,7 +437,7 @@ START_TEST(per_address_cap)
 	ck_assert_int_ge(fd[3], 0);
 	raw_send(fd[3], req, sizeof(req) - 1, 1000);
 	ck_assert_int_eq(raw_status(fd[3], 1000), 0);
-	other = raw_connect_from(s.port, 2);
+	other = testutil_raw_connect(s.port, 2);
 	ck_assert_int_eq(raw_send(other, req, sizeof(req) - 1, 1000), 0);
 	ck_assert_int_eq(raw_status(other, 1000), 200);
 	close(fd[3]);
@@ -515,18 +487,18 @@ START_TEST(connection_limit)
 
 	start(&s, args);
 	for (int i = 0; i < 4; i++) {
-		fd[i] = raw_connect_from(s.port, 1 + i / 2);
+		fd[i] = testutil_raw_connect(s.port, 1 + i / 2);
 		ck_assert_int_eq(raw_send(fd[i], req, sizeof(req) - 1, 1000), 0);
 		ck_assert_int_eq(raw_status(fd[i], 1000), 200);
 	}
-	fd[4] = raw_connect_from(s.port, 3);
+	fd[4] = testutil_raw_connect(s.port, 3);
 	ck_assert_int_ge(fd[4], 0);
 	raw_send(fd[4], req, sizeof(req) - 1, 1000);
 	ck_assert_int_eq(raw_status(fd[4], 1000), 0);
 	close(fd[4]);
 	close(fd[0]);
 	for (int k = 0; k < 100 && again < 0; k++) {
-		int t = raw_connect_from(s.port, 3);
+		int t = testutil_raw_connect(s.port, 3);
 
 		raw_send(t, req, sizeof(req) - 1, 1000);
 		if (raw_status(t, 1000) == 200)
