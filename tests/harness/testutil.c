@@ -593,3 +593,17 @@ size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, i
 	buf[used] = '\0';
 	return used;
 }
+
+Suite *testutil_suite_per_test(const char *name, const struct testutil_case *tests, size_t n, double timeout_s)
+{
+	Suite *s = suite_create(name);
+
+	for (size_t i = 0; i < n; i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_set_timeout(tc, timeout_s);
+		tcase_add_test(tc, tests[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}

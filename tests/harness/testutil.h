@@ -1,6 +1,7 @@
 #ifndef RATELAB_TESTUTIL_H
 #define RATELAB_TESTUTIL_H
 
+#include <check.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -141,5 +142,17 @@ size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, i
 
 /* True when s holds exactly one line: its only newline is its last character. */
 bool testutil_one_line(const char *s);
+
+/* One test of a suite built by testutil_suite_per_test. */
+struct testutil_case {
+	const char *name;
+	const TTest *test;
+};
+
+/*
+ * A suite `name` with one case per test, named after it (so CK_RUN_CASE=<name>
+ * runs one), each with a timeout of timeout_s seconds.  The runner owns it.
+ */
+Suite *testutil_suite_per_test(const char *name, const struct testutil_case *tests, size_t n, double timeout_s);
 
 #endif

@@ -227,19 +227,11 @@ END_TEST
 
 Suite *admin_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "loopback_and_pages", loopback_and_pages }, { "token_admits_others", token_admits_others },
 		{ "others_refused_by_default", others_refused_by_default },
 		{ "herd_sends_the_token", herd_sends_the_token },
 	};
-	Suite *s = suite_create("admin");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 30);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("admin", tests, sizeof(tests) / sizeof(tests[0]), 30);
 }

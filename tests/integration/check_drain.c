@@ -213,18 +213,10 @@ END_TEST
 
 Suite *drain_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "stops_under_load", stops_under_load }, { "slow_upload_answered", slow_upload_answered },
 		{ "second_signal", second_signal_exits_at_once },
 	};
-	Suite *s = suite_create("drain");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("drain", tests, sizeof(tests) / sizeof(tests[0]), 60);
 }

@@ -892,7 +892,7 @@ END_TEST
 
 Suite *hostile_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "slowloris", slowloris }, { "header_deadline", header_deadline }, { "per_address_cap", per_address_cap },
 		{ "connection_limit", connection_limit },
 		{ "oversized", oversized_requests }, { "garbage", garbage },
@@ -900,15 +900,6 @@ Suite *hostile_suite(void)
 		{ "huge_cap_starts_small", huge_cap_starts_small }, { "key_memory_refused", key_memory_refused },
 		{ "disconnects", disconnects },
 	};
-	Suite *s = suite_create("hostile");
 
-	/* one case per test, so CK_RUN_CASE=<name> runs one */
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("hostile", tests, sizeof(tests) / sizeof(tests[0]), 60);
 }

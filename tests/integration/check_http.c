@@ -197,18 +197,10 @@ END_TEST
 
 Suite *http_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "routes_on_normal_path", routes_on_normal_path }, { "every_answer_counted", every_answer_counted },
 		{ "smuggling_refused", smuggling_refused },
 	};
-	Suite *s = suite_create("http");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 30);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("http", tests, sizeof(tests) / sizeof(tests[0]), 30);
 }
