@@ -413,6 +413,25 @@ START_TEST(header_deadline)
 END_TEST
 
 /*
+ * A connection from 127.0.0.<src> whose request req is answered 200, tried
+ * again every 10 ms until the server has seen a close and has a slot free
+ * (at most 100 tries); its fd, or -1.
+ */
+static int served_again(int port, int src, const char *req)
+{
+	for (int k = 0; k < 100; k++) {
+		int t = testutil_raw_connect(port, src);
+
+		raw_send(t, req, strlen(req), 1000);
+		if (raw_status(t, 1000) == 200)
+			return t;
+		close(t);
+		poll(NULL, 0, 10);
+	}
+	return -1;
+}
+
+/*
  * --max-connections-per-ip 3: a fourth connection from 127.0.0.1 is closed
  * at accept, unanswered and counted; 127.0.0.2 is another address; a freed
  * slot is usable again.
@@ -443,16 +462,7 @@ START_TEST(per_address_cap)
 	close(fd[3]);
 	close(fd[0]);
 	/* the server sees the close (bounded): then the address has a free slot */
-	again = -1;
-	for (int k = 0; k < 100 && again < 0; k++) {
-		int t = raw_connect(s.port);
-
-		raw_send(t, req, sizeof(req) - 1, 1000);
-		if (raw_status(t, 1000) == 200)
-			again = t;
-		else
-			close(t), poll(NULL, 0, 10);
-	}
+	again = served_again(s.port, 1, req);
 	ck_assert_msg(again >= 0, "the freed slot never came back");
 	/* 127.0.0.1 is at its cap again: read /stats from 127.0.0.2 */
 	ck_assert_int_eq(raw_send(other, stats_req, sizeof(stats_req) - 1, 1000), 0);
@@ -482,7 +492,7 @@ START_TEST(connection_limit)
 	static const char stats_req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 	static char body[16384];
 	struct test_server s;
-	int fd[5], again = -1;
+	int fd[5], again;
 	const char *p;
 
 	start(&s, args);
@@ -497,15 +507,7 @@ START_TEST(connection_limit)
 	ck_assert_int_eq(raw_status(fd[4], 1000), 0);
 	close(fd[4]);
 	close(fd[0]);
-	for (int k = 0; k < 100 && again < 0; k++) {
-		int t = testutil_raw_connect(s.port, 3);
-
-		raw_send(t, req, sizeof(req) - 1, 1000);
-		if (raw_status(t, 1000) == 200)
-			again = t;
-		else
-			close(t), poll(NULL, 0, 10);
-	}
+	again = served_again(s.port, 3, req);
 	ck_assert_msg(again >= 0, "the freed slot never came back");
 	ck_assert_int_eq(raw_send(again, stats_req, sizeof(stats_req) - 1, 1000), 0);
 	testutil_raw_read(again, body, sizeof(body), 3000);
