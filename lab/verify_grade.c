@@ -23,7 +23,7 @@ void verify_grade_add(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-void verify_grade_conclude(struct verify_grade_verdict *out, enum verify_outcome o, const struct text *t)
+void verify_grade_conclude(struct verify_grade_verdict *out, enum verify_outcome o, const struct verify_grade_text *t)
 {
 	size_t room = sizeof(out->evidence) - 1 - strlen(t->summary);
 	size_t dl = strlen(t->details);
@@ -47,7 +47,7 @@ const char *verify_outcome_name(enum verify_outcome o)
 
 /* ---- the view ---- */
 
-static void view_free(struct view *v)
+static void view_free(struct verify_grade_view *v)
 {
 	free(v->cid);
 	free(v->prev);
@@ -56,7 +56,7 @@ static void view_free(struct view *v)
 }
 
 /* The same client's last arrival before i with the same method and path, or -1. */
-static long previous(const struct scenario_arrival *log, const struct view *v, size_t i)
+static long previous(const struct scenario_arrival *log, const struct verify_grade_view *v, size_t i)
 {
 	for (long j = (long)i - 1; j >= 0; j--)
 		if (v->cid[j] == v->cid[i] && strcmp(log[j].method, log[i].method) == 0 &&
@@ -65,7 +65,7 @@ static long previous(const struct scenario_arrival *log, const struct view *v, s
 	return -1;
 }
 
-static int view_init(struct view *v, const struct scenario_arrival *log, size_t n)
+static int view_init(struct verify_grade_view *v, const struct scenario_arrival *log, size_t n)
 {
 	memset(v, 0, sizeof(*v));
 	v->n = n;
@@ -94,18 +94,19 @@ static int view_init(struct view *v, const struct scenario_arrival *log, size_t 
 /* ---- succeeds, gives-up-within, stops-after-attempts: how the command ended ---- */
 
 /* Why the command is not judged by its exit: killed, or stopped by verify.  False when it exited. */
-static bool did_not_exit(const struct verify_grade_run *run, struct text *t)
+static bool did_not_exit(const struct verify_grade_run *run, struct verify_grade_text *t)
 {
 	if (run->killed)
-		SUMMARY(t, "still running at the %.1fs timeout: killed", secs((int64_t)run->timeout_ns));
+		VERIFY_GRADE_SUMMARY(t, "still running at the %.1fs timeout: killed",
+		                     verify_grade_secs((int64_t)run->timeout_ns));
 	else if (run->stopped)
-		SUMMARY(t, "still running when verify stopped it at %.2fs (the verdict was settled)",
-		        secs((int64_t)run->wall_ns));
+		VERIFY_GRADE_SUMMARY(t, "still running when verify stopped it at %.2fs (the verdict was settled)",
+		                     verify_grade_secs((int64_t)run->wall_ns));
 	return run->killed || run->stopped;
 }
 
 /* The last answer the client got, when the command failed: why it may have stopped. */
-static void last_answer(const struct grade *g, struct text *t)
+static void last_answer(const struct verify_grade_input *g, struct verify_grade_text *t)
 {
 	const struct scenario_arrival *a;
 
@@ -113,58 +114,62 @@ static void last_answer(const struct grade *g, struct text *t)
 		return;
 	a = &g->log[g->v->n - 1];
 	if (a->fault != SCENARIO_FAULT_NONE)
-		SUMMARY(t, "; its last attempt met %s and it did not retry", fault_prose(a->fault));
+		VERIFY_GRADE_SUMMARY(t, "; its last attempt met %s and it did not retry",
+		                     verify_grade_fault_prose(a->fault));
 	else if (a->status < 200 || a->status >= 300)
-		SUMMARY(t, "; its last answer was %d to a %s and it did not retry%s", a->status, a->method,
-		        !retry_method_idempotent(a->method) ? " (many clients retry only idempotent methods)" : "");
+		VERIFY_GRADE_SUMMARY(t, "; its last answer was %d to a %s and it did not retry%s", a->status, a->method,
+		                     !retry_method_idempotent(a->method) ? " (many clients retry only idempotent methods)"
+		                                                         : "");
 }
 
-static void grade_succeeds(const struct grade *g, struct verify_grade_verdict *out)
+static void grade_succeeds(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 
 	if (did_not_exit(g->run, &t)) {
 		verify_grade_conclude(out, g->run->killed ? VERIFY_FAIL : VERIFY_NOT_OBSERVED, &t);
 		return;
 	}
-	SUMMARY(&t, "command exited %d after %.2fs", g->run->exit_status, secs((int64_t)g->run->wall_ns));
+	VERIFY_GRADE_SUMMARY(&t, "command exited %d after %.2fs", g->run->exit_status,
+	                     verify_grade_secs((int64_t)g->run->wall_ns));
 	if (g->run->exit_status != 0)
 		last_answer(g, &t);
 	verify_grade_conclude(out, g->run->exit_status == 0 ? VERIFY_PASS : VERIFY_FAIL, &t);
 }
 
-static void grade_within(const struct grade *g, struct verify_grade_verdict *out)
+static void grade_within(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
 	const struct verify_grade_run *run = g->run;
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 	bool past = run->wall_ns > g->e->arg;
 
 	if (!did_not_exit(run, &t)) {
-		SUMMARY(&t, "command exited %d after %.2fs (limit %.2fs)", run->exit_status, secs((int64_t)run->wall_ns),
-		        secs((int64_t)g->e->arg));
+		VERIFY_GRADE_SUMMARY(&t, "command exited %d after %.2fs (limit %.2fs)", run->exit_status,
+		                     verify_grade_secs((int64_t)run->wall_ns), verify_grade_secs((int64_t)g->e->arg));
 		verify_grade_conclude(out, past ? VERIFY_FAIL : VERIFY_PASS, &t);
 		return;
 	}
 	if (past) {
-		SUMMARY(&t, ", past the %.2fs limit", secs((int64_t)g->e->arg));
+		VERIFY_GRADE_SUMMARY(&t, ", past the %.2fs limit", verify_grade_secs((int64_t)g->e->arg));
 		verify_grade_conclude(out, VERIFY_FAIL, &t);
 		return;
 	}
-	SUMMARY(&t, ", before the %.2fs limit%s", secs((int64_t)g->e->arg), run->killed ? ": raise --timeout over it" : "");
+	VERIFY_GRADE_SUMMARY(&t, ", before the %.2fs limit%s", verify_grade_secs((int64_t)g->e->arg),
+	                     run->killed ? ": raise --timeout over it" : "");
 	verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
 }
 
-static void list_attempts(const struct view *v, struct text *t)
+static void list_attempts(const struct verify_grade_view *v, struct verify_grade_text *t)
 {
-	DETAIL(t, "attempts:");
+	VERIFY_GRADE_DETAIL(t, "attempts:");
 	for (size_t c = 0; c < v->nclients && c < 8; c++)
-		DETAIL(t, " %s=%u", v->names[c], v->attempts[c]);
+		VERIFY_GRADE_DETAIL(t, " %s=%u", v->names[c], v->attempts[c]);
 	if (v->nclients > 8)
-		DETAIL(t, " ... (%zu clients)", v->nclients);
+		VERIFY_GRADE_DETAIL(t, " ... (%zu clients)", v->nclients);
 }
 
 /* The most attempts any client made. */
-static unsigned most_attempts(const struct view *v)
+static unsigned most_attempts(const struct verify_grade_view *v)
 {
 	unsigned most = 0;
 
@@ -174,18 +179,19 @@ static unsigned most_attempts(const struct view *v)
 }
 
 /* Nothing to count: not observed. */
-static bool no_arrivals(const struct view *v, struct text *t, struct verify_grade_verdict *out)
+static bool no_arrivals(const struct verify_grade_view *v, struct verify_grade_text *t,
+                        struct verify_grade_verdict *out)
 {
 	if (v->n > 0)
 		return false;
-	SUMMARY(t, "not observed: no arrivals");
+	VERIFY_GRADE_SUMMARY(t, "not observed: no arrivals");
 	verify_grade_conclude(out, VERIFY_NOT_OBSERVED, t);
 	return true;
 }
 
-static void grade_max_attempts(const struct grade *g, struct verify_grade_verdict *out)
+static void grade_max_attempts(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 
 	if (no_arrivals(g->v, &t, out))
 		return;
@@ -193,34 +199,34 @@ static void grade_max_attempts(const struct grade *g, struct verify_grade_verdic
 	verify_grade_conclude(out, most_attempts(g->v) > g->e->arg ? VERIFY_FAIL : VERIFY_PASS, &t);
 }
 
-static void grade_stops(const struct grade *g, struct verify_grade_verdict *out)
+static void grade_stops(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 	bool many = most_attempts(g->v) > VERIFY_GRADE_STOP_ATTEMPTS;
 
 	if (no_arrivals(g->v, &t, out))
 		return;
 	list_attempts(g->v, &t);
-	SUMMARY(&t, "; ");
+	VERIFY_GRADE_SUMMARY(&t, "; ");
 	if (!many && did_not_exit(g->run, &t)) {
 		verify_grade_conclude(out, g->run->killed ? VERIFY_FAIL : VERIFY_NOT_OBSERVED, &t);
 		return;
 	}
 	if (many)
-		SUMMARY(&t, "kept retrying past %d attempts", VERIFY_GRADE_STOP_ATTEMPTS);
+		VERIFY_GRADE_SUMMARY(&t, "kept retrying past %d attempts", VERIFY_GRADE_STOP_ATTEMPTS);
 	else
-		SUMMARY(&t, "ended on its own after %.2fs", secs((int64_t)g->run->wall_ns));
+		VERIFY_GRADE_SUMMARY(&t, "ended on its own after %.2fs", verify_grade_secs((int64_t)g->run->wall_ns));
 	verify_grade_conclude(out, many ? VERIFY_FAIL : VERIFY_PASS, &t);
 }
 
 /* ---- failed for good, while the command runs ---- */
 
-static bool failed_within(const struct grade *g)
+static bool failed_within(const struct verify_grade_input *g)
 {
 	return g->run->wall_ns > g->e->arg;
 }
 
-static bool failed_attempts(const struct grade *g)
+static bool failed_attempts(const struct verify_grade_input *g)
 {
 	unsigned cap = g->e->kind == VERIFY_MAX_ATTEMPTS ? (unsigned)g->e->arg : VERIFY_GRADE_STOP_ATTEMPTS;
 
@@ -228,7 +234,7 @@ static bool failed_attempts(const struct grade *g)
 }
 
 /* The other retry graders fail on what they have seen so far: grade and look. */
-static bool failed_graded(const struct grade *g);
+static bool failed_graded(const struct verify_grade_input *g);
 
 /* ---- the table ---- */
 
@@ -238,8 +244,8 @@ enum arg_kind { ARG_NONE, ARG_COUNT, ARG_DURATION };
 static const struct kind_ops {
 	const char *name;
 	enum arg_kind arg;
-	void (*grade)(const struct grade *g, struct verify_grade_verdict *out);
-	bool (*failed)(const struct grade *g);     /* NULL: never fails for good before the command ends */
+	void (*grade)(const struct verify_grade_input *g, struct verify_grade_verdict *out);
+	bool (*failed)(const struct verify_grade_input *g); /* NULL: never fails for good before the command ends */
 } KINDS[] = {
 	[VERIFY_SUCCEEDS] = { "succeeds", ARG_NONE, grade_succeeds, NULL },
 	[VERIFY_HONOURS_RETRY_AFTER] = { "honours-retry-after", ARG_NONE, verify_grade_honours,
@@ -256,7 +262,7 @@ static const struct kind_ops {
 
 #define NKINDS (sizeof(KINDS) / sizeof(KINDS[0]))
 
-static bool failed_graded(const struct grade *g)
+static bool failed_graded(const struct verify_grade_input *g)
 {
 	struct verify_grade_verdict v;
 
@@ -330,14 +336,14 @@ int verify_grade_parse(const char *list, struct verify_grade_expect *out, size_t
 void verify_grade_one(const struct verify_grade_expect *e, const struct scenario_arrival *log, size_t n,
                       const struct verify_grade_run *run, struct verify_grade_verdict *out)
 {
-	struct view v;
-	struct grade g = { e, log, &v, run };
-	struct text t = { "", "" };
+	struct verify_grade_view v;
+	struct verify_grade_input g = { e, log, &v, run };
+	struct verify_grade_text t = { "", "" };
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", e->text);
 	if (view_init(&v, log, n) < 0) {
-		SUMMARY(&t, "out of memory");
+		VERIFY_GRADE_SUMMARY(&t, "out of memory");
 		verify_grade_conclude(out, VERIFY_FAIL, &t);
 		return;
 	}
@@ -352,8 +358,8 @@ void verify_grade_one(const struct verify_grade_expect *e, const struct scenario
 bool verify_grade_failed(const struct verify_grade_expect *e, const struct scenario_arrival *log, size_t n,
                          const struct verify_grade_run *run)
 {
-	struct view v;
-	struct grade g = { e, log, &v, run };
+	struct verify_grade_view v;
+	struct verify_grade_input g = { e, log, &v, run };
 	bool failed;
 
 	if (!KINDS[e->kind].failed || view_init(&v, log, n) < 0)

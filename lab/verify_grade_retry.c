@@ -19,7 +19,7 @@ static int64_t asked_ns(const struct scenario_arrival *a)
 
 	if (!a->wait_date)
 		return (int64_t)a->wait_ns;
-	due = (int64_t)(a->t_ns + a->delay_ns + a->wait_ns) - (int64_t)sent_ns(a);
+	due = (int64_t)(a->t_ns + a->delay_ns + a->wait_ns) - (int64_t)verify_grade_sent_ns(a);
 	return due > 0 ? due : 0;
 }
 
@@ -32,18 +32,18 @@ static bool source_matches(enum verify_grade_kind k, enum scenario_wait_source s
 }
 
 /* True when arrival i is a retry after an answer asking (through the graded header) for a wait it broke. */
-static bool early_retry(const struct grade *g, size_t i, bool *graded)
+static bool early_retry(const struct verify_grade_input *g, size_t i, bool *graded)
 {
 	long p = g->v->prev[i];
 
 	*graded = p >= 0 && g->log[p].has_wait && source_matches(g->e->kind, g->log[p].wait_source) &&
-	          answered_before(g->log, p, i);
-	return *graded && gap_ns(g->log, p, i) + (int64_t)VERIFY_GRADE_TOLERANCE_NS < asked_ns(&g->log[p]);
+	          verify_grade_answered_before(g->log, p, i);
+	return *graded && verify_grade_gap_ns(g->log, p, i) + (int64_t)VERIFY_GRADE_TOLERANCE_NS < asked_ns(&g->log[p]);
 }
 
-void verify_grade_honours(const struct grade *g, struct verify_grade_verdict *out)
+void verify_grade_honours(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 	unsigned seen = 0, bad = 0, asked = 0;
 
 	for (size_t i = 0; i < g->v->n; i++) {
@@ -56,17 +56,19 @@ void verify_grade_honours(const struct grade *g, struct verify_grade_verdict *ou
 		seen++;
 		bad += early;
 		if (seen <= SHOWN || early)
-			DETAIL(&t, "%s%s: asked %.3fs%s, waited %.3fs%s", seen > 1 ? "; " : "", g->log[i].client,
-			       secs(asked_ns(&g->log[p])), g->log[p].wait_date ? " (date)" : "", secs(gap_ns(g->log, p, i)),
-			       early ? " (too early)" : "");
+			VERIFY_GRADE_DETAIL(&t, "%s%s: asked %.3fs%s, waited %.3fs%s", seen > 1 ? "; " : "",
+			                    g->log[i].client, verify_grade_secs(asked_ns(&g->log[p])),
+			                    g->log[p].wait_date ? " (date)" : "",
+			                    verify_grade_secs(verify_grade_gap_ns(g->log, p, i)), early ? " (too early)" : "");
 	}
 	if (seen == 0) {
-		SUMMARY(&t, "not observed: no retry followed an answer that asked for a wait (%u such answers, %zu arrivals)",
-		        asked, g->v->n);
+		VERIFY_GRADE_SUMMARY(&t,
+		                     "not observed: no retry followed an answer that asked for a wait (%u such answers, %zu arrivals)",
+		                     asked, g->v->n);
 		verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
 		return;
 	}
-	SUMMARY(&t, " [%u of %u retries too early; tolerance 50ms]", bad, seen);
+	VERIFY_GRADE_SUMMARY(&t, " [%u of %u retries too early; tolerance 50ms]", bad, seen);
 	verify_grade_conclude(out, bad ? VERIFY_FAIL : VERIFY_PASS, &t);
 }
 
@@ -75,7 +77,7 @@ void verify_grade_honours(const struct grade *g, struct verify_grade_verdict *ou
 /* True when p's answer leaves it unknown whether the server acted on the request. */
 static bool maybe_processed(const struct scenario_arrival *log, long p, size_t i)
 {
-	return log[p].status >= 500 || log[p].fault != SCENARIO_FAULT_NONE || !answered_before(log, p, i);
+	return log[p].status >= 500 || log[p].fault != SCENARIO_FAULT_NONE || !verify_grade_answered_before(log, p, i);
 }
 
 /* Why a resent non-idempotent request i (after p) is unsafe, or NULL when its key makes it safe. */
@@ -93,18 +95,20 @@ static const char *unkeyed(const struct scenario_arrival *log, long p, size_t i)
 /* How resent request i followed p: "1.000s after 503", "1.500s after the first, before its answer (held 3.0s)". */
 static void resent_text(const struct scenario_arrival *log, long p, size_t i, char *buf, size_t len)
 {
-	if (!answered_before(log, p, i))
+	if (!verify_grade_answered_before(log, p, i))
 		snprintf(buf, len, "%.3fs after the first attempt, whose answer (held %.1fs) it never got,",
-		         secs((int64_t)(log[i].t_ns - log[p].t_ns)), secs((int64_t)log[p].delay_ns));
+		         verify_grade_secs((int64_t)(log[i].t_ns - log[p].t_ns)),
+		         verify_grade_secs((int64_t)log[p].delay_ns));
 	else if (log[p].fault != SCENARIO_FAULT_NONE)
-		snprintf(buf, len, "%.3fs after %s", secs(gap_ns(log, p, i)), fault_prose(log[p].fault));
+		snprintf(buf, len, "%.3fs after %s", verify_grade_secs(verify_grade_gap_ns(log, p, i)),
+		         verify_grade_fault_prose(log[p].fault));
 	else
-		snprintf(buf, len, "%.3fs after %d", secs(gap_ns(log, p, i)), log[p].status);
+		snprintf(buf, len, "%.3fs after %d", verify_grade_secs(verify_grade_gap_ns(log, p, i)), log[p].status);
 }
 
-void verify_grade_idempotent(const struct grade *g, struct verify_grade_verdict *out)
+void verify_grade_idempotent(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 	unsigned unsafe = 0, retried = 0, keyed = 0;
 
 	for (size_t i = 0; i < g->v->n; i++) {
@@ -123,13 +127,15 @@ void verify_grade_idempotent(const struct grade *g, struct verify_grade_verdict 
 		}
 		if (++retried <= 3) {
 			resent_text(g->log, p, i, how, sizeof(how));
-			DETAIL(&t, "%s sent again %s %s (%s); ", g->log[i].method, how, why, g->log[i].client);
+			VERIFY_GRADE_DETAIL(&t, "%s sent again %s %s (%s); ", g->log[i].method, how, why,
+			                    g->log[i].client);
 		}
 	}
-	SUMMARY(&t, "%u non-idempotent arrivals, %u unsafe retries, %u retries with the same Idempotency-Key", unsafe,
-	        retried, keyed);
+	VERIFY_GRADE_SUMMARY(&t,
+	                     "%u non-idempotent arrivals, %u unsafe retries, %u retries with the same Idempotency-Key",
+	                     unsafe, retried, keyed);
 	if (unsafe == 0)
-		SUMMARY(&t, ": not observed (send the scenario's method: $RATELAB_METHOD)");
+		VERIFY_GRADE_SUMMARY(&t, ": not observed (send the scenario's method: $RATELAB_METHOD)");
 	verify_grade_conclude(out, retried ? VERIFY_FAIL : unsafe ? VERIFY_PASS : VERIFY_NOT_OBSERVED, &t);
 }
 
@@ -143,9 +149,9 @@ static bool final_answer(const struct scenario_arrival *a)
 	return (a->status >= 400 && a->status < 500) || a->status == 501 || a->status == 505;
 }
 
-void verify_grade_no_retry(const struct grade *g, struct verify_grade_verdict *out)
+void verify_grade_no_retry(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 	unsigned finals = 0, again = 0;
 
 	for (size_t i = 0; i < g->v->n; i++) {
@@ -155,17 +161,18 @@ void verify_grade_no_retry(const struct grade *g, struct verify_grade_verdict *o
 		if (p < 0 || !final_answer(&g->log[p]))
 			continue;
 		if (++again <= 3)
-			DETAIL(&t, "%s %s sent again %.3fs after %d (%s); ", g->log[i].method, g->log[i].path,
-			       secs(gap_ns(g->log, p, i)), g->log[p].status, g->log[i].client);
+			VERIFY_GRADE_DETAIL(&t, "%s %s sent again %.3fs after %d (%s); ", g->log[i].method,
+			                    g->log[i].path, verify_grade_secs(verify_grade_gap_ns(g->log, p, i)),
+			                    g->log[p].status, g->log[i].client);
 	}
-	SUMMARY(&t, "%u answers that must not be retried, %u retries after one", finals, again);
+	VERIFY_GRADE_SUMMARY(&t, "%u answers that must not be retried, %u retries after one", finals, again);
 	if (finals == 0)
-		SUMMARY(&t, ": not observed");
+		VERIFY_GRADE_SUMMARY(&t, ": not observed");
 	verify_grade_conclude(out, again ? VERIFY_FAIL : finals ? VERIFY_PASS : VERIFY_NOT_OBSERVED, &t);
 }
 
 /* honours-*: fails for good at the first retry that broke an asked wait. */
-bool verify_grade_failed_honours(const struct grade *g)
+bool verify_grade_failed_honours(const struct verify_grade_input *g)
 {
 	bool graded;
 

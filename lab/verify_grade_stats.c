@@ -18,7 +18,7 @@ static double margin_s(const struct verify_grade_run *run, uint64_t floor_ns)
 {
 	uint64_t noisy = run->noise_ns * VERIFY_GRADE_NOISE_FACTOR;
 
-	return secs((int64_t)(noisy > floor_ns ? noisy : floor_ns));
+	return verify_grade_secs((int64_t)(noisy > floor_ns ? noisy : floor_ns));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -57,7 +57,7 @@ static uint64_t stall_start(const struct verify_grade_run *run, uint64_t t)
  * after an answer the client got count; with blind_only, only after answers
  * without a wait.  Returns the depth.
  */
-static size_t gaps_by_retry(const struct grade *g, bool blind_only, double (*lo)[MAX_PER_RETRY],
+static size_t gaps_by_retry(const struct verify_grade_input *g, bool blind_only, double (*lo)[MAX_PER_RETRY],
                             double (*hi)[MAX_PER_RETRY], unsigned *cnt)
 {
 	unsigned *k = calloc(g->v->nclients + 1, sizeof(*k));
@@ -69,12 +69,16 @@ static size_t gaps_by_retry(const struct grade *g, bool blind_only, double (*lo)
 		const struct scenario_arrival *a = p >= 0 ? &g->log[p] : NULL;
 		uint64_t from;
 
-		if (!a || j >= MAX_DEPTH || !answered_before(g->log, p, i) || succeeded(a) || (blind_only && a->has_wait))
+		if (!a || j >= MAX_DEPTH || !verify_grade_answered_before(g->log, p, i) || succeeded(a) ||
+		    (blind_only && a->has_wait))
 			continue;
 		if (cnt[j] < MAX_PER_RETRY) {
 			from = stall_start(g->run, g->log[i].t_ns);
-			hi[j][cnt[j]] = secs(gap_ns(g->log, p, i));
-			lo[j][cnt[j]] = !from ? hi[j][cnt[j]] : from > sent_ns(a) ? secs((int64_t)(from - sent_ns(a))) : 0;
+			hi[j][cnt[j]] = verify_grade_secs(verify_grade_gap_ns(g->log, p, i));
+			lo[j][cnt[j]] = !from ? hi[j][cnt[j]]
+			                : from > verify_grade_sent_ns(a)
+			                        ? verify_grade_secs((int64_t)(from - verify_grade_sent_ns(a)))
+			                        : 0;
 			cnt[j]++;
 		}
 		k[c]++;
@@ -103,7 +107,8 @@ static double growth_needed(double first_s, double margin)
  * the lowest later wait beats the highest first; fail when even the highest
  * does not beat the lowest; else a stall leaves it undecided.
  */
-static enum verify_outcome growth(const double *mlo, const double *mhi, size_t depth, double margin, struct text *t)
+static enum verify_outcome growth(const double *mlo, const double *mhi, size_t depth, double margin,
+                                  struct verify_grade_text *t)
 {
 	double later_lo[MAX_DEPTH], later_hi[MAX_DEPTH], llo, lhi;
 
@@ -114,38 +119,40 @@ static enum verify_outcome growth(const double *mlo, const double *mhi, size_t d
 	if (llo - mhi[0] >= growth_needed(mhi[0], margin))
 		return VERIFY_PASS;
 	if (lhi - mlo[0] < growth_needed(mlo[0], margin)) {
-		SUMMARY(t, " (the waits do not grow: the later ones are not %.0fms over the first)",
-		        growth_needed(mlo[0], margin) * 1e3);
+		VERIFY_GRADE_SUMMARY(t, " (the waits do not grow: the later ones are not %.0fms over the first)",
+		                     growth_needed(mlo[0], margin) * 1e3);
 		return VERIFY_FAIL;
 	}
-	SUMMARY(t, ": not observed: a stall of the machine held up a retry, so whether the waits grow cannot be told");
+	VERIFY_GRADE_SUMMARY(t,
+	                     ": not observed: a stall of the machine held up a retry, so whether the waits grow cannot be told");
 	return VERIFY_NOT_OBSERVED;
 }
 
-void verify_grade_backoff(const struct grade *g, struct verify_grade_verdict *out)
+void verify_grade_backoff(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
 	double lo[MAX_DEPTH][MAX_PER_RETRY], hi[MAX_DEPTH][MAX_PER_RETRY], mlo[MAX_DEPTH], mhi[MAX_DEPTH];
 	unsigned cnt[MAX_DEPTH] = { 0 };
 	size_t depth = gaps_by_retry(g, true, lo, hi, cnt), at_once = 0;
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 
 	if (depth == 0) {
-		SUMMARY(&t, "not observed: no retry followed an answer without a wait");
+		VERIFY_GRADE_SUMMARY(&t, "not observed: no retry followed an answer without a wait");
 		verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
 		return;
 	}
-	DETAIL(&t, "median gap by retry after answers without a wait:");
+	VERIFY_GRADE_DETAIL(&t, "median gap by retry after answers without a wait:");
 	for (size_t j = 0; j < depth; j++) {
 		mlo[j] = median(lo[j], cnt[j]);
 		mhi[j] = median(hi[j], cnt[j]);
-		DETAIL(&t, mlo[j] < mhi[j] ? " %.3fs (held up by a stall: meant %.3fs or more)" : " %.3fs", mhi[j], mlo[j]);
-		at_once = !at_once && mhi[j] < secs((int64_t)VERIFY_GRADE_MIN_GAP_NS) ? j + 1 : at_once;
+		VERIFY_GRADE_DETAIL(&t, mlo[j] < mhi[j] ? " %.3fs (held up by a stall: meant %.3fs or more)" : " %.3fs",
+		                    mhi[j], mlo[j]);
+		at_once = !at_once && mhi[j] < verify_grade_secs((int64_t)VERIFY_GRADE_MIN_GAP_NS) ? j + 1 : at_once;
 	}
 	if (at_once) {
-		SUMMARY(&t, " (retry %zu came at once: under 10ms)", at_once);
+		VERIFY_GRADE_SUMMARY(&t, " (retry %zu came at once: under 10ms)", at_once);
 		verify_grade_conclude(out, VERIFY_FAIL, &t);
 	} else if (depth == 1) {
-		SUMMARY(&t, ": not observed: whether the waits grow needs two retries");
+		VERIFY_GRADE_SUMMARY(&t, ": not observed: whether the waits grow needs two retries");
 		verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
 	} else {
 		enum verify_outcome o = growth(mlo, mhi, depth, margin_s(g->run, VERIFY_GRADE_GROWTH_NS), &t);
@@ -162,7 +169,7 @@ void verify_grade_backoff(const struct grade *g, struct verify_grade_verdict *ou
  * Returns how many retry numbers were compared; *n lags are in llo, lhi.
  */
 static unsigned lags_by_retry(double (*lo)[MAX_PER_RETRY], double (*hi)[MAX_PER_RETRY], const unsigned *cnt,
-                              size_t depth, double *llo, double *lhi, size_t *n, struct text *t)
+                              size_t depth, double *llo, double *lhi, size_t *n, struct verify_grade_text *t)
 {
 	unsigned compared = 0;
 
@@ -179,7 +186,8 @@ static unsigned lags_by_retry(double (*lo)[MAX_PER_RETRY], double (*hi)[MAX_PER_
 			first_lo = lo[j][k] < first_lo ? lo[j][k] : first_lo;
 			last = hi[j][k] > last ? hi[j][k] : last;
 		}
-		DETAIL(t, "; retry %zu: gaps %.3fs..%.3fs (spread %.0fms)", j + 1, first_hi, last, (last - first_hi) * 1e3);
+		VERIFY_GRADE_DETAIL(t, "; retry %zu: gaps %.3fs..%.3fs (spread %.0fms)", j + 1, first_hi, last,
+		                    (last - first_hi) * 1e3);
 		for (unsigned k = 0; k < cnt[j]; k++) {
 			if (k == earliest)
 				continue;
@@ -199,32 +207,36 @@ static unsigned lags_by_retry(double (*lo)[MAX_PER_RETRY], double (*hi)[MAX_PER_
  * median clears the margin, fail when even the highest does not, else the
  * stalls leave it undecided.
  */
-void verify_grade_jitter(const struct grade *g, struct verify_grade_verdict *out)
+void verify_grade_jitter(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
 	double lo[MAX_DEPTH][MAX_PER_RETRY], hi[MAX_DEPTH][MAX_PER_RETRY];
 	double llo[MAX_DEPTH * MAX_PER_RETRY], lhi[MAX_DEPTH * MAX_PER_RETRY], mlo, mhi;
 	unsigned cnt[MAX_DEPTH] = { 0 }, compared;
 	double need = margin_s(g->run, VERIFY_GRADE_JITTER_NS);
 	size_t nlags, depth = gaps_by_retry(g, false, lo, hi, cnt);
-	struct text t = { "", "" };
+	struct verify_grade_text t = { "", "" };
 
-	DETAIL(&t, "%zu clients", g->v->nclients);
+	VERIFY_GRADE_DETAIL(&t, "%zu clients", g->v->nclients);
 	compared = lags_by_retry(lo, hi, cnt, depth, llo, lhi, &nlags, &t);
 	if (g->v->nclients < 2 || compared == 0) {
-		SUMMARY(&t, g->v->nclients < 2 ? "; not observed: needs a multi-client run (--clients N, N >= 2)"
-		                               : "; not observed: no retry number was reached by two clients");
+		VERIFY_GRADE_SUMMARY(&t, g->v->nclients < 2
+		                                 ? "; not observed: needs a multi-client run (--clients N, N >= 2)"
+		                                 : "; not observed: no retry number was reached by two clients");
 		verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
 		return;
 	}
 	mlo = median(llo, (unsigned)nlags);
 	mhi = median(lhi, (unsigned)nlags);
 	if (mlo >= need || mhi < need) {
-		SUMMARY(&t, "; median lag behind the earliest client %.0fms (%s %.0fms)%s", mhi * 1e3,
-		        mlo >= need ? "at least" : "under", need * 1e3, mlo >= need ? "" : ": the clients retry in lockstep");
+		VERIFY_GRADE_SUMMARY(&t, "; median lag behind the earliest client %.0fms (%s %.0fms)%s", mhi * 1e3,
+		                     mlo >= need ? "at least" : "under", need * 1e3,
+		                     mlo >= need ? "" : ": the clients retry in lockstep");
 		verify_grade_conclude(out, mlo >= need ? VERIFY_PASS : VERIFY_FAIL, &t);
 		return;
 	}
-	SUMMARY(&t, "; median lag behind the earliest client between %.0fms and %.0fms: not observed: stalls of the "
-	        "machine held up retries, so it cannot be told against %.0fms", mlo * 1e3, mhi * 1e3, need * 1e3);
+	VERIFY_GRADE_SUMMARY(&t,
+	                     "; median lag behind the earliest client between %.0fms and %.0fms: not observed: stalls of the "
+	                     "machine held up retries, so it cannot be told against %.0fms",
+	                     mlo * 1e3, mhi * 1e3, need * 1e3);
 	verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
 }

@@ -388,6 +388,24 @@ json_t *testutil_run_json(struct test_run *r, const char *const *args, const cha
 	return j;
 }
 
+json_t *testutil_stats(const struct test_server *s)
+{
+	char url[128], *body = NULL;
+	long status = 0;
+	json_error_t je;
+	json_t *j = NULL;
+
+	snprintf(url, sizeof(url), "%s/stats", s->url);
+	if (testutil_http("GET", url, NULL, &status, NULL, &body) != 0)
+		fprintf(stderr, "testutil_stats: GET %s: no answer\n", url);
+	else if (status != 200)
+		fprintf(stderr, "testutil_stats: GET %s: status %ld\n", url, status);
+	else if ((j = json_loads(body, 0, &je)) == NULL)
+		fprintf(stderr, "testutil_stats: GET %s: not JSON (line %d: %s)\n", url, je.line, je.text);
+	free(body);
+	return j;
+}
+
 long long testutil_jint(json_t *j, const char *k1, const char *k2)
 {
 	json_t *v = json_object_get(j, k1);
@@ -574,4 +592,18 @@ size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, i
 	}
 	buf[used] = '\0';
 	return used;
+}
+
+Suite *testutil_suite_per_test(const char *name, const struct testutil_case *tests, size_t n, double timeout_s)
+{
+	Suite *s = suite_create(name);
+
+	for (size_t i = 0; i < n; i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_set_timeout(tc, timeout_s);
+		tcase_add_test(tc, tests[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return s;
 }

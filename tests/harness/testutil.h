@@ -1,6 +1,7 @@
 #ifndef RATELAB_TESTUTIL_H
 #define RATELAB_TESTUTIL_H
 
+#include <check.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -95,6 +96,13 @@ bool testutil_header(const char *headers, const char *name, char *buf, size_t le
  */
 json_t *testutil_run_json(struct test_run *r, const char *const *args, const char *const *env, int timeout_ms);
 
+/*
+ * GET s's /stats and parse it.  Returns the JSON (the caller decrefs it), or
+ * NULL when the server did not answer, answered other than 200, or sent no
+ * JSON (which of them goes to stderr).
+ */
+json_t *testutil_stats(const struct test_server *s);
+
 /* The integer at j.k1, or j.k1.k2 when k2 is not NULL; -1 when absent or not an integer. */
 long long testutil_jint(json_t *j, const char *k1, const char *k2);
 
@@ -134,5 +142,17 @@ size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, i
 
 /* True when s holds exactly one line: its only newline is its last character. */
 bool testutil_one_line(const char *s);
+
+/* One test of a suite built by testutil_suite_per_test. */
+struct testutil_case {
+	const char *name;
+	const TTest *test;
+};
+
+/*
+ * A suite `name` with one case per test, named after it (so CK_RUN_CASE=<name>
+ * runs one), each with a timeout of timeout_s seconds.  The runner owns it.
+ */
+Suite *testutil_suite_per_test(const char *name, const struct testutil_case *tests, size_t n, double timeout_s);
 
 #endif

@@ -71,21 +71,6 @@ static long post_reset(const struct test_server *s, const char *const *hdrs, cha
 	return st;
 }
 
-static json_t *stats(const struct test_server *s)
-{
-	char url[128], *body = NULL;
-	long st = 0;
-	json_t *j;
-
-	snprintf(url, sizeof(url), "%s/stats", s->url);
-	ck_assert_int_eq(testutil_http("GET", url, NULL, &st, NULL, &body), 0);
-	ck_assert_int_eq(st, 200);
-	j = json_loads(body, 0, NULL);
-	free(body);
-	ck_assert_ptr_nonnull(j);
-	return j;
-}
-
 /* A refusal: 403 with a problem body whose detail says why. */
 static void assert_refused(const struct test_server *s, const char *const *hdrs, const char *why)
 {
@@ -132,7 +117,8 @@ START_TEST(loopback_and_pages)
 	assert_refused(&s, evil, ORIGIN);
 	assert_refused(&s, null, ORIGIN);
 	assert_refused(&s, rebound, "a browser's request to a host name (use http://127.0.0.1 or http://localhost)");
-	j = stats(&s);
+	j = testutil_stats(&s);
+	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(testutil_jint(j, "refused", "admin"), 6);
 	ck_assert_int_eq(testutil_jint(j, "status", "403"), 6);
 	/* the second reset cleared what came before it, and its own 200 counts after */
@@ -241,19 +227,11 @@ END_TEST
 
 Suite *admin_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "loopback_and_pages", loopback_and_pages }, { "token_admits_others", token_admits_others },
 		{ "others_refused_by_default", others_refused_by_default },
 		{ "herd_sends_the_token", herd_sends_the_token },
 	};
-	Suite *s = suite_create("admin");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 30);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("admin", tests, sizeof(tests) / sizeof(tests[0]), 30);
 }

@@ -71,15 +71,7 @@ static void volley(struct shot *shots, int n, const char *url, long timeout_ms, 
 /* /stats' routes[0].backend, parsed (the caller decrefs the root in *root). */
 static json_t *backend_stats(const struct test_server *s, json_t **root)
 {
-	char url[128], *body = NULL;
-	long status = 0;
-	json_error_t je;
-
-	snprintf(url, sizeof(url), "%s/stats", s->url);
-	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
-	ck_assert_int_eq(status, 200);
-	*root = json_loads(body, 0, &je);
-	free(body);
+	*root = testutil_stats(s);
 	ck_assert_ptr_nonnull(*root);
 	return json_object_get(json_array_get(json_object_get(*root, "routes"), 0), "backend");
 }

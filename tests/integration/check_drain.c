@@ -38,17 +38,10 @@ static double mono_ms(void)
 /* The server's "requests" count from /stats; -1 when it does not answer. */
 static long long requests_seen(const struct test_server *s)
 {
-	char url[128], *body = NULL;
-	long st = 0;
-	long long n = -1;
-	json_t *j;
+	json_t *j = testutil_stats(s);
+	long long n = j ? testutil_jint(j, "requests", NULL) : -1;
 
-	snprintf(url, sizeof(url), "%s/stats", s->url);
-	if (testutil_http("GET", url, NULL, &st, NULL, &body) == 0 && st == 200 && (j = json_loads(body, 0, NULL))) {
-		n = testutil_jint(j, "requests", NULL);
-		json_decref(j);
-	}
-	free(body);
+	json_decref(j);
 	return n;
 }
 
@@ -220,18 +213,10 @@ END_TEST
 
 Suite *drain_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "stops_under_load", stops_under_load }, { "slow_upload_answered", slow_upload_answered },
 		{ "second_signal", second_signal_exits_at_once },
 	};
-	Suite *s = suite_create("drain");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("drain", tests, sizeof(tests) / sizeof(tests[0]), 60);
 }

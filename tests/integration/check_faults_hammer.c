@@ -356,18 +356,10 @@ END_TEST
 
 Suite *faults_hammer_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "server_killed", server_killed }, { "no_server", no_server }, { "silent_server", silent_server },
 		{ "sigint", sigint_partial_summary }, { "server_sigterm", server_sigterm_under_load },
 	};
-	Suite *s = suite_create("faults_hammer");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 30);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("faults_hammer", tests, sizeof(tests) / sizeof(tests[0]), 30);
 }

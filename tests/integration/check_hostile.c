@@ -44,28 +44,10 @@ static double mono_ms(void)
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* A blocking TCP connection from 127.0.0.<src> to 127.0.0.1:port, or -1. */
-static int raw_connect_from(int port, int src)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | (unsigned)src) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) != 0 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* A blocking TCP connection to 127.0.0.1:port, or -1. */
 static int raw_connect(int port)
 {
-	return raw_connect_from(port, 1);
+	return testutil_raw_connect(port, 1);
 }
 
 /* Send all of buf within timeout_ms; 0, or -1 when the peer closed or time ran out. */
@@ -152,18 +134,9 @@ static long get_status(const struct test_server *s, const char *path)
 /* The integer /stats field k1 (or k1.k2; an array k1 means its first element); -1 when absent. */
 static long long stats_field(const struct test_server *s, const char *k1, const char *k2)
 {
-	char url[256], *body = NULL;
-	long st = 0;
+	json_t *root = testutil_stats(s), *o = json_object_get(root, k1);
 	long long v = -1;
-	json_t *root, *o;
 
-	snprintf(url, sizeof(url), "%s/stats", s->url);
-	if (testutil_http("GET", url, NULL, &st, NULL, &body) != 0 || st != 200) {
-		free(body);
-		return -1;
-	}
-	root = json_loads(body, 0, NULL);
-	o = root ? json_object_get(root, k1) : NULL;
 	if (json_is_array(o))
 		o = json_array_get(o, 0);
 	if (o && k2)
@@ -171,7 +144,6 @@ static long long stats_field(const struct test_server *s, const char *k1, const 
 	if (json_is_integer(o))
 		v = json_integer_value(o);
 	json_decref(root);
-	free(body);
 	return v;
 }
 
@@ -441,6 +413,25 @@ START_TEST(header_deadline)
 END_TEST
 
 /*
+ * A connection from 127.0.0.<src> whose request req is answered 200, tried
+ * again every 10 ms until the server has seen a close and has a slot free
+ * (at most 100 tries); its fd, or -1.
+ */
+static int served_again(int port, int src, const char *req)
+{
+	for (int k = 0; k < 100; k++) {
+		int t = testutil_raw_connect(port, src);
+
+		raw_send(t, req, strlen(req), 1000);
+		if (raw_status(t, 1000) == 200)
+			return t;
+		close(t);
+		poll(NULL, 0, 10);
+	}
+	return -1;
+}
+
+/*
  * --max-connections-per-ip 3: a fourth connection from 127.0.0.1 is closed
  * at accept, unanswered and counted; 127.0.0.2 is another address; a freed
  * slot is usable again.
@@ -465,22 +456,13 @@ START_TEST(per_address_cap)
 	ck_assert_int_ge(fd[3], 0);
 	raw_send(fd[3], req, sizeof(req) - 1, 1000);
 	ck_assert_int_eq(raw_status(fd[3], 1000), 0);
-	other = raw_connect_from(s.port, 2);
+	other = testutil_raw_connect(s.port, 2);
 	ck_assert_int_eq(raw_send(other, req, sizeof(req) - 1, 1000), 0);
 	ck_assert_int_eq(raw_status(other, 1000), 200);
 	close(fd[3]);
 	close(fd[0]);
 	/* the server sees the close (bounded): then the address has a free slot */
-	again = -1;
-	for (int k = 0; k < 100 && again < 0; k++) {
-		int t = raw_connect(s.port);
-
-		raw_send(t, req, sizeof(req) - 1, 1000);
-		if (raw_status(t, 1000) == 200)
-			again = t;
-		else
-			close(t), poll(NULL, 0, 10);
-	}
+	again = served_again(s.port, 1, req);
 	ck_assert_msg(again >= 0, "the freed slot never came back");
 	/* 127.0.0.1 is at its cap again: read /stats from 127.0.0.2 */
 	ck_assert_int_eq(raw_send(other, stats_req, sizeof(stats_req) - 1, 1000), 0);
@@ -510,30 +492,22 @@ START_TEST(connection_limit)
 	static const char stats_req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 	static char body[16384];
 	struct test_server s;
-	int fd[5], again = -1;
+	int fd[5], again;
 	const char *p;
 
 	start(&s, args);
 	for (int i = 0; i < 4; i++) {
-		fd[i] = raw_connect_from(s.port, 1 + i / 2);
+		fd[i] = testutil_raw_connect(s.port, 1 + i / 2);
 		ck_assert_int_eq(raw_send(fd[i], req, sizeof(req) - 1, 1000), 0);
 		ck_assert_int_eq(raw_status(fd[i], 1000), 200);
 	}
-	fd[4] = raw_connect_from(s.port, 3);
+	fd[4] = testutil_raw_connect(s.port, 3);
 	ck_assert_int_ge(fd[4], 0);
 	raw_send(fd[4], req, sizeof(req) - 1, 1000);
 	ck_assert_int_eq(raw_status(fd[4], 1000), 0);
 	close(fd[4]);
 	close(fd[0]);
-	for (int k = 0; k < 100 && again < 0; k++) {
-		int t = raw_connect_from(s.port, 3);
-
-		raw_send(t, req, sizeof(req) - 1, 1000);
-		if (raw_status(t, 1000) == 200)
-			again = t;
-		else
-			close(t), poll(NULL, 0, 10);
-	}
+	again = served_again(s.port, 3, req);
 	ck_assert_msg(again >= 0, "the freed slot never came back");
 	ck_assert_int_eq(raw_send(again, stats_req, sizeof(stats_req) - 1, 1000), 0);
 	testutil_raw_read(again, body, sizeof(body), 3000);
@@ -920,7 +894,7 @@ END_TEST
 
 Suite *hostile_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "slowloris", slowloris }, { "header_deadline", header_deadline }, { "per_address_cap", per_address_cap },
 		{ "connection_limit", connection_limit },
 		{ "oversized", oversized_requests }, { "garbage", garbage },
@@ -928,15 +902,6 @@ Suite *hostile_suite(void)
 		{ "huge_cap_starts_small", huge_cap_starts_small }, { "key_memory_refused", key_memory_refused },
 		{ "disconnects", disconnects },
 	};
-	Suite *s = suite_create("hostile");
 
-	/* one case per test, so CK_RUN_CASE=<name> runs one */
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("hostile", tests, sizeof(tests) / sizeof(tests[0]), 60);
 }

@@ -50,21 +50,6 @@ static int get(const struct test_server *s, const char *target)
 	return status_of(s, req);
 }
 
-static json_t *stats(const struct test_server *s)
-{
-	char url[128], *body = NULL;
-	long st = 0;
-	json_t *j;
-
-	snprintf(url, sizeof(url), "%s/stats", s->url);
-	ck_assert_int_eq(testutil_http("GET", url, NULL, &st, NULL, &body), 0);
-	ck_assert_int_eq(st, 200);
-	j = json_loads(body, 0, NULL);
-	free(body);
-	ck_assert_ptr_nonnull(j);
-	return j;
-}
-
 /* The integer at route prefix's field, from /stats's "routes". */
 static long long route_field(json_t *j, const char *prefix, const char *field)
 {
@@ -108,7 +93,8 @@ START_TEST(routes_on_normal_path)
 	ck_assert_int_eq(get(&s, "/%zz"), 400);
 	/* "//stats" is /stats, not a limited path */
 	ck_assert_int_eq(get(&s, "//stats"), 200);
-	j = stats(&s);
+	j = testutil_stats(&s);
+	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(route_field(j, "/api", "admitted"), 8 + 1);
 	ck_assert_int_eq(route_field(j, "/", "admitted"), 4 + 2);
 	ck_assert_int_eq(testutil_jint(j, "status", "400"), 1);
@@ -142,7 +128,8 @@ START_TEST(every_answer_counted)
 	ck_assert_int_eq(status_of(&s, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"), 404);
 	ck_assert_int_eq(status_of(&s, "CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n"), 404);
 	ck_assert_int_eq(status_of(&s, "GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n"), 404);
-	j = stats(&s);
+	j = testutil_stats(&s);
+	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(testutil_jint(j, "status", "400"), 1);
 	ck_assert_int_eq(testutil_jint(j, "status", "413"), 1);
 	ck_assert_int_eq(testutil_jint(j, "status", "414"), 1);
@@ -197,7 +184,8 @@ START_TEST(smuggling_refused)
 		/* one answer, then the close: the smuggled request was never read as one */
 		ck_assert_int_eq(answers_in(out), 1);
 	}
-	j = stats(&s);
+	j = testutil_stats(&s);
+	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(testutil_jint(j, "status", "400"), 2);
 	ck_assert_int_eq(testutil_jint(j, "refused", "smuggling"), 2);
 	ck_assert_int_eq(testutil_jint(j, "requests", NULL), 2);
@@ -209,18 +197,10 @@ END_TEST
 
 Suite *http_suite(void)
 {
-	const struct { const char *name; const TTest *test; } tests[] = {
+	const struct testutil_case tests[] = {
 		{ "routes_on_normal_path", routes_on_normal_path }, { "every_answer_counted", every_answer_counted },
 		{ "smuggling_refused", smuggling_refused },
 	};
-	Suite *s = suite_create("http");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 30);
-		tcase_add_test(tc, tests[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite_per_test("http", tests, sizeof(tests) / sizeof(tests[0]), 30);
 }

@@ -82,22 +82,6 @@ static json_t *node_result(const char *tag, int i)
 	return j;
 }
 
-/* The server's GET /stats (caller decrefs). */
-static json_t *server_stats(const struct test_server *srv)
-{
-	long status = 0;
-	char url[128], *body = NULL;
-	json_t *j;
-
-	snprintf(url, sizeof(url), "%s/stats", srv->url);
-	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
-	ck_assert_int_eq(status, 200);
-	j = json_loads(body, 0, NULL);
-	free(body);
-	ck_assert_ptr_nonnull(j);
-	return j;
-}
-
 /* ---- several hammers at once ---- */
 
 struct node_run {
@@ -246,7 +230,8 @@ START_TEST(four_nodes_merge_exactly)
 	ck_assert_int_eq(testutil_jint(merged, "requests", NULL), 400);
 	ck_assert_int_eq(testutil_jint(merged, "calls", NULL), 400);
 	/* the server counted what the nodes together say they got */
-	stats = server_stats(&srv);
+	stats = testutil_stats(&srv);
+	ck_assert_ptr_nonnull(stats);
 	ck_assert_int_eq(testutil_jint(stats, "requests", NULL), 400);
 	ck_assert_int_eq(testutil_jint(stats, "status", "200"), testutil_jint(merged, "attempt_statuses", "200"));
 	ck_assert_int_eq(testutil_jint(stats, "status", "429"), testutil_jint(merged, "attempt_statuses", "429"));
@@ -563,7 +548,8 @@ START_TEST(herd_joined)
 	ck_assert_ptr_nonnull(strstr(n[1 - m].run.out, "node 1 of 2 of redis://"));
 	ck_assert(herd_row(n[m].run.out, "full", &ok, &calls));
 	ck_assert_int_eq(ok, 60);
-	stats = server_stats(&srv);
+	stats = testutil_stats(&srv);
+	ck_assert_ptr_nonnull(stats);
 	/* the server also counted node 0's POST /reset that began the policy */
 	ck_assert_int_eq(testutil_jint(stats, "requests", NULL), calls + 1);
 	json_decref(stats);
@@ -688,7 +674,8 @@ START_TEST(many_clients_over_many_sources)
 	                                            NULL }, NULL, 60000);
 	ck_assert_msg(r.status == 0 && j != NULL, "exit %d: %s", r.status, r.err);
 	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 5000);
-	stats = server_stats(&srv);
+	stats = testutil_stats(&srv);
+	ck_assert_ptr_nonnull(stats);
 	ck_assert_int_eq(testutil_jint(stats, "requests", NULL), 5000);
 	ck_assert_int_eq(testutil_jint(stats, "live_keys", NULL), 25);
 	json_decref(stats);

@@ -23,21 +23,6 @@
 
 #define IDLE_SUBSCRIBERS 100
 
-static json_t *get_json(const struct test_server *s, const char *path)
-{
-	char url[128], *body = NULL;
-	long st = 0;
-	json_t *j;
-
-	snprintf(url, sizeof(url), "%s%s", s->url, path);
-	ck_assert_int_eq(testutil_http("GET", url, NULL, &st, NULL, &body), 0);
-	ck_assert_int_eq(st, 200);
-	j = json_loads(body, 0, NULL);
-	ck_assert_msg(j != NULL, "%s is not JSON: %.200s", path, body);
-	free(body);
-	return j;
-}
-
 /* The clients row of /stats named `name`, or NULL. */
 static json_t *client_row(json_t *stats, const char *name)
 {
@@ -95,7 +80,8 @@ START_TEST(early_retries_exact)
 	hr = hammer(&s, "rude", rude);
 	ck_assert_int_eq(testutil_jint(hp, "retries", NULL), 2);
 	ck_assert_int_eq(testutil_jint(hr, "retries", NULL), 4);
-	st = get_json(&s, "/stats");
+	st = testutil_stats(&s);
+	ck_assert_ptr_nonnull(st);
 	row = client_row(st, "polite");
 	ck_assert_ptr_nonnull(row);
 	ck_assert_int_eq(testutil_jint(row, "requests", NULL), testutil_jint(hp, "calls", NULL));
@@ -138,7 +124,8 @@ START_TEST(top_clients_in_stats_and_metrics)
 			ck_assert_int_eq(rep.status, 200);
 		}
 	curl_easy_cleanup(c);
-	st = get_json(&s, "/stats");
+	st = testutil_stats(&s);
+	ck_assert_ptr_nonnull(st);
 	ck_assert_int_eq(testutil_jint(json_object_get(st, "clients"), "shown", NULL), 2);
 	ck_assert_int_eq(testutil_jint(client_row(st, "ann"), "requests", NULL), 3);
 	ck_assert_int_eq(testutil_jint(client_row(st, "bob"), "requests", NULL), 2);
@@ -309,7 +296,8 @@ START_TEST(late_subscriber_gets_the_last_minute)
 	series = json_object_get(ev, "series");
 	ck_assert_int_eq(json_array_size(json_object_get(series, "admitted")), 600);
 	ck_assert_int_eq(testutil_jint(series, "bucket_ms", NULL), 100);
-	st = get_json(&s, "/stats");
+	st = testutil_stats(&s);
+	ck_assert_ptr_nonnull(st);
 	ck_assert_int_eq(sum_array(json_object_get(series, "admitted")), testutil_jint(st, "admitted", NULL));
 	ck_assert_int_eq(sum_array(json_object_get(series, "rejected")), testutil_jint(st, "rejected", NULL));
 	ck_assert_int_eq(testutil_jint(st, "admitted", NULL) + testutil_jint(st, "rejected", NULL), 30);
@@ -360,8 +348,9 @@ static void wait_subscribers(const struct test_server *s, long long subs, long l
 	long long got_subs = -1, got_refused = -1;
 
 	for (int i = 0; i < 500; i++) {
-		json_t *st = get_json(s, "/stats");
+		json_t *st = testutil_stats(s);
 
+		ck_assert_ptr_nonnull(st);
 		got_subs = testutil_jint(st, "subscribers", NULL);
 		got_refused = testutil_jint(st, "status", "503");
 		json_decref(st);

@@ -18,10 +18,14 @@ BIN=${RATELAB_BIN:-./ratelab}
 ROOT=${RATELAB_ROOT:-.}
 TMP=$(mktemp -d)
 PIDS=""
+. "$ROOT/tests/harness/redis.sh"
+. "$ROOT/tests/harness/serve.sh"
+. "$ROOT/tests/harness/check.sh"
 
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	redis_stop
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -32,51 +36,9 @@ die() {
 	exit 1
 }
 
-# Start redis-server on a free port (tried from a pseudo-random start); sets REDIS_URL.
-start_redis() {
-	command -v redis-server >/dev/null 2>&1 || sh "$ROOT/scripts/install-deps" redis-server >&2 ||
-		die "redis-server is missing and scripts/install-deps failed"
-	port=$((20000 + ($$ * 13) % 30000))
-	tries=0
-	while [ $tries -lt 20 ]; do
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --logfile "" \
-			>/dev/null 2>&1 &
-		rpid=$!
-		n=0
-		while [ $n -lt 50 ]; do   # at most 5 s
-			if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
-				PIDS="$PIDS $rpid"
-				REDIS_URL="redis://127.0.0.1:$port"
-				return 0
-			fi
-			kill -0 "$rpid" 2>/dev/null || break   # port taken: try the next one
-			sleep 0.1
-			n=$((n + 1))
-		done
-		kill "$rpid" 2>/dev/null
-		port=$((port + 1))
-		tries=$((tries + 1))
-	done
-	die "redis-server did not start"
-}
-
-# start_server ARGS...: `ratelab serve --port 0 ARGS`; sets URL.
-start_server() {
-	"$BIN" serve --port 0 "$@" >"$TMP/serve.out" 2>"$TMP/serve.err" &
-	PIDS="$PIDS $!"
-	n=0
-	URL=""
-	while [ $n -lt 100 ] && [ -z "$URL" ]; do   # at most 10 s
-		URL=$(sed -n "s/^listening on //p" "$TMP/serve.out")
-		[ -n "$URL" ] || sleep 0.1
-		n=$((n + 1))
-	done
-	[ -n "$URL" ] || { cat "$TMP/serve.err" >&2; die "serve $* did not start"; }
-}
-
 # "N requests, 200 xA, 429 xB" from the server's GET /stats.
 server_counts() {
-	curl -s "$URL/stats" | tr -d ' \n' |
+	curl -s "$URL_srv/stats" | tr -d ' \n' |
 		sed -n 's/.*"status":{\([^}]*\)},"requests":\([0-9]*\).*/\2 \1/p' |
 		awk '{ n = split($2, kv, ","); printf "%s requests", $1;
 			for (i = 1; i <= n; i++) { split(kv[i], p, ":"); gsub(/"/, "", p[1]); printf ", %s x%s", p[1], p[2] }
@@ -87,13 +49,14 @@ server_counts() {
 room() {
 	nodes=$1
 	clients=${2:-200}
-	start_redis
-	start_server --limiter token-bucket --limit 50 --burst 20 --key global --max-connections $((clients + 1000))
+	redis_start || die "$REDIS_ERROR"
+	serve_start srv --limiter token-bucket --limit 50 --burst 20 --key global --max-connections $((clients + 1000)) ||
+		die "$SERVE_ERROR"
 	run="$REDIS_URL/room$$"
 	i=0
 	hpids=""
 	while [ $i -lt "$nodes" ]; do
-		"$BIN" herd --url "$URL" --join "$run" --nodes "$nodes" --clients "$clients" --policies none,full \
+		"$BIN" herd --url "$URL_srv" --join "$run" --nodes "$nodes" --clients "$clients" --policies none,full \
 			>"$TMP/node$i.txt" 2>&1 &
 		hpids="$hpids $!"
 		i=$((i + 1))
@@ -111,20 +74,6 @@ room() {
 	echo "the server counted, since node 0's POST /reset before full (the reset included): $counted"
 }
 
-failures=0
-passes=0
-check() {   # check DESCRIPTION COMMAND...: the command must succeed
-	d=$1
-	shift
-	if "$@"; then
-		echo "ok   $d"
-		passes=$((passes + 1))
-	else
-		echo "FAIL $d"
-		failures=$((failures + 1))
-	fi
-}
-
 usage_error() {   # usage_error CODE NEEDLE ARGS...: exit CODE and one stderr line holding NEEDLE
 	code=$1
 	needle=$2
@@ -136,11 +85,11 @@ usage_error() {   # usage_error CODE NEEDLE ARGS...: exit CODE and one stderr li
 
 # Two hammers joined into one run of 60 requests; node 0 prints the merged summary.
 two_hammers() {
-	start_redis
-	start_server --limiter none
+	redis_start || die "$REDIS_ERROR"
+	serve_start srv --limiter none || die "$SERVE_ERROR"
 	run="$REDIS_URL/pair$$"
 	for i in 0 1; do
-		"$BIN" hammer "$URL/" --requests 60 --concurrency 6 --join "$run" --nodes 2 >"$TMP/pair$i.txt" 2>&1 &
+		"$BIN" hammer "$URL_srv/" --requests 60 --concurrency 6 --join "$run" --nodes 2 >"$TMP/pair$i.txt" 2>&1 &
 		eval "p$i=\$!"
 	done
 	# shellcheck disable=SC2154 # p0 and p1 are set by the eval above
@@ -167,8 +116,7 @@ selftest() {
 	check "merge of a file that is not a result" usage_error 2 "is not a result written by --json" merge "$TMP/empty.json"
 	check "two joined hammers, one summary" two_hammers
 	check "ratelab merge redis://... says the same" merged_again
-	echo "join.sh: $passes passed, $failures failed"
-	[ "$failures" -eq 0 ]
+	check_done join.sh
 }
 
 case ${1:-selftest} in

@@ -19,10 +19,14 @@ BIN=${RATELAB_BIN:-./ratelab}
 ROOT=${RATELAB_ROOT:-.}
 TMP=$(mktemp -d)
 PIDS=""
+. "$ROOT/tests/harness/redis.sh"
+. "$ROOT/tests/harness/serve.sh"
+. "$ROOT/tests/harness/check.sh"
 
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	redis_stop
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -31,51 +35,6 @@ trap 'exit 130' INT TERM
 die() {
 	echo "redis.sh: $*" >&2
 	exit 1
-}
-
-# Start redis-server on a free port (tried from a pseudo-random start); sets REDIS_URL.
-start_redis() {
-	command -v redis-server >/dev/null 2>&1 || sh "$ROOT/scripts/install-deps" redis-server >&2 ||
-		die "redis-server is missing and scripts/install-deps failed"
-	port=$((20000 + ($$ * 7) % 30000))
-	tries=0
-	while [ $tries -lt 20 ]; do
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --logfile "" \
-			>/dev/null 2>&1 &
-		rpid=$!
-		n=0
-		while [ $n -lt 50 ]; do   # at most 5 s
-			if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
-				PIDS="$PIDS $rpid"
-				REDIS_URL="redis://127.0.0.1:$port"
-				return 0
-			fi
-			kill -0 "$rpid" 2>/dev/null || break   # port taken: try the next one
-			sleep 0.1
-			n=$((n + 1))
-		done
-		kill "$rpid" 2>/dev/null
-		port=$((port + 1))
-		tries=$((tries + 1))
-	done
-	die "redis-server did not start"
-}
-
-# start_server NAME ARGS...: `ratelab serve --port 0 ARGS`; sets URL_<NAME>.
-start_server() {
-	name=$1
-	shift
-	"$BIN" serve --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
-	PIDS="$PIDS $!"
-	n=0
-	surl=""
-	while [ $n -lt 100 ] && [ -z "$surl" ]; do   # at most 10 s
-		surl=$(sed -n "s/^listening on //p" "$TMP/$name.out")
-		[ -n "$surl" ] || sleep 0.1
-		n=$((n + 1))
-	done
-	[ -n "$surl" ] || { cat "$TMP/$name.err" >&2; die "serve $* did not start"; }
-	eval "URL_$name=\$surl"
 }
 
 # The count of status $2 in a hammer summary file $1 (0 when absent).
@@ -89,11 +48,11 @@ replicas() {
 	rate=${3:-20}
 	case $store in
 	memory) url=memory ;;
-	redis) start_redis; url=$REDIS_URL ;;
+	redis) redis_start || die "$REDIS_ERROR"; url=$REDIS_URL ;;
 	*) die "replicas: want memory or redis, not '$store'" ;;
 	esac
 	for i in 1 2 3; do
-		start_server "r$i" --limiter token-bucket --limit 10 --key global --store "$url"
+		serve_start "r$i" --limiter token-bucket --limit 10 --key global --store "$url" || die "$SERVE_ERROR"
 	done
 	hpids=""
 	for i in 1 2 3; do
@@ -117,20 +76,6 @@ replicas() {
 	awk -v a="$ok" -v s="$secs" 'BEGIN { printf "admitted %.1f per second over %ss (store: %s)\n", a / s, s, "'"$store"'" }'
 }
 
-failures=0
-passes=0
-check() {   # check DESCRIPTION COMMAND...: the command must succeed
-	d=$1
-	shift
-	if "$@"; then
-		echo "ok   $d"
-		passes=$((passes + 1))
-	else
-		echo "FAIL $d"
-		failures=$((failures + 1))
-	fi
-}
-
 usage_error() {   # usage_error NEEDLE ARGS...: exit 2 and one stderr line holding NEEDLE
 	needle=$1
 	shift
@@ -144,18 +89,18 @@ hammer_says() {   # hammer_says URL STATUS: three requests all answered STATUS
 	[ "$(count_of "$TMP/h.txt" "$2")" = 3 ]
 }
 
-# The keys under prefix $1 in the Redis at $REDIS_URL, one a line.
+# The keys under prefix $1 in the Redis redis_start started, one a line.
 redis_keys() {
-	redis-cli -p "${REDIS_URL##*:}" --scan --pattern "$1*"
+	redis-cli -p "$REDIS_PORT" --scan --pattern "$1*"
 }
 
 # --limiter concurrency --limit 1 on Redis, 30 requests one after the other on
 # one kept-alive connection: each release is queued before the next acquire, so
 # all 30 are admitted, and once the last release is through no slot is held.
 concurrency_releases() {
-	start_redis
-	start_server conc --limiter concurrency --limit 1 --key global --store "$REDIS_URL" \
-		--store-failure closed --store-prefix "rs$$:"
+	redis_start || die "$REDIS_ERROR"
+	serve_start conc --limiter concurrency --limit 1 --key global --store "$REDIS_URL" \
+		--store-failure closed --store-prefix "rs$$:" || die "$SERVE_ERROR"
 	"$BIN" hammer "$URL_conc/" --requests 30 --concurrency 1 --no-retry >"$TMP/c.txt" 2>&1
 	[ "$(count_of "$TMP/c.txt" 200)" = 30 ] || { cat "$TMP/c.txt" >&2; return 1; }
 	n=0
@@ -173,8 +118,8 @@ selftest() {
 	check "bad --store-failure" usage_error "'maybe'" --store-failure maybe
 	check "--store without a value" usage_error "--store" --store
 	# Nothing listens on port 1: open admits, closed answers 503, and the server stays up.
-	start_server open --store redis://127.0.0.1:1 --store-failure open
-	start_server closed --store redis://127.0.0.1:1 --store-failure closed
+	serve_start open --store redis://127.0.0.1:1 --store-failure open || die "$SERVE_ERROR"
+	serve_start closed --store redis://127.0.0.1:1 --store-failure closed || die "$SERVE_ERROR"
 	check "Redis down, fail open: 200" hammer_says "$URL_open" 200
 	check "Redis down, fail closed: 503" hammer_says "$URL_closed" 503
 	check "one log line per outage" sh -c "[ \$(grep -c 'unreachable' '$TMP/closed.err') -eq 1 ]"
@@ -183,8 +128,7 @@ selftest() {
 			"curl -s '$URL_closed/metrics' | grep -q 'ratelab_store_errors_total{route=\"/\"} 3'"
 	fi
 	check "concurrency on Redis: 30 of 30 admitted at --limit 1, no slot left" concurrency_releases
-	echo "redis.sh: $passes passed, $failures failed"
-	[ "$failures" -eq 0 ]
+	check_done redis.sh
 }
 
 case ${1:-selftest} in
