@@ -1,6 +1,8 @@
 # bench/lib.sh: helpers for bench/run (POSIX sh, sourced).  Every wait is bounded.
 # shellcheck disable=SC2153 # SECS, ROOT, TMP and the rest are set by bench/run
-# State lives in $TMP: pid.NAME, port.NAME, out.NAME/err.NAME, res.NAME ("rps non2xx total").
+# State lives in $TMP: pid.NAME, port.NAME, out.NAME/err.NAME, res.NAME (one line a run: "rps
+# non2xx total cpu_us"), info.NAME (the same run's "wrk socket errors|answers by status from
+# /stats", "-" when unknown) and has_stats.NAME (NAME is a ratelab serve: /stats counts its answers).
 
 bench_setup() {
 	need=""
@@ -35,6 +37,7 @@ start_listener() {
 	shift
 	"$@" >"$TMP/out.$name" 2>"$TMP/err.$name" &
 	echo $! >"$TMP/pid.$name"
+	[ "${2:-}" = serve ] && : >"$TMP/has_stats.$name"
 	i=0
 	while [ $i -lt 200 ]; do
 		port=$(sed -n 's/^listening on http:\/\/[^:]*:\([0-9][0-9]*\).*/\1/p' "$TMP/out.$name" \
@@ -145,7 +148,7 @@ up() { [ -f "$TMP/port.$1" ]; }
 
 stop_one() {
 	pid=$(pid_of "$1")
-	rm -f "$TMP/pid.$1" "$TMP/port.$1"
+	rm -f "$TMP/pid.$1" "$TMP/port.$1" "$TMP/has_stats.$1"
 	[ -n "$pid" ] || return 0
 	kill -TERM "$pid" 2>/dev/null || return 0
 	i=0
@@ -165,7 +168,36 @@ stop_all() {
 	return 0
 }
 
-record() { echo "$2 $3 $4 ${5:--}" >>"$TMP/res.$1"; }
+# record NAME RPS NON2XX TOTAL [CPU_US [INFO]]: one run of NAME (res.NAME and info.NAME).
+record() {
+	echo "$2 $3 $4 ${5:--}" >>"$TMP/res.$1"
+	echo "${6:--}" >>"$TMP/info.$1"
+}
+
+# stats_snap NAME FILE: NAME's /stats into FILE when NAME is a ratelab serve, else FILE empty.
+stats_snap() {
+	: >"$2"
+	[ -n "$1" ] && [ -f "$TMP/has_stats.$1" ] || return 0
+	curl -s -m 2 "$(url_of "$1")/stats" >"$2" 2>/dev/null || : >"$2"
+}
+
+# stats_delta BEFORE AFTER: the answers between two /stats snapshots by status ("200=401
+# 429=630012", then "refused=N" when connections were refused), or "-" without both.
+stats_delta() {
+	jq -r -n --slurpfile a "$1" --slurpfile b "$2" '
+		if ($a[0] | type) != "object" or ($b[0] | type) != "object" then "-" else
+		($a[0].status // {}) as $o | ($b[0].status // {}) as $n
+		| [$n | to_entries[] | (.value - ($o[.key] // 0)) as $d | select($d > 0)
+		   | "\(.key)=\($d)"]
+		+ ([([$b[0].refused // {} | .[]] | add // 0) - ([$a[0].refused // {} | .[]] | add // 0)]
+		   | map(select(. > 0) | "refused=\(.)"))
+		| if length == 0 then "-" else join(" ") end end' 2>/dev/null | grep . || echo "-"
+}
+
+# socket_errors WRK_OUTPUT: wrk's "connect A, read B, write C, timeout D", or "none".
+socket_errors() {
+	sed -n 's/^ *Socket errors: *//p' "$1" | grep . || echo "none"
+}
 
 # timed CMD...: run CMD under /usr/bin/time, its CPU seconds (user+sys) go to $TMP/time.last.
 timed() {
@@ -199,10 +231,12 @@ cpu_ticks() {
 # is passed as -s, with WRK_SCRIPT_ARG after the URL.
 wrk_run() {
 	case $2 in *127.0.0.1:/*) return 0 ;; esac
+	stats_snap "${3:-}" "$TMP/stats.before"
 	t0=$(cpu_ticks "${3:-}")
 	timed timeout $((SECS + 30)) wrk -t2 -c64 -d"${SECS}s" --timeout 5s ${WRK_SCRIPT:+-s "$WRK_SCRIPT"} \
 		"$2" ${WRK_SCRIPT_ARG:+"$WRK_SCRIPT_ARG"} >"$TMP/wrk.last" 2>&1
 	t1=$(cpu_ticks "${3:-}")
+	stats_snap "${3:-}" "$TMP/stats.after"
 	rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$TMP/wrk.last")
 	tot=$(sed -n 's/^ *\([0-9][0-9]*\) requests in.*/\1/p' "$TMP/wrk.last")
 	bad=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$TMP/wrk.last")
@@ -214,13 +248,15 @@ wrk_run() {
 	else
 		us=$(client_us "${tot:-0}")
 	fi
-	record "$1" "${rps:-0}" "${bad:-0}" "${tot:-0}" "$us"
+	record "$1" "${rps:-0}" "${bad:-0}" "${tot:-0}" "$us" \
+		"$(socket_errors "$TMP/wrk.last")|$(stats_delta "$TMP/stats.before" "$TMP/stats.after")"
 }
 
-# wrk_cpu NAME: the lowest wrk CPU microseconds per request over NAME's server runs ("-" when none).
+# wrk_cpu NAME: the median wrk CPU microseconds per request over NAME's server runs ("-" when none).
 wrk_cpu() {
 	[ -f "$TMP/wrkcpu.$1" ] || { echo "-"; return 0; }
-	grep -v '^-$' "$TMP/wrkcpu.$1" | sort -g | head -n1 | grep . || echo "-"
+	grep -v '^-$' "$TMP/wrkcpu.$1" | awk "$AWK_MEDIAN"'
+		{ v[++n] = $1 } END { if (n) printf "%.1f\n", median(v, n) }' | grep . || echo "-"
 }
 
 ab_run() {
@@ -270,10 +306,10 @@ hammer_rps_with() {
 		"$((tot - ok))" "$tot" "$(client_us "$tot")"
 }
 
-# best_cpu NAME: the lowest server CPU microseconds per request recorded for NAME (empty when none).
-best_cpu() {
+# med_cpu NAME: the median server CPU microseconds per request over NAME's runs (empty when none).
+med_cpu() {
 	[ -f "$TMP/res.$1" ] || return 0
-	awk '$4 != "-" && (m == "" || $4 + 0 < m + 0) { m = $4 } END { print m }' "$TMP/res.$1"
+	awk "$AWK_MEDIAN"'$4 != "-" { v[++n] = $4 } END { if (n) print median(v, n) }' "$TMP/res.$1"
 }
 
 # best NAME: highest req/s recorded for NAME (empty when none).
@@ -282,20 +318,91 @@ best() {
 	sort -g -r -k1,1 "$TMP/res.$1" | head -n1 | cut -d' ' -f1
 }
 
-# print_best LABEL NAME: the best run's req/s and non-2xx share, every run's req/s and, for
-# servers, the lowest CPU microseconds per request over the runs (less noisy than req/s).
+# AWK_MEDIAN: an awk function, median(a, n) of a[1..n] (a is left as it was).
+AWK_MEDIAN='
+function median(a, n,   b, i, j, x) {
+	for (i = 1; i <= n; i++) {
+		x = a[i] + 0
+		for (j = i - 1; j >= 1 && b[j] > x; j--)
+			b[j + 1] = b[j]
+		b[j + 1] = x
+	}
+	return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+}
+'
+
+# AWK_RUNS: reads res.NAME lines into rps/bad/tot/cpu/share[1..nr]; after prep(), flagged(i)
+# says whether run i stands apart from the peer's other runs (3 runs or more): req/s over
+# 1.25x their median at under 0.8x their median CPU per request (any CPU when it is not
+# known), or a non-2xx share more than 1 point from their median share.  A run that is only
+# faster came when the machine was quieter; one that is faster and cheaper ran in another
+# regime or did other work, and a best-of figure or a lowest CPU would be decided by it.
+AWK_RUNS=$AWK_MEDIAN'
+$1 != "" {
+	nr++; rps[nr] = $1; bad[nr] = $2; tot[nr] = $3; cpu[nr] = $4
+	share[nr] = $3 > 0 ? 100 * $2 / $3 : 0
+}
+function prep(   i, v) {
+	for (i = 1; i <= nr; i++) v[i] = rps[i]
+	mrps = median(v, nr)
+	for (i = 1; i <= nr; i++) v[i] = share[i]
+	mshare = median(v, nr)
+	for (i = 1; i <= nr; i++) if (cpu[i] != "-") c[++nc] = cpu[i]
+	mcpu = nc ? median(c, nc) : ""
+}
+function flagged(i,   cheap) {
+	cheap = cpu[i] == "-" || mcpu == "" || cpu[i] < 0.8 * mcpu
+	return nr >= 3 && (rps[i] > 1.25 * mrps && cheap || share[i] > mshare + 1 || share[i] < mshare - 1)
+}
+'
+
+# flags NAME: one line a run of NAME, 1 when flagged (AWK_RUNS), else 0.
+flags() {
+	awk "$AWK_RUNS"'END { prep(); for (i = 1; i <= nr; i++) print flagged(i) ? 1 : 0 }' \
+		"$TMP/res.$1"
+}
+
+# print_head FIRST: the header of print_best's table, FIRST naming its first column.
+print_head() {
+	printf '%-44s %10s %8s %8s %9s %6s  %s\n' "$1" "req/s" "non-2xx" "2xx/run" "cpu us/rq" \
+		"min" "(each run's req/s, * flagged)"
+}
+
+# print_best LABEL NAME: the best run's req/s; the median non-2xx share, 2xx answers per run
+# and CPU microseconds per request over the runs, and the lowest CPU (* when a flagged run
+# has it); every run's req/s.  Then one line for each flagged run: how far it stood off, its
+# 2xx count, its CPU, and from info.NAME wrk's socket errors and the answers /stats counted.
 print_best() {
 	f=$TMP/res.$2
 	if [ ! -s "$f" ]; then
 		printf '%-44s %10s\n' "$1" "n/a"
 		return 0
 	fi
-	line=$(sort -g -r -k1,1 "$f" | head -n1)
-	runs=$(awk '{ printf "%s%.0f", (NR > 1 ? " " : ""), $1 }' "$f")
-	cpu=$(awk '$4 != "-" && (m == "" || $4 + 0 < m + 0) { m = $4 } END { print (m == "" ? "-" : m) }' "$f")
-	echo "$line" | awk -v n="$1" -v r="$runs" -v c="$cpu" '{
-		share = $3 > 0 ? 100 * $2 / $3 : 0
-		printf "%-44s %10.0f %7.1f%% %9s  (%s)\n", n, $1, share, c, r }'
+	awk -v label="$1" -v infofile="$TMP/info.$2" "$AWK_RUNS"'
+	END {
+		prep()
+		while ((getline line < infofile) > 0) info[++ni] = line
+		for (i = 1; i <= nr; i++) {
+			v[i] = tot[i] - bad[i]
+			if (rps[i] > rps[b] || b == "") b = i
+			if (cpu[i] != "-" && (lo == "" || cpu[i] + 0 < cpu[lo] + 0)) lo = i
+			runs = runs (i > 1 ? " " : "") sprintf("%.0f", rps[i]) (flagged(i) ? "*" : "")
+		}
+		mc = mcpu == "" ? "-" : sprintf("%.1f", mcpu)
+		low = lo == "" ? "-" : cpu[lo]
+		if (lo != "" && flagged(lo)) low = low "*"
+		printf "%-44s %10.0f %7.2f%% %8.0f %9s %6s  (%s)\n", label, rps[b], mshare, median(v, nr),
+			mc, low, runs
+		for (i = 1; i <= nr; i++) {
+			if (!flagged(i)) continue
+			x = mrps > 0 ? rps[i] / mrps : 0
+			printf "  * run %d: %.2fx the median req/s, %d 2xx, %.2f%% non-2xx, cpu %s us/rq", i, x,
+				tot[i] - bad[i], share[i], cpu[i]
+			if (split(info[i], part, "|") == 2)
+				printf "; wrk socket errors: %s; answers (/stats): %s", part[1], part[2]
+			printf "\n"
+		}
+	}' "$f"
 }
 
 ratio() {
@@ -307,7 +414,9 @@ ratio() {
 }
 
 # paired A B: the per-round ratios A/B of two peers run back to back in each round, as
-# "median Rx (min-max), ahead in K of N rounds; geomean Gx, 95% interval L-H: VERDICT".
+# "median Rx (min-max), ahead in K of N rounds; geomean Gx, 95% interval L-H: VERDICT", and
+# when a round holds a flagged run (AWK_RUNS) of either peer, a second line: the same
+# without those rounds (one regime-changed run moves a geomean of 8 ratios by several %).
 # On shared cores a noisy minute hits both runs of a round, so these are steadier than a
 # ratio of two bests.  The interval is Student's t over the log ratios; the verdict is
 # "ahead" when it lies wholly above 1, "behind" when wholly below, else "at parity".
@@ -319,6 +428,13 @@ paired() {
 		return 0
 	fi
 	paste -d' ' "$fa" "$fb" | awk '$5 > 0 { print $1 / $5 }' | paired_stats
+	flags "$1" >"$TMP/flags.a"
+	flags "$2" >"$TMP/flags.b"
+	paste -d' ' "$fa" "$fb" "$TMP/flags.a" "$TMP/flags.b" >"$TMP/flags.ab"
+	out=$(awk '$9 == 1 || $10 == 1 { printf "%s%d", (n++ ? ", " : ""), NR }' "$TMP/flags.ab")
+	[ -n "$out" ] || return 0
+	printf '               without the rounds with a flagged run (%s): ' "$out"
+	awk '$9 == 0 && $10 == 0 && $5 > 0 { print $1 / $5 }' "$TMP/flags.ab" | paired_stats
 }
 
 # paired_stats: reads one ratio per line, prints the summary paired() describes.
