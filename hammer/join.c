@@ -87,6 +87,12 @@ const char *join_run_key(const struct join *j, char *buf, size_t len, const char
 	return buf;
 }
 
+const char *join_alive_key(const struct join *j, uint32_t node, char *buf, size_t len)
+{
+	snprintf(buf, len, "%salive:%" PRIu32, j->base, node);
+	return buf;
+}
+
 /* ---- small replies ---- */
 
 /* The integer or integer-string value of r; -1 for nil or anything else.  Frees r. */
@@ -134,7 +140,7 @@ static void *beat_main(void *arg)
 	char k[160];
 	struct timespec until;
 
-	snprintf(k, sizeof(k), "%salive:%" PRIu32, j->base, j->node);
+	join_alive_key(j, j->node, k, sizeof(k));
 	pthread_mutex_lock(&j->lock);
 	while (!j->stop) {
 		pthread_mutex_unlock(&j->lock);
@@ -160,7 +166,7 @@ static int beat_start(struct join *j, char *err, size_t errlen)
 	char k[160];
 
 	/* the first beat before join_new returns: a node is never seen without one, however late its thread runs */
-	snprintf(k, sizeof(k), "%salive:%" PRIu32, j->base, j->node);
+	join_alive_key(j, j->node, k, sizeof(k));
 	if (!join_reply_str(join_conn_cmd(&j->conn, join_deadline_after(j->o.timeout_ns), "SET %s 1 PX %d", k, ALIVE_MS),
 	               k, sizeof(k)))
 		return join_conn_fail(&j->conn, err, errlen);

@@ -78,8 +78,7 @@ static bool heartbeat_lives(struct join *j, uint32_t i, uint64_t deadline)
 {
 	char alive[160];
 
-	snprintf(alive, sizeof(alive), "%salive:%" PRIu32, j->base, i);
-	return join_reply_int(join_conn_cmd(&j->conn, deadline, "EXISTS %s", alive)) != 0;
+	return join_reply_int(join_conn_cmd(&j->conn, deadline, "EXISTS %s", join_alive_key(j, i, alive, sizeof(alive)))) != 0;
 }
 
 /*

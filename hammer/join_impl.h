@@ -49,6 +49,9 @@ const char *join_key(const struct join *j, char *buf, size_t len, const char *fm
 /* The run-wide key (no round) base + what in buf; returns buf. */
 const char *join_run_key(const struct join *j, char *buf, size_t len, const char *what);
 
+/* Node's heartbeat key (run-wide: base + "alive:" + node) in buf; returns buf. */
+const char *join_alive_key(const struct join *j, uint32_t node, char *buf, size_t len);
+
 /* The integer or integer-string value of r; -1 for nil or anything else.  Frees r. */
 long long join_reply_int(redisReply *r);
 
