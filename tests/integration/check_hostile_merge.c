@@ -19,6 +19,17 @@
 
 #include "tests/harness/testutil.h"
 
+/*
+ * Peak RSS is asserted in plain builds only: a sanitizer's shadow memory and
+ * quarantine (and the test's own freed buffers, still resident in the forked
+ * child before its exec) make it meaningless there.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RSS_CHECKED 0
+#else
+#define RSS_CHECKED 1
+#endif
+
 /* A real result: serve, then hammer --requests 20 --json DIR/good.json (10 of them 200, 10 429). */
 static void good_result(const char *dir, char *path, size_t len)
 {
@@ -206,11 +217,11 @@ START_TEST(huge_files_bounded)
 	rows_file(good, dense, 700000);
 	rows_file(good, most, 199000);
 	rc = merge_rss((const char *[]){ "merge", good, huge, "--expect", "requests>=1", NULL }, &rss);
-	ck_assert_msg(rc == 3 && rss < 64 * 1024, "42 MB file: exit %d, %ld KB", rc, rss);
+	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 64 * 1024), "42 MB file: exit %d, %ld KB", rc, rss);
 	rc = merge_rss((const char *[]){ "merge", good, dense, "--expect", "requests>=1", NULL }, &rss);
-	ck_assert_msg(rc == 3 && rss < 64 * 1024, "2.8M values: exit %d, %ld KB", rc, rss);
+	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 64 * 1024), "2.8M values: exit %d, %ld KB", rc, rss);
 	rc = merge_rss((const char *[]){ "merge", good, most, "--expect", "requests>=1", NULL }, &rss);
-	ck_assert_msg(rc == 0 && rss < 200 * 1024, "a million values: exit %d, %ld KB", rc, rss);
+	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss < 200 * 1024), "a million values: exit %d, %ld KB", rc, rss);
 	remove_dir(dir);
 }
 END_TEST

@@ -23,6 +23,17 @@
 #include "tests/harness/redis_proc.h"
 #include "tests/harness/testutil.h"
 
+/*
+ * Peak RSS is asserted in plain builds only: a sanitizer's shadow memory and
+ * quarantine (and the test's own freed buffers, still resident in the forked
+ * child before its exec) make it meaningless there.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RSS_CHECKED 0
+#else
+#define RSS_CHECKED 1
+#endif
+
 static struct redis_proc real;
 
 static void real_up(void)
@@ -231,7 +242,6 @@ static void run_with_node1(struct planted_run *p, const char *tag, const char *r
 		testutil_run(&p->r, (const char *[]){ "hammer", target, "--requests", "6", "--concurrency", "1", "--join",
 		                                      p->url, "--nodes", "2", "--join-timeout", "10s", "--json", p->json,
 		                                      "--expect", "requests>=1", NULL }, NULL, 30000);
-		fprintf(stderr, "%s", p->r.err);
 		_exit(p->r.status < 0 ? 99 : p->r.status);
 	}
 	/* node 0 has its index (bounded: 10 s of 5 ms polls) */
@@ -374,7 +384,7 @@ START_TEST(huge_node_result)
 	freeReplyObject(must(c, redisCommand(c, "SET %s %b EX 600", k, big, len)));
 	free(big);
 	rc = run_rss((const char *[]){ "merge", url, "--timeout", "2s", NULL }, &rss);
-	ck_assert_msg(rc == 4 && rss < 64 * 1024, "exit %d, %ld KB", rc, rss);
+	ck_assert_msg(rc == 4 && (!RSS_CHECKED || rss < 64 * 1024), "exit %d, %ld KB", rc, rss);
 	freeReplyObject(must(c, redisCommand(c, "DEL %s", k)));
 	redisFree(c);
 }
