@@ -47,10 +47,12 @@ enum node_state { NODE_WAITING, NODE_IN, NODE_GONE, NODE_NEVER, NODE_LATE, NODE_
 #define WHY_LEN 120
 
 struct collect {
-	json_t **res;                  /* node i's result object, or NULL */
+	json_t **res;                  /* node i's result object (its bulk dropped once merged), or NULL */
 	enum node_state *state;
 	char (*why)[WHY_LEN];          /* why node i's result is NODE_CORRUPT */
 	uint32_t pending;              /* nodes still NODE_WAITING */
+	struct hammer_result *dst;     /* the results merged so far */
+	bool ready;                    /* dst is set up (with the first merged result's interval) */
 };
 
 /* Node i's result is in Redis but does not read: it counts as missing, with why. */
@@ -82,6 +84,37 @@ static bool envelope_ok(const json_t *o, uint32_t i)
 	       member_in(o, "began_ns", json_integer_value(json_object_get(o, "start_ns")),
 	                 json_integer_value(json_object_get(o, "start_ns")) + ns) &&
 	       json_is_object(json_object_get(o, "raw"));
+}
+
+/*
+ * Merge node i's result into c->dst as soon as it is read, set up with the
+ * interval of the first one that reads, and drop its bulk (timelines,
+ * histograms): only one result is whole in memory at a time, whatever N.
+ * One that does not read (a count out of range, another interval) is
+ * marked corrupt and leaves dst untouched.  -1 only when out of memory.
+ */
+static int take_in(struct collect *c, uint32_t i, char *err, size_t errlen)
+{
+	json_t *raw = json_object_get(c->res[i], "raw");
+	uint64_t interval = result_codec_interval_ns(raw);
+	char why[WHY_LEN] = "raw result: timeline interval";
+	static const char *const bulk[] = { "timeline", "by_start", "latency", "lateness" };
+
+	if (!c->ready && interval != 0 && hammer_result_init(c->dst, interval) != 0)
+		return snprintf(err, errlen, "out of memory"), -1;
+	if (interval == 0 || result_codec_add(c->dst, raw, 0, why, sizeof(why)) != 0) {
+		if (!c->ready && interval != 0)
+			hammer_result_destroy(c->dst);
+		corrupt(c, i, why);
+		return 0;
+	}
+	c->ready = true;
+	/* what stays is what dst and the summary point into: the servers' URLs, the config, the envelope */
+	for (size_t b = 0; b < sizeof(bulk) / sizeof(bulk[0]); b++)
+		json_object_del(raw, bulk[b]);
+	c->state[i] = NODE_IN;
+	c->pending--;
+	return 0;
 }
 
 /*
@@ -120,7 +153,7 @@ static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t 
 	else if (!envelope_ok(c->res[i], i))
 		corrupt(c, i, "a member is missing or out of range");
 	else
-		c->state[i] = NODE_IN, c->pending--;
+		return take_in(c, i, err, errlen);
 	return 0;
 }
 
@@ -235,42 +268,10 @@ static void summarize(struct join *j, const struct collect *c, struct join_summa
 	                    "per_node", per);
 }
 
-/*
- * Add every result that came in into dst, set up with the interval of the
- * first one that reads; one that does not read (a count out of range,
- * another interval) is marked corrupt and left out, dst untouched by it.
- */
-static int merge_in(struct join *j, struct collect *c, struct hammer_result *dst, char *err, size_t errlen)
-{
-	bool ready = false;
-
-	for (uint32_t i = 0; i < j->nodes; i++) {
-		const json_t *raw = json_object_get(c->res[i], "raw");
-		uint64_t interval = result_codec_interval_ns(raw);
-		char why[WHY_LEN];
-
-		if (c->state[i] != NODE_IN)
-			continue;
-		if (!ready && interval != 0 && hammer_result_init(dst, interval) != 0)
-			return snprintf(err, errlen, "out of memory"), -1;
-		if (interval != 0 && result_codec_add(dst, raw, 0, why, sizeof(why)) == 0) {
-			ready = true;
-			continue;
-		}
-		if (!ready && interval != 0)
-			hammer_result_destroy(dst);
-		c->pending++;
-		corrupt(c, i, interval != 0 ? why : "raw result: timeline interval");
-	}
-	if (!ready && hammer_result_init(dst, 100 * NS_PER_MS) != 0)
-		return snprintf(err, errlen, "out of memory"), -1;
-	return 0;
-}
-
 int join_collect(struct join *j, struct hammer_result *dst, struct join_summary *s, char *err, size_t errlen)
 {
 	struct collect c = { calloc(j->nodes, sizeof(*c.res)), calloc(j->nodes, sizeof(*c.state)),
-	                     calloc(j->nodes, sizeof(*c.why)), j->nodes };
+	                     calloc(j->nodes, sizeof(*c.why)), j->nodes, dst, false };
 	int rc = -1;
 
 	memset(s, 0, sizeof(*s));
@@ -280,8 +281,12 @@ int join_collect(struct join *j, struct hammer_result *dst, struct join_summary 
 		snprintf(err, errlen, "out of memory");
 		goto free_c;
 	}
-	if (gather(j, &c, err, errlen) != 0 || merge_in(j, &c, dst, err, errlen) != 0)
+	if (gather(j, &c, err, errlen) != 0)
 		goto keep;
+	if (!c.ready && hammer_result_init(dst, 100 * NS_PER_MS) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto keep;
+	}
 	summarize(j, &c, s);
 	rc = 0;
 keep:

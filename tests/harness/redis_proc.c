@@ -114,8 +114,8 @@ int fake_redis_start(struct redis_proc *r, const char *const *overrides)
 	close(out[1]);
 	r->keep_fd = in[1];
 	pf = (struct pollfd){ out[0], POLLIN, 0 };
-	/* "port N\n" within 5 s */
-	while (r->pid > 0 && (size_t)got < sizeof(line) - 1 && strchr(line, '\n') == NULL && poll(&pf, 1, 5000) == 1) {
+	/* "port N\n" within 20 s (python3 starts slowly on a loaded machine) */
+	while (r->pid > 0 && (size_t)got < sizeof(line) - 1 && strchr(line, '\n') == NULL && poll(&pf, 1, 20000) == 1) {
 		ssize_t n = read(out[0], line + got, sizeof(line) - 1 - (size_t)got);
 
 		if (n <= 0)

@@ -28,7 +28,7 @@ bool redis_proc_ping(int port);
  * Start tests/harness/fake_redis.py, a hostile Redis speaking RESP on
  * 127.0.0.1 (a free port): it answers like Redis except for the commands
  * given in overrides ("NAME=RAW RESP" or "GET:KEY=RAW RESP", NULL-terminated;
- * see the script).  Waits up to 5 s for its port.  Stop it with
+ * see the script).  Waits up to 20 s for its port.  Stop it with
  * redis_proc_stop.  Returns 0 or -1.
  */
 int fake_redis_start(struct redis_proc *r, const char *const *overrides);

@@ -205,7 +205,7 @@ START_TEST(join_far_start_refused)
 	ck_assert_int_gt(other, 0);
 	testutil_run(&r, (const char *[]){ "hammer", "http://127.0.0.1:9/", "--join", url, "--nodes", "2",
 	                                   "--join-timeout", "5s", "--requests", "1", NULL }, NULL, 20000);
-	ck_assert_msg(r.status == 4 && testutil_one_line(r.err) && strstr(r.err, "the start time in Redis is 36") &&
+	ck_assert_msg(r.status == 4 && testutil_one_line(r.err) && strstr(r.err, "the start time in Redis is 3") &&
 	              strstr(r.err, "s ahead"), "exit %d: %s", r.status, r.err);
 	testutil_run_free(&r);
 	st = testutil_wait(other, 20000);
@@ -390,6 +390,73 @@ START_TEST(huge_node_result)
 }
 END_TEST
 
+/*
+ * Node i's result as a node writes it: no requests, `rows` empty timeline
+ * rows (5 JSON values each), so that 199,000 rows are just under the bound
+ * of 1,000,000 values.  malloc'd text.
+ */
+static char *result_text(int i, int nodes, long rows)
+{
+	char head[1024];
+	size_t hl, len;
+	char *text, *p;
+
+	hl = (size_t)snprintf(head, sizeof(head),
+	                      "{\"node\":%d,\"nodes\":%d,\"clock_offset_ns\":0,\"rtt_ns\":1000,\"start_ns\":1000,"
+	                      "\"began_ns\":1000,\"config\":null,\"raw\":{\"version\":1,\"start_unix_ns\":1000,"
+	                      "\"start_late_ns\":0,\"requests\":0,\"ok\":0,\"failed\":0,\"calls\":0,\"retries\":0,"
+	                      "\"answered\":0,\"unfinished\":0,\"dropped\":0,\"budget_refused\":0,\"throttled\":0,"
+	                      "\"unsent\":0,\"wall_ns\":1000,\"last_ok_ns\":0,\"interrupted\":false,\"transport\":\"wire\","
+	                      "\"statuses\":{},\"attempt_statuses\":{},\"errors\":{},\"attempt_errors\":{},"
+	                      "\"gave_up\":{},\"latency\":{\"count\":0,\"min\":0,\"max\":0,\"sum\":0.0,\"buckets\":[]},"
+	                      "\"lateness\":{\"count\":0,\"min\":0,\"max\":0,\"sum\":0.0,\"buckets\":[]},"
+	                      "\"by_start\":null,\"servers\":[],\"timeline\":{\"interval_ns\":100000000,\"codes\":[],"
+	                      "\"rows\":[", i, nodes);
+	len = hl + (size_t)rows * 10 + 8;
+	text = malloc(len);
+	ck_assert_ptr_nonnull(text);
+	memcpy(text, head, hl);
+	p = text + hl;
+	for (long r = 0; r < rows; r++) {
+		memcpy(p, r ? ",[0,0,0,0]" : "[0,0,0,0]", r ? 10 : 9);
+		p += r ? 10 : 9;
+	}
+	memcpy(p, "]}}}", 5);
+	return text;
+}
+
+/*
+ * Twelve nodes, each result at the bound (just under a million values): they
+ * are merged one at a time and their bulk dropped, so merge redis:// stays
+ * under 300 MB, where keeping every result whole took about 1 GB.
+ */
+START_TEST(many_results_at_the_bound)
+{
+	redisContext *c = real_open();
+	char url[128], k[160];
+	long rss = 0;
+	int rc;
+
+	snprintf(url, sizeof(url), "%s/many-%d", real.url, (int)getpid());
+	snprintf(k, sizeof(k), "ratelab:join:many-%d:nodes", (int)getpid());
+	freeReplyObject(must(c, redisCommand(c, "SET %s 12 EX 600", k)));
+	for (int i = 0; i < 12; i++) {
+		char *text = result_text(i, 12, 199000);
+
+		snprintf(k, sizeof(k), "ratelab:join:many-%d:result:%d", (int)getpid(), i);
+		freeReplyObject(must(c, redisCommand(c, "SET %s %b EX 600", k, text, strlen(text))));
+		free(text);
+	}
+	rc = run_rss((const char *[]){ "merge", url, "--timeout", "2s", "--expect", "requests=0", NULL }, &rss);
+	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss < 300 * 1024), "exit %d, %ld KB", rc, rss);
+	for (int i = 0; i < 12; i++) {
+		snprintf(k, sizeof(k), "ratelab:join:many-%d:result:%d", (int)getpid(), i);
+		freeReplyObject(must(c, redisCommand(c, "DEL %s", k)));
+	}
+	redisFree(c);
+}
+END_TEST
+
 /* Three requests from 127.0.0.1 to s; the statuses as "200 200 429". */
 static void three(const struct test_server *s, char *out, size_t len)
 {
@@ -487,7 +554,7 @@ Suite *hostile_redis_suite(void)
 	Suite *s = suite_create("hostile_redis");
 	TCase *shapes = tcase_create("shapes"), *planted = tcase_create("planted");
 
-	tcase_set_timeout(shapes, 120);
+	tcase_set_timeout(shapes, 240);
 	tcase_add_test(shapes, join_time_shapes);
 	tcase_add_test(shapes, merge_reply_shapes);
 	tcase_add_test(shapes, store_reply_shapes);
@@ -497,6 +564,7 @@ Suite *hostile_redis_suite(void)
 	tcase_add_test(planted, join_far_start_refused);
 	tcase_add_test(planted, corrupt_node_result);
 	tcase_add_test(planted, huge_node_result);
+	tcase_add_test(planted, many_results_at_the_bound);
 	tcase_add_test(planted, corrupt_limiter_keys);
 	suite_add_tcase(s, planted);
 	return s;
