@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cli.h"
 #include "common/version.h"
 
 #include "lab/cases.h"
@@ -51,6 +52,23 @@ static int version(void)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* One line, exit 2: the nearest command when one is close. */
+static int unknown_command(const char *typed)
+{
+	char names[256] = "", near[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < NCOMMANDS && n < sizeof(names); i++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s ", COMMANDS[i].name);
+	if (typed[0] != '-' && cli_suggest(typed, names, near, sizeof(near)))
+		fprintf(stderr, "ratelab: unknown command '%.64s' (did you mean %s?)\n", typed, near);
+	else if (typed[0] == '-')
+		fprintf(stderr, "ratelab: unknown option '%.64s' (try 'ratelab --help')\n", typed);
+	else
+		fprintf(stderr, "ratelab: unknown command '%.64s' (try 'ratelab --help')\n", typed);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -67,6 +85,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(argv[1], COMMANDS[i].name) == 0)
 			return COMMANDS[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "ratelab: unknown command '%s' (try 'ratelab --help')\n", argv[1]);
-	return 2;
+	return unknown_command(argv[1]);
 }

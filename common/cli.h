@@ -15,23 +15,31 @@
  * and `--flag=value`; flags without a value; repeatable flags (CLI_LIST, or a
  * callback that appends); positional arguments anywhere among the flags; `--`
  * ends the flags; `--help` and `-h` ask for the usage.  A value-taking flag
- * takes the next argument whatever it looks like.  A later flag overrides an
- * earlier one.
+ * takes the next argument whatever it looks like, except another flag of the
+ * same command (`--limit --port` is a forgotten value; `--data=--port` passes
+ * it).  A later flag overrides an earlier one.
  *
  * Every mistake is one line, `ratelab CMD: ...`:
- *   unknown option '--x'
- *   --flag needs a value
+ *   unknown option '--x'            (+ " (did you mean --y?)" when one is close)
+ *   --flag needs a value            (+ " before --other" when a flag came instead)
  *   --flag takes no value
  *   --flag: 'v' is not a number from A to B
  *   --flag: 'v' is not a duration such as 250ms, 2s or 1m
  *   --flag: 'v' is not a duration above 0 | of at least MIN | from MIN to MAX
+ *   --flag: '500' needs a unit, e.g. 500ms or 500s (ns, us, ms, s, m, h, d)
+ *   --flag: 'v' is not a size such as 64K, 1M or 1MiB (A to B)
  *   --flag: 'v' is not a rate such as 50, 2.5 or 30/1m (A to B per second)
- *   --flag: 'v' is not one of a, b, c
+ *   --flag: 'v' is not one of a, b, c (did you mean b?)
  *   --flag: 'v' is one too many (at most N)
- *   --flag: 'v' WHY                 (a callback's reason)
+ *   --flag: 'v' WHY                 (a callback's reason; + " (did you mean b?)"
+ *                                    when the flag lists its values)
  *   --flag is required
  *   missing NAME | missing NAME after --
  *   unexpected argument 'x'         (+ " (NAME goes after --)" for CLI_REST)
+ * "Did you mean" names the closest word by edit distance (a swap of two
+ * neighbours counts one) when it is at most a third of the typed length away.
+ * Sizes are binary everywhere: K, KB and KiB all mean 1024 bytes (M, G, T
+ * likewise), in either case.
  * A quoted value is cut at 120 bytes, and every message has its control
  * characters escaped (\r, \n, \t, \xNN), whatever a reason quotes, so a
  * message is always one line.
@@ -57,6 +65,7 @@ enum cli_kind {
 	CLI_DOUBLE,    /* a decimal number in [dmin, dmax] (a double) */
 	CLI_CHOICE,    /* the index of value in words, stored in the unsigned field of `size` bytes */
 	CLI_CUSTOM,    /* calls fn with the value */
+	CLI_BYTES,     /* a size in [min, max] bytes (parse_bytes: 65536, 64K, 1M, 1MB, 1MiB), unsigned field */
 	CLI_REST,      /* positional only: the char ** at `at` gets argv after "--" (NULL-terminated) */
 };
 
@@ -73,6 +82,9 @@ struct cli_option {
 	size_t given_at;           /* offset + 1 of a bool set when the flag is given (CLI_GIVEN); 0: none */
 	bool required;             /* positional: at least one; flag: must be given (a CLI_GIVEN
 	                            * bool, or a CLI_STRING the caller left NULL) */
+	const char *(*values)(void);  /* the words the flag takes ("a, b, c"), for completion and
+	                            * (CLI_CUSTOM) "did you mean", item by item of a comma
+	                            * list; NULL: free-form or CLI_CHOICE's words */
 };
 
 /* The destination of an option: member of type (nested members work: cfg.port). */
@@ -96,14 +108,17 @@ struct cli_command {
  * in order.  Returns 0 when parsed, 1 when --help or -h came first (nothing
  * printed), or -1 with one line in err ("ratelab CMD: ...", no newline).
  * Values point into argv.  Pure: no output, no allocation; thread-safe.
+ * The one exception: `CMD --cli-options` alone writes the option table to
+ * stdout (cli_write_options) and returns 2; the completion generator and the
+ * man-page test read the table that way.
  */
 int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, size_t ngroups,
               int argc, char **argv, char *err, size_t errlen);
 
 /*
  * The exit code of a cli_parse (or later check) result that is not 0: for 1,
- * writes the usage to stdout and returns 0; for -1, writes err and a newline
- * to stderr and returns 2.
+ * writes the usage to stdout and returns 0; for 2 (the table was written)
+ * returns 0; for -1, writes err and a newline to stderr and returns 2.
  */
 int cli_exit(const struct cli_command *cmd, int rc, const char *err);
 
@@ -125,6 +140,22 @@ int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...) __
  * nothing; only stat(2) and access(2).
  */
 int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path);
+
+/*
+ * The groups' options, one line each: "NAME KIND [WORD...]", KIND being flag
+ * (no value), value, or positional; WORDs are the values the option takes
+ * (CLI_CHOICE words, or those of a values function).  Returns 0, or -1 when
+ * out fails.
+ */
+int cli_write_options(FILE *out, const struct cli_group *groups, size_t ngroups);
+
+/*
+ * The word of list (separated by commas and/or spaces) closest to typed, for
+ * "did you mean": written to out (NUL-terminated) and true when one is at
+ * most a third of typed's length away (at least 1 edit; a swap counts 1) and
+ * not typed itself.  Pure.
+ */
+bool cli_suggest(const char *typed, const char *list, char *out, size_t outlen);
 
 /* True when s holds a CR or an LF (a header, method or URL must not). */
 bool cli_has_crlf(const char *s);

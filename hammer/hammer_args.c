@@ -222,6 +222,16 @@ static const char *const ARRIVALS[] = { "constant", "poisson", NULL };
 static const char *const STARTS[] = { "now", "herd", NULL };
 static const char *const TRANSPORTS[] = { "auto", "wire", "curl", NULL };  /* enum hammer_transport */
 
+static const char *backoff_words(void)
+{
+	return "none, constant, exponential, full, equal, decorrelated, randomized";
+}
+
+static const char *retry_after_words(void)
+{
+	return "honour, ignore";
+}
+
 #define HO(member) CLI_FIELD(struct hammer_opts, member)
 #define DUR_MS(member) CLI_DURATION, HO(member), .min = NS_PER_MS, .max = UINT64_MAX
 
@@ -246,9 +256,9 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--seed", CLI_U64, HO(cfg.seed), .max = INT64_MAX, CLI_GIVEN(struct hammer_opts, seed_given) },
 	{ "--sources", CLI_U64, HO(cfg.sources), .min = 1, .max = (1u << 24) - 2 },
 	{ "--retry", CLI_ACTION, .fn = opt_retry },
-	{ "--policy", CLI_CUSTOM, .fn = opt_policy },
+	{ "--policy", CLI_CUSTOM, .fn = opt_policy, .values = retry_preset_names },
 	{ "--no-retry", CLI_BOOL, HO(no_retry) },
-	{ "--backoff", CLI_CUSTOM, .fn = opt_knob },
+	{ "--backoff", CLI_CUSTOM, .fn = opt_knob, .values = backoff_words },
 	{ "--base", CLI_CUSTOM, .fn = opt_knob },
 	{ "--cap", CLI_CUSTOM, .fn = opt_knob },
 	{ "--multiplier", CLI_CUSTOM, .fn = opt_knob },
@@ -256,7 +266,7 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--deadline", CLI_CUSTOM, .fn = opt_knob },
 	{ "--retry-on", CLI_CUSTOM, .fn = opt_knob },
 	{ "--retry-non-idempotent", CLI_ACTION, .fn = opt_knob },
-	{ "--retry-after", CLI_CUSTOM, .fn = opt_knob },
+	{ "--retry-after", CLI_CUSTOM, .fn = opt_knob, .values = retry_after_words },
 	{ "--max-retry-after", CLI_CUSTOM, .fn = opt_knob },
 	{ "--total-wait-cap", CLI_CUSTOM, .fn = opt_knob },
 	{ "--budget", CLI_CUSTOM, .fn = opt_knob },

@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -171,9 +172,24 @@ static const char *const WORKLOADS[] = { "request", "occ", NULL };
 
 #define HO(member) CLI_FIELD(struct herd_opts, member)
 
+static char policy_list[512];
+static pthread_once_t policy_list_once = PTHREAD_ONCE_INIT;
+
+static void build_policy_list(void)
+{
+	snprintf(policy_list, sizeof(policy_list), "%s, %s", HERD_DEFAULT_POLICIES, retry_preset_names());
+}
+
+/* The policies --policies takes (for completion and "did you mean"). */
+static const char *policy_words(void)
+{
+	pthread_once(&policy_list_once, build_policy_list);
+	return policy_list;
+}
+
 static const struct cli_option HERD_OPTIONS[] = {
-	{ "--policies", CLI_CUSTOM, .fn = opt_policies },
-	{ "--policy", CLI_CUSTOM, .fn = opt_policies },
+	{ "--policies", CLI_CUSTOM, .fn = opt_policies, .values = policy_words },
+	{ "--policy", CLI_CUSTOM, .fn = opt_policies, .values = policy_words },
 	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = 100000 },
 	{ "--seed", CLI_U64, HO(seed), .max = UINT64_MAX },
 	{ "--workload", CLI_CHOICE, HO(workload), .words = WORKLOADS },
@@ -186,7 +202,7 @@ static const struct cli_option HERD_OPTIONS[] = {
 	{ "--max-time", CLI_DURATION, HO(max_ns), .min = 1, .max = UINT64_MAX },
 	{ "--max-attempts", CLI_U64, HO(knobs.max_attempts), .min = 1, .max = 10000,
 	  CLI_GIVEN(struct herd_opts, attempts_set) },
-	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, CLI_GIVEN(struct herd_opts, limiter_set) },
+	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, .values = limiter_names, CLI_GIVEN(struct herd_opts, limiter_set) },
 	{ "--limit", CLI_U64, HO(limit), .min = 1, .max = 1000000000 },
 	{ "--burst", CLI_U64, HO(burst), .min = 1, .max = 1000000000 },
 	{ "--delay", CLI_CUSTOM, .fn = opt_delay },

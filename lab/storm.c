@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -186,8 +187,23 @@ static int opt_trigger(void *base, const struct cli_option *opt, const char *v, 
 
 #define SO(member) CLI_FIELD(struct storm_opts, member)
 
+static char policy_list[512];
+static pthread_once_t policy_list_once = PTHREAD_ONCE_INIT;
+
+static void build_policy_list(void)
+{
+	snprintf(policy_list, sizeof(policy_list), "%s, %s", STORM_DEFAULT_POLICIES, retry_preset_names());
+}
+
+/* The policies --policies takes (for completion and "did you mean"). */
+static const char *policy_words(void)
+{
+	pthread_once(&policy_list_once, build_policy_list);
+	return policy_list;
+}
+
 static const struct cli_option STORM_OPTIONS[] = {
-	{ "--policies", CLI_CUSTOM, .fn = opt_policies },
+	{ "--policies", CLI_CUSTOM, .fn = opt_policies, .values = policy_words },
 	{ "--control", CLI_BOOL, SO(control) },
 	{ "--rate", CLI_CUSTOM, .fn = opt_rate },
 	{ "--duration", CLI_DURATION, SO(duration_ns), .min = NS_PER_SEC, .max = 120 * NS_PER_SEC },

@@ -76,7 +76,7 @@ static void usage(FILE *f)
 }
 
 static const struct cli_option VERIFY_OPTIONS[] = {
-	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario) },
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario), .values = scenario_builtin_names },
 	{ "--all", CLI_BOOL, CLI_FIELD(struct verify_opts, all) },
 	{ "--list", CLI_BOOL, CLI_FIELD(struct verify_opts, list) },
 	{ "--expect", CLI_STRING, CLI_FIELD(struct verify_opts, expect) },

@@ -53,7 +53,7 @@ struct serve_opts {
 };
 
 static const struct cli_option SERVE_OPTIONS[] = {
-	{ "--scenario", CLI_STRING, CLI_FIELD(struct serve_opts, scenario) },
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct serve_opts, scenario), .values = scenario_builtin_names },
 	{ NULL },
 };
 

@@ -247,6 +247,16 @@ static int opt_trigger(void *base, const struct cli_option *o, const char *v, ch
 	return 0;
 }
 
+static const char *key_words(void)
+{
+	return "global, ip, header:";
+}
+
+static const char *status_words(void)
+{
+	return "429, 503";
+}
+
 static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
 static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
 
@@ -255,13 +265,13 @@ static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", N
 const struct cli_option server_args_options[] = {
 	{ "--bind", CLI_CUSTOM, .fn = opt_bind },
 	{ "--port", CLI_U64, SA(cfg.port), .max = 65535 },
-	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, CLI_GIVEN(struct server_args, limiter_set) },
+	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, .values = limiter_names, CLI_GIVEN(struct server_args, limiter_set) },
 	{ "--limit", CLI_U64, SA(cfg.routes[0].params.limit), .min = 1, .max = UINT32_MAX },
 	{ "--window", CLI_DURATION, SA(cfg.routes[0].params.window_ns), .min = 1, .max = UINT64_MAX },
 	{ "--burst", CLI_U64, SA(cfg.routes[0].params.burst), .min = 1, .max = UINT32_MAX },
 	{ "--layer", CLI_CUSTOM, .fn = opt_layer },
-	{ "--key", CLI_CUSTOM, .fn = opt_key },
-	{ "--status", CLI_CUSTOM, .fn = opt_status },
+	{ "--key", CLI_CUSTOM, .fn = opt_key, .values = key_words },
+	{ "--status", CLI_CUSTOM, .fn = opt_status, .values = status_words },
 	{ "--retry-after", CLI_CHOICE, SA(cfg.retry_after), .words = RETRY_AFTER_WORDS },
 	{ "--headers", CLI_CHOICE, SA(cfg.headers), .words = HEADERS_WORDS },
 	{ "--threads", CLI_U64, SA(cfg.threads), .min = 1, .max = 64 },
@@ -272,7 +282,7 @@ const struct cli_option server_args_options[] = {
 	{ "--max-connections-per-ip", CLI_U64, SA(cfg.max_connections_per_ip), .min = 1, .max = 1000000 },
 	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX },
 	{ "--header-timeout", CLI_DURATION, SA(cfg.header_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC },
-	{ "--max-body", CLI_U64, SA(cfg.max_body), .max = 1ULL << 30 },
+	{ "--max-body", CLI_BYTES, SA(cfg.max_body), .max = 1ULL << 30 },
 	{ "--faults", CLI_CUSTOM, .fn = opt_faults },
 	{ "--query-faults", CLI_BOOL, SA(cfg.query_faults) },
 	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },

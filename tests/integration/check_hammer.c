@@ -313,7 +313,7 @@ START_TEST(usage_errors_exit_2)
 		"sre-adaptive\n",
 		"ratelab hammer: --backoff: 'sideways' is not one of none, constant, exponential, full, equal, decorrelated, "
 		"randomized\n",
-		"ratelab hammer: --timeout: '5' is not a duration of at least 1ms\n",
+		"ratelab hammer: --timeout: '5' needs a unit, e.g. 5ms or 5s (ns, us, ms, s, m, h, d)\n",
 		"ratelab hammer: --expect: 'ok>>3' is not a list of checks such as ok>=30,429<=5,wall<=10s (keys: a status, "
 		"ok, failed, requests, calls, retries, errors, wall)\n",
 		"ratelab hammer: --requests needs a value\n",
