@@ -38,8 +38,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ratelab COMMAND [options]\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-	fprintf(f, "\n'ratelab COMMAND --help' describes each one; 'ratelab --version' prints the\n"
-	           "versions of ratelab, libmicrohttpd and libcurl.\n");
+	fprintf(f, "\n'ratelab COMMAND --help' describes each one, 'man ratelab-COMMAND' too;\n"
+	           "'ratelab --version' prints the versions of ratelab, libmicrohttpd and libcurl.\n"
+	           "\nexit status:\n"
+	           "  0     --help or --version\n"
+	           "  2     no command, or an unknown one\n"
+	           "  else  the command's own (see its --help)\n");
 }
 
 /* `ratelab --version`: what a workshop checks on every attendee's build. */

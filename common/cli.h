@@ -47,6 +47,15 @@
 
 struct cli_option;
 
+/* Where a flag shows in --help: the groups every command prints, in this order. */
+enum cli_section {
+	CLI_SEC_RUN,       /* "what to run": the target, the load, the inputs */
+	CLI_SEC_DOES,      /* "what it does": the behaviour being studied */
+	CLI_SEC_OUTPUT,    /* "output": files, formats, checks, verbosity */
+	CLI_SEC_ADVANCED,  /* "advanced": tuning, limits, many machines */
+	CLI_SEC_COUNT,
+};
+
 /*
  * A custom value: parse `value` (NULL for CLI_ACTION) into the group's base.
  * Returns 0, or -1 with a reason in why that reads after the quoted value,
@@ -85,6 +94,11 @@ struct cli_option {
 	const char *(*values)(void);  /* the words the flag takes ("a, b, c"), for completion and
 	                            * (CLI_CUSTOM) "did you mean", item by item of a comma
 	                            * list; NULL: free-form or CLI_CHOICE's words */
+	const char *arg;           /* --help: the value's name ("N", "DUR", "a|b"); NULL: no value */
+	const char *help;          /* --help: what the flag does, wrapped at 80 columns ('\n'
+	                            * breaks a line); the words it takes are appended unless
+	                            * arg lists them (a|b) or help points to --list */
+	enum cli_section section;  /* --help: its group */
 };
 
 /* The destination of an option: member of type (nested members work: cfg.port). */
@@ -98,27 +112,53 @@ struct cli_group {
 	void *base;
 };
 
+/*
+ * A command's --help, in the one layout every command shares: usage lines, one
+ * paragraph, the flags by section (what to run, what it does, output,
+ * advanced), notes, then the exit statuses.  Lines stay within 80 columns.
+ */
+struct cli_help {
+	const char *usage;           /* "ratelab serve [options]"; '\n' between several forms */
+	const char *about;           /* one paragraph, wrapped */
+	const struct cli_option *const *tables;  /* the command's option tables, NULL-terminated */
+	const char *notes;           /* free text after the flags (NULL: none), printed as is */
+	void (*more)(FILE *out);     /* a section computed at run time (NULL: none), after notes */
+	const char *exits;           /* "0\tmeaning\n1\tmeaning\n...": the exit statuses */
+};
+
 struct cli_command {
 	const char *name;            /* "serve": messages start "ratelab serve: " */
-	void (*usage)(FILE *out);    /* the --help text */
+	void (*usage)(FILE *out);    /* the --help text when help is NULL */
+	const struct cli_help *help; /* the --help text and the table --cli-options writes */
 };
+
+/* Write help in the shared layout to out. */
+void cli_write_usage(FILE *out, const struct cli_help *help);
+
+/*
+ * Write lead (e.g. "  --port N") then text wrapped at 80 columns, each line
+ * indented to col ('\n' in text breaks a line); lead longer than col - 2
+ * gets a line of its own.  For sections a command computes (hammer's presets).
+ */
+void cli_write_wrapped(FILE *out, const char *lead, size_t col, const char *text);
 
 /*
  * Parse argv[1..argc-1] (argv[0] is the subcommand's name) into the groups,
  * in order.  Returns 0 when parsed, 1 when --help or -h came first (nothing
  * printed), or -1 with one line in err ("ratelab CMD: ...", no newline).
  * Values point into argv.  Pure: no output, no allocation; thread-safe.
- * The one exception: `CMD --cli-options` alone writes the option table to
- * stdout (cli_write_options) and returns 2; the completion generator and the
- * man-page test read the table that way.
+ * `CMD --cli-options` alone returns 2: cli_exit then writes the command's
+ * option table (cli_write_options); the completion generator and the man-page
+ * test read the table that way.
  */
 int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, size_t ngroups,
               int argc, char **argv, char *err, size_t errlen);
 
 /*
  * The exit code of a cli_parse (or later check) result that is not 0: for 1,
- * writes the usage to stdout and returns 0; for 2 (the table was written)
- * returns 0; for -1, writes err and a newline to stderr and returns 2.
+ * writes the usage to stdout and returns 0; for 2, writes the option table
+ * (cmd->help's tables) to stdout and returns 0; for -1, writes err and a
+ * newline to stderr and returns 2.
  */
 int cli_exit(const struct cli_command *cmd, int rc, const char *err);
 
@@ -142,12 +182,12 @@ int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...) __
 int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path);
 
 /*
- * The groups' options, one line each: "NAME KIND [WORD...]", KIND being flag
- * (no value), value, or positional; WORDs are the values the option takes
- * (CLI_CHOICE words, or those of a values function).  Returns 0, or -1 when
- * out fails.
+ * The tables' options (NULL-terminated list), one line each: "NAME KIND
+ * [WORD...]", KIND being flag (no value), value, or positional; WORDs are the
+ * values the option takes (CLI_CHOICE words, or those of a values function).
+ * Returns 0, or -1 when out fails.
  */
-int cli_write_options(FILE *out, const struct cli_group *groups, size_t ngroups);
+int cli_write_options(FILE *out, const struct cli_option *const *tables);
 
 /*
  * The word of list (separated by commas and/or spaces) closest to typed, for
