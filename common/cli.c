@@ -615,6 +615,8 @@ static const char *kind_word(const struct cli_option *o)
 {
 	if (is_positional(o))
 		return "positional";
+	if (o->kind == CLI_STRING && o->values == NULL)
+		return "file";
 	return takes_value(o) ? "value" : "flag";
 }
 

@@ -183,7 +183,8 @@ int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag
 
 /*
  * The tables' options (NULL-terminated list), one line each: "NAME KIND
- * [WORD...]", KIND being flag (no value), value, or positional; WORDs are the
+ * [WORD...]", KIND being flag (no value), value, file (a free string, most
+ * often a path), or positional; WORDs are the
  * values the option takes (CLI_CHOICE words, or those of a values function).
  * Returns 0, or -1 when out fails.
  */

@@ -401,7 +401,7 @@ START_TEST(options_table_is_written)
 
 	ck_assert_int_eq(cli_write_options(f, tables), 0);
 	fclose(f);
-	ck_assert_ptr_nonnull(strstr(buf, "--quiet flag\n--name value\n--count value\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "--quiet flag\n--name file\n--count value\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "\n--workload value request occ\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "\n--even value aa bbbb cccccc\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "\n--bump flag\n"));
