@@ -310,7 +310,7 @@ START_TEST(usage_errors_exit_2)
 		"ratelab hammer: --requests: 'x' is not a number from 1 to 18446744073709551614\n",
 		"ratelab hammer: --concurrency: '0' is not a number from 1 to 1000000\n",
 		"ratelab hammer: --policy: 'nope' is not one of none, lab, signaldb, wasm, saia, aws-standard, grpc, naive, "
-		"sre-adaptive\n",
+		"sre-adaptive (did you mean none?)\n",
 		"ratelab hammer: --backoff: 'sideways' is not one of none, constant, exponential, full, equal, decorrelated, "
 		"randomized\n",
 		"ratelab hammer: --timeout: '5' needs a unit, e.g. 5ms or 5s (ns, us, ms, s, m, h, d)\n",
