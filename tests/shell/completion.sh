@@ -53,8 +53,36 @@ if ! cmp -s "$TMP/want" "$TMP/got"; then
 fi
 [ -s "$TMP/err" ] && bad "bash completion wrote to stderr: $(cat "$TMP/err")"
 
+# zsh: a real interactive zsh in a pseudo-terminal (zsh/zpty) loads the script through
+# compinit, Tab is pressed after each line, and compadd reports what it offers; the
+# line after the Tab prints a marker, so the read waits for it instead of for a clock;
+# nothing is typed before zle is reading (its bracketed-paste switch, 2004h, is out).
+cat > "$TMP/capture.zsh" <<'ZSH'
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "PROMPT= ; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w z 'compadd () { local h; builtin compadd -O __hits "$@"; for h in $__hits; do print -r -- "<<$h>>"; done; builtin compadd "$@" }'
+zpty -w z 'bindkey "^I" complete-word'
+zpty -w z "print __REA''DY__"
+zpty -r z line '*__READY__*'
+zpty -r z line '*2004h*'
+zpty -w -n z "$2"$'\t'$'\C-u'"print __DO''NE__"$'\n'
+zpty -r z out '*__DONE__*'
+print -r -- "$out"
+zpty -d z
+ZSH
+zcomplete() {
+	timeout 20 zsh "$TMP/capture.zsh" "$TMP/zfunc" "$1" | grep -ao '<<[^>]*>>' | sed 's/^<<//; s/>>$//' |
+		LC_ALL=C sort -u | tr '\n' ' ' | sed 's/ $//'
+}
 if command -v zsh > /dev/null 2>&1; then
 	zsh -n "$TMP/_ratelab" || bad "zsh completion does not parse"
+	mkdir -p "$TMP/zfunc" && cp "$TMP/_ratelab" "$TMP/zfunc/"
+	for c in "ratelab ser|serve" "ratelab serve --lim|--limit --limiter" "ratelab serve --limiter g|gcra" \
+		"ratelab hammer --policy na|naive" "ratelab serve --store-failure c|closed"; do
+		got=$(zcomplete "${c%%|*}")
+		[ "$got" = "${c#*|}" ] || bad "zsh completes '${c%%|*}' to '$got', not '${c#*|}'"
+	done
 else
 	bad "zsh is not installed (scripts/install-deps installs it)"
 fi
