@@ -139,28 +139,33 @@ bool cli_has_crlf(const char *s)
 
 #define CLI_WORD_MAX 64
 
-/* Edits from a[0..n) to b[0..m) (insert, delete, replace, swap of neighbours); both <= CLI_WORD_MAX. */
+/*
+ * Edits from a[0..n) to b[0..m) (insert, delete, replace, swap of neighbours); both <=
+ * CLI_WORD_MAX.  Three rows of the table: the one being filled and the two before it.
+ */
 static size_t edit_distance(const char *a, size_t n, const char *b, size_t m)
 {
-	size_t d[CLI_WORD_MAX + 1][CLI_WORD_MAX + 1];
+	unsigned char rows[3][CLI_WORD_MAX + 1];
 
-	for (size_t i = 0; i <= n; i++)
-		d[i][0] = i;
 	for (size_t j = 0; j <= m; j++)
-		d[0][j] = j;
-	for (size_t i = 1; i <= n; i++)
-		for (size_t j = 1; j <= m; j++) {
-			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+		rows[0][j] = (unsigned char)j;
+	for (size_t i = 1; i <= n; i++) {
+		unsigned char *d = rows[i % 3], *up = rows[(i - 1) % 3], *up2 = rows[(i + 1) % 3];
 
-			if (d[i - 1][j] + 1 < best)
-				best = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < best)
-				best = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-				best = d[i - 2][j - 2] + 1;
-			d[i][j] = best;
+		d[0] = (unsigned char)i;
+		for (size_t j = 1; j <= m; j++) {
+			unsigned best = up[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (up[j] + 1u < best)
+				best = up[j] + 1u;
+			if (d[j - 1] + 1u < best)
+				best = d[j - 1] + 1u;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && up2[j - 2] + 1u < best)
+				best = up2[j - 2] + 1u;
+			d[j] = (unsigned char)best;
 		}
-	return d[n][m];
+	}
+	return rows[n % 3][m];
 }
 
 /* Keeps word[0..len) in out when it is closer to typed than *best (starts at the allowed distance + 1). */
