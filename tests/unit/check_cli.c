@@ -410,6 +410,55 @@ START_TEST(options_table_is_written)
 }
 END_TEST
 
+static const struct cli_option HELP_OPTS[] = {
+	{ "--out", CLI_STRING, CLI_FIELD(struct opts, name), .arg = "FILE", .section = CLI_SEC_OUTPUT,
+	  .help = "where the result goes" },
+	{ "--workload", CLI_CHOICE, CLI_FIELD(struct opts, mode), .words = MODES, .arg = "W", .section = CLI_SEC_RUN,
+	  .help = "what each client does, a sentence long enough to be wrapped at eighty columns by the writer." },
+	{ "--a-very-long-flag-name", CLI_BOOL, CLI_FIELD(struct opts, quiet), .section = CLI_SEC_RUN, .help = "short" },
+	{ "--hidden", CLI_BOOL, CLI_FIELD(struct opts, herd) },
+	{ NULL },
+};
+
+/* The shared layout: sections in order, words appended, a long lead on its own line, 80 columns. */
+START_TEST(usage_has_one_layout)
+{
+	static const struct cli_option *const tables[] = { HELP_OPTS, NULL };
+	static const struct cli_help help = {
+		.usage = "ratelab test [options]\nratelab test --list",
+		.about = "Tests the writer.",
+		.tables = tables,
+		.exits = "0\tdone\n2\ta bad flag or value\n",
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cli_write_usage(f, &help);
+	fclose(f);
+	ck_assert_str_eq(buf,
+	                 "usage: ratelab test [options]\n"
+	                 "       ratelab test --list\n"
+	                 "\n"
+	                 "Tests the writer.\n"
+	                 "\n"
+	                 "what to run:\n"
+	                 "  --workload W          what each client does, a sentence long enough to be\n"
+	                 "                        wrapped at eighty columns by the writer. One of:\n"
+	                 "                        request, occ.\n"
+	                 "  --a-very-long-flag-name\n"
+	                 "                        short\n"
+	                 "\n"
+	                 "output:\n"
+	                 "  --out FILE            where the result goes\n"
+	                 "\n"
+	                 "exit status:\n"
+	                 "  0     done\n"
+	                 "  2     a bad flag or value\n");
+	free(buf);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -427,6 +476,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, result_files_are_checked_before_a_run);
 	tcase_add_test(tc, sizes_and_suggestions);
 	tcase_add_test(tc, options_table_is_written);
+	tcase_add_test(tc, usage_has_one_layout);
 	suite_add_tcase(s, tc);
 	return s;
 }
