@@ -41,29 +41,6 @@ struct merged {
 	char missing[512];             /* for --expect's message */
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-	"usage: ratelab merge redis://HOST:PORT/RUNID [options]\n"
-	"       ratelab merge FILE.json... [options]\n"
-	"\n"
-	"One result out of many.  With redis://, the results the nodes of a joined run\n"
-	"(hammer --join ... --nodes N) wrote: what node 0 printed, with a node that died\n"
-	"named and the result marked incomplete.  With files, results written by --json in\n"
-	"separate runs, laid on their absolute start times (to the nearest interval).\n"
-	"\n"
-	"  --max-skew DUR       files: refuse runs whose starts are further apart (100ms)\n"
-	"  --round NAME         redis://: one round of a run with several (herd: a policy)\n"
-	"  --timeout DUR        redis://: the longest wait for a node still running (30s)\n"
-	"  --json FILE|-        the merged figures as JSON (with -, the summary goes to stderr)\n"
-	"  --timeline FILE.csv  --plot FILE.svg   the merged timeline\n"
-	"  --expect CHECKS      as for hammer; an incomplete result fails it\n"
-	"  --quiet              no summary\n"
-	"\n"
-	"exit: 0 merged, 2 usage or results that cannot be merged, 3 --expect failed,\n"
-	"      4 Redis unreachable or no such run\n");
-}
-
 static int opt_expect(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
 	struct merge_opts *m = base;
@@ -81,18 +58,42 @@ static int opt_expect(void *base, const struct cli_option *o, const char *v, cha
 
 static const struct cli_option MERGE_OPTIONS[] = {
 	{ "INPUT", CLI_LIST, MO(inputs), .max = MERGE_MAX_FILES, CLI_COUNT(struct merge_opts, ninputs), .required = true },
-	{ "--max-skew", CLI_DURATION, MO(max_skew_ns), .max = UINT64_MAX },
-	{ "--round", CLI_STRING, MO(round) },
-	{ "--timeout", CLI_DURATION, MO(timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX },
-	{ "--json", CLI_STRING, MO(json_path) },
-	{ "--timeline", CLI_STRING, MO(timeline_path) },
-	{ "--plot", CLI_STRING, MO(plot_path) },
-	{ "--expect", CLI_CUSTOM, .fn = opt_expect },
-	{ "--quiet", CLI_BOOL, MO(quiet) },
+	{ "--max-skew", CLI_DURATION, MO(max_skew_ns), .max = UINT64_MAX, .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "files: refuse runs whose starts are further apart (default 100ms)" },
+	{ "--round", CLI_STRING, MO(round), .section = CLI_SEC_RUN, .arg = "NAME",
+	  .help = "redis://: one round of a run with several (herd: a policy)" },
+	{ "--timeout", CLI_DURATION, MO(timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "redis://: the longest wait for a node still running (default 30s)" },
+	{ "--json", CLI_STRING, MO(json_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
+	  .help = "the merged figures as JSON (with -, the summary goes to stderr)" },
+	{ "--timeline", CLI_STRING, MO(timeline_path), .section = CLI_SEC_OUTPUT, .arg = "FILE.csv",
+	  .help = "the merged per-interval counts" },
+	{ "--plot", CLI_STRING, MO(plot_path), .section = CLI_SEC_OUTPUT, .arg = "FILE.svg",
+	  .help = "the merged timeline, stacked by status" },
+	{ "--expect", CLI_CUSTOM, .fn = opt_expect, .section = CLI_SEC_OUTPUT, .arg = "CHECKS",
+	  .help = "as for hammer (e.g. 'ok>=30,429<=5'); an incomplete result fails it" },
+	{ "--quiet", CLI_BOOL, MO(quiet), .section = CLI_SEC_OUTPUT,
+	  .help = "no summary" },
 	{ NULL },
 };
 
-static const struct cli_command MERGE_CLI = { "merge", usage };
+static const struct cli_option *const MERGE_TABLES[] = { MERGE_OPTIONS, NULL };
+
+static const struct cli_help MERGE_HELP = {
+	.usage = "ratelab merge redis://HOST:PORT/RUNID [options]\n"
+	         "ratelab merge FILE.json... [options]",
+	.about = "One result out of many.  With redis://, the results the nodes of a joined run "
+	         "(hammer --join ... --nodes N) wrote: what node 0 printed, with a node that died "
+	         "named and the result marked incomplete.  With files, results written by --json in "
+	         "separate runs, laid on their absolute start times (to the nearest interval).",
+	.tables = MERGE_TABLES,
+	.exits = "0\tmerged\n"
+	         "2\ta bad flag or value, or results that cannot be merged\n"
+	         "3\t--expect failed\n"
+	         "4\tRedis unreachable or no such run\n",
+};
+
+static const struct cli_command MERGE_CLI = { "merge", NULL, &MERGE_HELP };
 
 static int parse(struct merge_opts *o, int argc, char **argv, char *err, size_t errlen)
 {

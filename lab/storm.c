@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -52,43 +53,6 @@ static void on_sigint(int sig)
 {
 	(void)sig;
 	atomic_store(&cancel_flag, 1);
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	"usage: ratelab storm [options]\n"
-	"\n"
-	"The metastable retry storm.  For each policy, a fresh in-process server whose\n"
-	"backend has a fixed capacity (virtual workers, a service time, a bounded queue)\n"
-	"meets the same open-loop load and the same trigger.  Retries of requests that\n"
-	"timed out are work the backend still does for clients that have gone: with\n"
-	"naive retries it stays overloaded after the trigger is over.  One row per policy.\n"
-	"\n"
-	"  --policies LIST      comma-separated (default %s):\n"
-	"                       naive: 5 attempts, no wait; backoff: the same with full-jitter\n"
-	"                       backoff (100ms..2s); budget: naive within seed 001's retry budget\n"
-	"                       (20%% + 10/s over 10s); adaptive: sre-adaptive with the window\n"
-	"                       below; or a retry preset (%s)\n"
-	"  --control            also run the first policy without the trigger (the counterfactual)\n"
-	"  --rate R|SCHEDULE    offered load (default 200/s); a schedule such as\n"
-	"                       200/s,600/s@3s+1s,200/s is a load-spike trigger\n"
-	"  --duration DUR       each policy's run (default 10s)\n"
-	"  --timeout DUR        the client's deadline for one attempt (default 500ms)\n"
-	"  --capacity SPEC      the backend, as serve takes it (default %s)\n"
-	"  --trigger F@S+L|none capacity down to F from S for L (default %s); none: the\n"
-	"                       spike of a --rate schedule is the trigger\n"
-	"  --throttle-window DUR  adaptive: the throttle's window (default 500ms)\n"
-	"  --throttle-k K       adaptive: the throttle's K (default 2)\n"
-	"  --clients N          virtual clients (default 2000)\n"
-	"  --seed N             fixes every random draw (default 1)\n"
-	"  --report DIR         write DIR/report.html, DIR/results.json, DIR/<policy>.csv\n"
-	"\n"
-	"Columns: goodput per second (2xx answers within the deadline) from 1s (at most 5s\n"
-	"back) to the trigger, during it and after it; best-after: the best second after it;\n"
-	"recovered: from when every second's goodput stays at 90%% of before; attempts per request;\n"
-	"the work the server did for clients that had gone (seconds, share of all work).\n",
-	STORM_DEFAULT_POLICIES, retry_preset_names(), DEFAULT_CAPACITY, DEFAULT_TRIGGER);
 }
 
 /* ---- the policies ---- */
@@ -186,24 +150,78 @@ static int opt_trigger(void *base, const struct cli_option *opt, const char *v, 
 
 #define SO(member) CLI_FIELD(struct storm_opts, member)
 
+static char policy_list[512];
+static pthread_once_t policy_list_once = PTHREAD_ONCE_INIT;
+
+static void build_policy_list(void)
+{
+	snprintf(policy_list, sizeof(policy_list), "%s, %s", STORM_DEFAULT_POLICIES, retry_preset_names());
+}
+
+/* The policies --policies takes (for completion and "did you mean"). */
+static const char *policy_words(void)
+{
+	pthread_once(&policy_list_once, build_policy_list);
+	return policy_list;
+}
+
 static const struct cli_option STORM_OPTIONS[] = {
-	{ "--policies", CLI_CUSTOM, .fn = opt_policies },
-	{ "--control", CLI_BOOL, SO(control) },
-	{ "--rate", CLI_CUSTOM, .fn = opt_rate },
-	{ "--duration", CLI_DURATION, SO(duration_ns), .min = NS_PER_SEC, .max = 120 * NS_PER_SEC },
-	{ "--timeout", CLI_DURATION, SO(timeout_ns), .min = NS_PER_MS, .max = 60 * NS_PER_SEC },
-	{ "--capacity", CLI_CUSTOM, .fn = opt_capacity },
-	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger },
+	{ "--policies", CLI_CUSTOM, .fn = opt_policies, .values = policy_words, .section = CLI_SEC_DOES, .arg = "LIST",
+	  .help = "comma-separated (default " STORM_DEFAULT_POLICIES "): naive: 5 attempts, no "
+	          "wait; backoff: the same with full-jitter backoff (100ms..2s); budget: naive "
+	          "within seed 001's retry budget (20% + 10/s over 10s); adaptive: sre-adaptive "
+	          "with the throttle below; or a retry preset." },
+	{ "--control", CLI_BOOL, SO(control), .section = CLI_SEC_DOES,
+	  .help = "also run the first policy without the trigger (the counterfactual)" },
+	{ "--rate", CLI_CUSTOM, .fn = opt_rate, .section = CLI_SEC_RUN, .arg = "R|SCHEDULE",
+	  .help = "offered load (default 200/s); a schedule such as 200/s,600/s@3s+1s,200/s is a "
+	          "load-spike trigger" },
+	{ "--duration", CLI_DURATION, SO(duration_ns), .min = NS_PER_SEC, .max = 120 * NS_PER_SEC, .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "each policy's run (default 10s)" },
+	{ "--timeout", CLI_DURATION, SO(timeout_ns), .min = NS_PER_MS, .max = 60 * NS_PER_SEC, .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "the client's deadline for one attempt (default 500ms)" },
+	{ "--capacity", CLI_CUSTOM, .fn = opt_capacity, .section = CLI_SEC_RUN, .arg = "SPEC",
+	  .help = "the backend, as serve takes it (default " DEFAULT_CAPACITY ")" },
+	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger, .section = CLI_SEC_RUN, .arg = "F@S+L|none",
+	  .help = "capacity down to F from S for L (default " DEFAULT_TRIGGER "); none: the "
+	          "spike of a --rate schedule is the trigger" },
 	{ "--throttle-window", CLI_DURATION, SO(knobs.throttle_window_ns), .min = 10 * NS_PER_MS,
-	  .max = 3600 * NS_PER_SEC },
-	{ "--throttle-k", CLI_DOUBLE, SO(knobs.throttle_k), .dmin = 1, .dmax = 100 },
-	{ "--clients", CLI_U64, SO(clients), .min = 1, .max = 100000 },
-	{ "--seed", CLI_U64, SO(seed), .max = INT64_MAX },
-	{ "--report", CLI_STRING, SO(report_dir) },
+	  .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "adaptive: the throttle's window (default 500ms)" },
+	{ "--throttle-k", CLI_DOUBLE, SO(knobs.throttle_k), .dmin = 1, .dmax = 100, .section = CLI_SEC_ADVANCED, .arg = "K",
+	  .help = "adaptive: the throttle's K (default 2)" },
+	{ "--clients", CLI_U64, SO(clients), .min = 1, .max = 100000, .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "virtual clients (default 2000)" },
+	{ "--seed", CLI_U64, SO(seed), .max = INT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "fixes every random draw (default 1)" },
+	{ "--report", CLI_STRING, SO(report_dir), .section = CLI_SEC_OUTPUT, .arg = "DIR",
+	  .help = "write DIR/report.html, DIR/results.json, DIR/<policy>.csv" },
 	{ NULL },
 };
 
-static const struct cli_command STORM_CLI = { "storm", usage };
+static const struct cli_option *const STORM_TABLES[] = { STORM_OPTIONS, NULL };
+
+static const struct cli_help STORM_HELP = {
+	.usage = "ratelab storm [options]",
+	.about = "The metastable retry storm.  For each policy, a fresh in-process server whose "
+	         "backend has a fixed capacity (virtual workers, a service time, a bounded queue) "
+	         "meets the same open-loop load and the same trigger.  Retries of requests that "
+	         "timed out are work the backend still does for clients that have gone: with naive "
+	         "retries it stays overloaded after the trigger is over.  One row per policy.",
+	.tables = STORM_TABLES,
+	.notes = "Columns: goodput per second (2xx answers within the deadline) from 1s (at most\n"
+	         "5s back) to the trigger, during it and after it; best-after: the best second\n"
+	         "after it; recovered: from when every second's goodput stays at 90% of before;\n"
+	         "attempts per request; the work the server did for clients that had gone\n"
+	         "(seconds, share of all work).  Ctrl-C stops the run: the runs that finished are\n"
+	         "reported.\n",
+	.exits = "0\tevery policy ran\n"
+	         "1\ta run could not be set up, or --report could not be written\n"
+	         "2\ta bad flag or value\n"
+	         "130\tCtrl-C (the runs that finished are reported)\n",
+};
+
+static const struct cli_command STORM_CLI = { "storm", NULL, &STORM_HELP };
 
 static void opts_defaults(struct storm_opts *o)
 {

@@ -92,8 +92,12 @@ START_TEST(help_and_list_go_to_stdout)
 	ck_assert_has(r.out, "ratelab verify --all [options] -- COMMAND");
 	ck_assert_has(r.out, "no-retry-non-idempotent");
 	ck_assert_has(r.out, "--junit FILE|-");
-	ck_assert_has(r.out, "exit: 0 every expectation holds, 1 one fails (or, with --strict, is not observed),\n"
-	                     "      2 usage error, 4 COMMAND could not run or never reached the server, 130 interrupted\n");
+	ck_assert_has(r.out, "exit status:\n"
+	                     "  0     every expectation holds\n"
+	                     "  1     one fails (or, with --strict, is not observed)\n"
+	                     "  2     a bad flag or value\n"
+	                     "  4     COMMAND could not run or never reached the server\n"
+	                     "  130   interrupted\n");
 	testutil_run_free(&r);
 	run_verify(&r, LIST, 5000);
 	ck_assert_int_eq(r.status, 0);
