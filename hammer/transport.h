@@ -32,9 +32,10 @@ struct transport_env {
 	uint32_t park_max;        /* idle connections to other servers this loop may hold */
 	/* A call of client id ended (never for a begin that returned -1). */
 	void (*ended)(void *ctx, uint32_t id, const struct workload_answer *a, uint64_t now);
-	/* Fire the loop's due timers: a long batch of transport work calls it between pieces. */
-	void (*timers)(void *ctx);
 	void *ctx;
+	/* Fire the loop's due timers: a long batch of transport work calls it between pieces. */
+	void (*timers)(void *timers_ctx);
+	void *timers_ctx;
 };
 
 struct transport_ops {
@@ -72,5 +73,7 @@ struct transport_ops {
 
 extern const struct transport_ops TRANSPORT_WIRE;
 extern const struct transport_ops TRANSPORT_CURL;
+/* Virtual time: calls cross a stated network to an in-process model (cfg->sim, hammer/sim.h). */
+extern const struct transport_ops TRANSPORT_SIM;
 
 #endif
