@@ -48,12 +48,14 @@ struct sim_reply {
  * (with the request's token and the instant the answer leaves, >= now).
  * Everything runs on the run's one loop; nothing is thread-safe.
  */
-typedef void (*sim_reply_fn)(void *ctx, uint64_t token, const struct sim_reply *r, uint64_t at);
+/* Returns true when the client was still waiting for it (false: it timed out, the work was for nobody). */
+typedef bool (*sim_reply_fn)(void *ctx, uint64_t token, const struct sim_reply *r, uint64_t at);
 
 struct sim_model_ops {
 	const char *name;
-	/* Take requests from now on; answers go to reply(ctx, ...).  The clock starts at t0. */
-	void (*open)(void *model, sim_reply_fn reply, void *ctx, uint64_t t0);
+	/* Take requests from now on; answers go to reply(ctx, ...).  The clock starts at t0, whose
+	 * wall time is wall0_ns (an HTTP-date Retry-After is written against it). */
+	void (*open)(void *model, sim_reply_fn reply, void *ctx, uint64_t t0, uint64_t wall0_ns);
 	void (*arrive)(void *model, uint64_t token, const struct sim_request *rq, uint64_t now);
 	/* When the model next has something to do (a held answer), or UINT64_MAX. */
 	uint64_t (*next_due)(void *model);

@@ -140,7 +140,7 @@ static void set_timeout(struct transport_loop *t, uint32_t id)
 }
 
 /* The server's answer to token leaves it at `at`. */
-static void on_reply(void *ctx, uint64_t token, const struct sim_reply *rep, uint64_t at)
+static bool on_reply(void *ctx, uint64_t token, const struct sim_reply *rep, uint64_t at)
 {
 	struct transport_loop *t = ctx;
 	uint32_t id = (uint32_t)token;
@@ -148,7 +148,7 @@ static void on_reply(void *ctx, uint64_t token, const struct sim_reply *rep, uin
 	uint64_t back;
 
 	if (s->seq != (uint32_t)(token >> 32) || s->phase != PHASE_AT_SERVER)
-		return;
+		return false;
 	s->reply = *rep;
 	s->phase = PHASE_TO_CLIENT;
 	back = at + net_delay(t);
@@ -156,6 +156,7 @@ static void on_reply(void *ctx, uint64_t token, const struct sim_reply *rep, uin
 		set_timeout(t, id);
 	else
 		push(t, back, id, EV_DELIVER);
+	return true;
 }
 
 static struct transport_loop *sim_loop_new(const struct transport_run *r, const struct transport_env *env)
@@ -176,7 +177,8 @@ static struct transport_loop *sim_loop_new(const struct transport_run *r, const 
 		return NULL;
 	}
 	prng_seed(&t->rng, prng_stream_seed(r->cfg->seed, NET_STREAM + env->index0));
-	t->sim->model->open(t->sim->model_state, on_reply, t, LOOPCLOCK_VIRTUAL_T0);
+	t->sim->model->open(t->sim->model_state, on_reply, t, LOOPCLOCK_VIRTUAL_T0,
+	                         LOOPCLOCK_VIRTUAL_WALL0);
 	return t;
 }
 
