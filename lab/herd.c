@@ -21,6 +21,7 @@
 #include "lab/herd_impl.h"
 #include "lab/herd_occ.h"
 #include "lab/herd_report.h"
+#include "lab/simserver.h"
 #include "server/handlers/occ.h"
 #include "server/server.h"
 
@@ -49,33 +50,50 @@ static size_t discard(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
+/* The in-process server's config: one global limit on "/" (and /occ, added by the caller). */
+static int server_config(const struct herd_opts *o, struct server_config *c, char *err, size_t errlen)
+{
+	struct config_route *r;
+
+	server_config_defaults(c);
+	c->key = CONFIG_KEY_GLOBAL;
+	c->seed = o->seed;
+	r = &c->routes[0];
+	snprintf(r->limiter, sizeof(r->limiter), "%s", o->limiter);
+	r->params.limit = o->limit;
+	r->params.window_ns = NS_PER_SEC;
+	r->params.burst = o->burst;
+	return limiter_params_check(limiter_find(o->limiter), &r->params, err, errlen);
+}
+
 static struct server *start_server(const struct herd_opts *o, struct occ_route *oc, char *err, size_t errlen)
 {
 	struct server_config c;
-	struct config_route *r;
 
-	server_config_defaults(&c);
+	if (server_config(o, &c, err, errlen) != 0)
+		return NULL;
 	c.port = 0;
 	c.quiet = true;
-	c.key = CONFIG_KEY_GLOBAL;
 	c.threads = 4;
 	/* Every client keeps its connection open, all from this machine: room for all of them. */
 	if (c.max_connections < o->clients + 64)
 		c.max_connections = o->clients + 64;
 	c.max_connections_per_ip = c.max_connections;
-	c.seed = o->seed;
-	r = &c.routes[0];
-	snprintf(r->limiter, sizeof(r->limiter), "%s", o->limiter);
-	r->params.limit = o->limit;
-	r->params.window_ns = NS_PER_SEC;
-	r->params.burst = o->burst;
-	if (limiter_params_check(limiter_find(o->limiter), &r->params, err, errlen) != 0)
-		return NULL;
 	if (occ_route_register(&c, oc) != 0) {
 		snprintf(err, errlen, "cannot add /occ");
 		return NULL;
 	}
 	return server_start(&c, err, errlen);
+}
+
+/* --sim: the model of the server start_server would start. */
+static struct simserver *sim_model_new(const struct herd_opts *o, char *err, size_t errlen)
+{
+	struct server_config c;
+
+	if (server_config(o, &c, err, errlen) != 0)
+		return NULL;
+	return simserver_new(&c, &o->delay, o->seed, err, errlen);
 }
 
 /* POST URL/reset, with Authorization: Bearer token unless token is NULL; returns 0, or -1 with a reason. */
@@ -257,7 +275,8 @@ static int policy_result(const struct herd_opts *o, struct herd_join *hj, size_t
  * 1 when Ctrl-C stopped it (out is left empty), or -1 with err filled.
  */
 static int run_policy(const struct herd_opts *o, const char *url, const struct retry_policy *pol, size_t i,
-                      struct herd_join *hj, struct herd_result *out, char *err, size_t errlen)
+                      struct herd_join *hj, const struct sim_config *sim, struct herd_result *out,
+                      char *err, size_t errlen)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	char label[96];
@@ -268,7 +287,7 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
 		.timeout_ns = 10 * NS_PER_SEC, .connect_timeout_ns = 5 * NS_PER_SEC, .seed = o->seed,
 		.policy = pol, .interval_ns = HERD_PEAK_NS, .by_start_ns = HERD_BIN_NS,
 		.progress = progress_wanted(stderr) ? stderr : NULL, .progress_label = label,
-		.progress_unit = "clients done", .cancel = &herd_cancel,
+		.progress_unit = "clients done", .cancel = &herd_cancel, .sim = sim,
 	};
 	struct hammer_result r;
 	int rc;
@@ -304,7 +323,7 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
  * finished.  Returns 0, 130 when Ctrl-C stopped the run, or 1 (reported).
  */
 static int run_all(const struct herd_opts *o, const char *base, const struct retry_policy *pol,
-                   struct herd_result *res, struct herd_join *hj, size_t *done)
+                   struct herd_result *res, struct herd_join *hj, const struct sim_config *sim, size_t *done)
 {
 	char err[512], url[640];
 	int rc = 0;
@@ -318,8 +337,10 @@ static int run_all(const struct herd_opts *o, const char *base, const struct ret
 		size_t i = *done;
 
 		/* joined, node 0 resets the server once every node is ready (on_leader) */
-		if (atomic_load(&herd_cancel) || (hj == NULL && post_reset(base, o->admin_token, err, sizeof(err)) != 0) ||
-		    (rc = run_policy(o, url, &pol[i], i, hj, &res[i], err, sizeof(err))) != 0)
+		/* a model starts from nothing at every run */
+		if (atomic_load(&herd_cancel) ||
+		    (hj == NULL && sim == NULL && post_reset(base, o->admin_token, err, sizeof(err)) != 0) ||
+		    (rc = run_policy(o, url, &pol[i], i, hj, sim, &res[i], err, sizeof(err))) != 0)
 			break;
 		herd_report_row(stdout, &res[i], i == 0);
 		fflush(stdout);
@@ -418,13 +439,14 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 	struct herd_result res[HERD_MAX_POLICIES] = { 0 };
 	struct occ_route oc = { 0 };
 	struct server *srv = NULL;
+	struct sim_config sim = { o->net, &SIMSERVER_OPS, NULL };
 	char url[128], err[256] = "";
 	size_t done = 0;
 	int rc = 1;
 
 	/* a connection per client, and the server's end of it when the server runs in this process */
-	if (hammer_raise_nofile(o->url ? local_clients(o, o->join_url ? hj : NULL) : 2 * o->clients, 1, err,
-	                        sizeof(err)) != 0 ||
+	if ((!o->sim && hammer_raise_nofile(o->url ? local_clients(o, o->join_url ? hj : NULL) : 2 * o->clients, 1, err,
+	                        sizeof(err)) != 0) ||
 	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "ratelab herd: %s\n", err[0] ? err : "curl_global_init failed");
 		join_free(hj->join);
@@ -432,7 +454,13 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 	}
 	oc.delay = o->delay;
 	oc.seed = o->seed;
-	if (!o->url) {
+	if (o->sim) {
+		if (!(sim.model_state = sim_model_new(o, err, sizeof(err)))) {
+			fprintf(stderr, "ratelab herd: %s\n", err);
+			goto stop;
+		}
+		snprintf(url, sizeof(url), "http://sim");
+	} else if (!o->url) {
 		if (!(oc.occ = occ_new()) || !(srv = start_server(o, &oc, err, sizeof(err)))) {
 			fprintf(stderr, "ratelab herd: %s\n", oc.occ ? err : "out of memory");
 			goto stop;
@@ -444,7 +472,7 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 	if (o->url)
 		probe_policy(o->url, o->workload == HERD_WORKLOAD_OCC ? "/" : o->path, o->server_policy);
 	catch_sigint();
-	rc = run_all(o, o->url ? o->url : url, pol, res, o->join_url ? hj : NULL, &done);
+	rc = run_all(o, o->url ? o->url : url, pol, res, o->join_url ? hj : NULL, o->sim ? &sim : NULL, &done);
 	if (rc == 130)
 		fprintf(stderr, "ratelab herd: interrupted: %zu of %zu policies finished\n", done, o->npolicies);
 	if ((rc == 0 || rc == 130) && o->report_dir && write_report(o, res, done) != 0)
@@ -452,6 +480,7 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 stop:
 	server_stop(srv);
 	occ_free(oc.occ);
+	simserver_free(sim.model_state);
 	for (size_t i = 0; i < o->npolicies; i++)
 		herd_result_destroy(&res[i]);
 	join_free(hj->join);

@@ -49,6 +49,12 @@ static void usage(FILE *f)
 	"                      --clients is the total, every policy starts at one instant on\n"
 	"                      all nodes, node 0 resets the server and prints the merged table\n"
 	"  --join-timeout DUR  the longest wait for the other nodes (30s)\n"
+	"  --sim               exact virtual time: the same engine and policies against an\n"
+	"                      in-process model of the server (its limiter, /occ and --delay),\n"
+	"                      no sockets; up to 1,000,000 clients; same --seed, same bytes\n"
+	"  --sim-delay MEAN[±SD]  --sim: each message's one-way network delay (100us)\n"
+	"  --sim-loss P        --sim: each message lost with probability P (0..1)\n"
+	"  --sim-connect DUR   --sim: a client's first call pays DUR to connect (0)\n"
 	"\n"
 	"Columns: calls are all HTTP requests; done in is the time of the last success;\n"
 	"peak/100ms is the most attempts in any 100 ms window, retries/100ms the most\n"
@@ -166,6 +172,16 @@ static int opt_delay(void *base, const struct cli_option *opt, const char *v, ch
 	return 0;
 }
 
+static int opt_sim_delay(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	char inner[256];
+
+	(void)opt;
+	if (sim_net_parse_delay(v, &((struct herd_opts *)base)->net, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a delay such as 10ms or 10ms\xc2\xb1" "2ms"), -1;
+	return 0;
+}
+
 _Static_assert(HERD_WORKLOAD_REQUEST == 0 && HERD_WORKLOAD_OCC == 1, "WORKLOADS follows enum herd_workload");
 static const char *const WORKLOADS[] = { "request", "occ", NULL };
 
@@ -174,7 +190,7 @@ static const char *const WORKLOADS[] = { "request", "occ", NULL };
 static const struct cli_option HERD_OPTIONS[] = {
 	{ "--policies", CLI_CUSTOM, .fn = opt_policies },
 	{ "--policy", CLI_CUSTOM, .fn = opt_policies },
-	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = 100000 },
+	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = HERD_SIM_MAX_CLIENTS },
 	{ "--seed", CLI_U64, HO(seed), .max = UINT64_MAX },
 	{ "--workload", CLI_CHOICE, HO(workload), .words = WORKLOADS },
 	{ "--report", CLI_STRING, HO(report_dir) },
@@ -193,6 +209,10 @@ static const struct cli_option HERD_OPTIONS[] = {
 	{ "--join", CLI_CUSTOM, .fn = opt_join },
 	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX },
 	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX },
+	{ "--sim", CLI_BOOL, HO(sim) },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay },
+	{ "--sim-loss", CLI_DOUBLE, HO(net.loss), .dmin = 0, .dmax = 1 },
+	{ "--sim-connect", CLI_DURATION, HO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC },
 	{ NULL },
 };
 
@@ -211,6 +231,7 @@ static void opts_defaults(struct herd_opts *o)
 	o->path = "/";
 	o->max_ns = 60 * NS_PER_SEC;
 	o->join_timeout_ns = 30 * NS_PER_SEC;
+	sim_net_defaults(&o->net);
 	add_policies(o, HERD_DEFAULT_POLICIES, why, sizeof(why));
 }
 
@@ -240,6 +261,21 @@ static int check_report_dir(const char *dir, char *err, size_t errlen)
 	return cli_bad_value(err, errlen, "herd", "--report", dir, "cannot be made (%s)", strerror(errno));
 }
 
+/* What --sim allows and a real herd does not, and the other way round. */
+static int check_sim(const struct herd_opts *o, char *err, size_t errlen)
+{
+	char n[32];
+
+	if (o->sim && (o->url != NULL || o->join_url != NULL))
+		return cli_fail(err, errlen, "herd", "--sim models its own server: no --url or --join");
+	if (!o->sim && o->clients > HERD_MAX_CLIENTS) {
+		snprintf(n, sizeof(n), "%u", o->clients);
+		return cli_bad_value(err, errlen, "herd", "--clients", n, "is more than %u (up to %u with --sim)",
+		                     HERD_MAX_CLIENTS, HERD_SIM_MAX_CLIENTS);
+	}
+	return 0;
+}
+
 int herd_opts_parse(struct herd_opts *o, int argc, char **argv)
 {
 	struct cli_group g = { HERD_OPTIONS, o };
@@ -256,6 +292,8 @@ int herd_opts_parse(struct herd_opts *o, int argc, char **argv)
 		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
 	if (rc == 0 && o->join_url != NULL && o->url == NULL)
 		rc = cli_fail(err, sizeof(err), "herd", "--join needs --url (the one server every node sends to)");
+	if (rc == 0)
+		rc = check_sim(o, err, sizeof(err));
 	if (rc != 0)
 		return cli_exit(&HERD_CLI, rc, err) == 0 ? 1 : 2;
 	herd_knobs_defaults(o->workload, &def);
