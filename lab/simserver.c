@@ -346,6 +346,9 @@ struct simserver *simserver_from_flags(const char *flags, uint64_t seed, char *e
 	}
 	m = simserver_new(&a->cfg, &oc.delay, seed, err, errlen);
 free_all:
+	/* the caller names --serve: serve's own prefix would say it twice */
+	if (m == NULL && strncmp(err, "ratelab serve: ", 15) == 0)
+		memmove(err, err + 15, strlen(err + 15) + 1);
 	free(copy);
 	free(a);
 	return m;

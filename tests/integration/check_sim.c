@@ -1,0 +1,227 @@
+/*
+ * Runs in virtual time (--sim): exact, whatever the thread count, and a
+ * policy's arithmetic counted exactly against serve's own limiter and
+ * capacity model.  No server, no sockets: the binary runs alone.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/testutil.h"
+
+#define RUN_MS 60000
+
+/* The whole of file path, malloc'd (NUL-terminated); *len gets its size. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_ge(n, 1);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Run ratelab args (exit 0 wanted). */
+static void run_ok(const char *const *args)
+{
+	struct test_run r;
+
+	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+	ck_assert_msg(r.status == 0, "%s exit %d: %s", args[0], r.status, r.err);
+	testutil_run_free(&r);
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+	size_t na, nb;
+	char *x = slurp(a, &na), *y = slurp(b, &nb);
+
+	ck_assert_msg(na == nb && memcmp(x, y, na) == 0, "%s and %s differ", a, b);
+	free(x);
+	free(y);
+}
+
+/* The same seed and flags give the same bytes, with 1 thread or 4: --json, --timeline and --plot. */
+START_TEST(hammer_sim_is_exact)
+{
+	char dir[] = "/tmp/ratelab-sim-XXXXXX", out[2][3][128];
+	const char *threads[2] = { "1", "4" };
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (int i = 0; i < 2; i++) {
+		snprintf(out[i][0], sizeof(out[i][0]), "%s/%d.json", dir, i);
+		snprintf(out[i][1], sizeof(out[i][1]), "%s/%d.csv", dir, i);
+		snprintf(out[i][2], sizeof(out[i][2]), "%s/%d.svg", dir, i);
+		const char *args[] = { "hammer", "--sim", "--serve", "--limiter gcra --limit 20 --burst 5",
+		                       "--policy", "lab", "--concurrency", "300", "--requests", "2000",
+		                       "--sim-delay", "2ms±1ms", "--sim-loss", "0.01", "--timeout", "1s",
+		                       "--seed", "42", "--threads", threads[i], "--quiet",
+		                       "--json", out[i][0], "--timeline", out[i][1], "--plot", out[i][2], NULL };
+
+		run_ok(args);
+	}
+	for (int k = 0; k < 3; k++)
+		assert_same_file(out[0][k], out[1][k]);
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 3; k++)
+			unlink(out[i][k]);
+	rmdir(dir);
+}
+END_TEST
+
+/* A herd's report in virtual time is the same bytes twice over: the results, the CSVs, the page. */
+START_TEST(herd_sim_is_exact)
+{
+	static const char *const files[] = { "results.json", "report.html", "full.csv", "decorrelated.csv" };
+	char dir[2][64], path[2][160], cmd[200];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(dir[i], sizeof(dir[i]), "/tmp/ratelab-simherd-XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(dir[i]));
+		const char *args[] = { "herd", "--sim", "--clients", "500", "--policies", "full,decorrelated",
+		                       "--sim-delay", "1ms±300us", "--seed", "9", "--report", dir[i], NULL };
+
+		run_ok(args);
+	}
+	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+		for (int i = 0; i < 2; i++)
+			snprintf(path[i], sizeof(path[i]), "%s/%s", dir[i], files[k]);
+		assert_same_file(path[0], path[1]);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir[i]);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+}
+END_TEST
+
+/* hammer --sim --json - ARGS: the JSON it prints. */
+static json_t *sim_json(const char *const *args, struct test_run *r)
+{
+	json_t *j = testutil_run_json(r, args, NULL, RUN_MS);
+
+	ck_assert_msg(j != NULL, "no JSON: %s", r->err);
+	ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+	return j;
+}
+
+/* serve's token bucket, 5 per second: 40 requests at once without retries, 5 admitted, exactly. */
+START_TEST(token_bucket_counts)
+{
+	static const char *const args[] = { "hammer", "--sim", "--serve", "--limiter token-bucket --limit 5",
+	                                    "--no-retry", "--concurrency", "10", "--requests", "40", "--seed", "3",
+	                                    "--json", "-", NULL };
+	struct test_run r;
+	json_t *j = sim_json(args, &r);
+
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 5);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "429"), 35);
+	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 40);
+	ck_assert_str_eq(testutil_jstr(j, "config", "transport"), "sim");
+	ck_assert_ptr_nonnull(strstr(r.err, "40 requests in 0.00s"));
+	json_decref(j);
+	testutil_run_free(&r);
+}
+END_TEST
+
+/*
+ * serve's capacity model: 2 workers and a queue of 2 meet 10 clients at one
+ * instant; 4 are served and 6 shed with 503.  The lab preset retries the
+ * 503s until all 10 are served.
+ */
+START_TEST(capacity_counts)
+{
+	const char *args[] = { "hammer", "--sim", "--serve", "--limiter none --capacity workers=2,service=10ms,queue=fifo:2",
+	                       "--no-retry", "--start", "herd", "--concurrency", "10", "--requests", "10", "--seed", "3",
+	                       "--json", "-", NULL };
+	struct test_run r;
+	json_t *j = sim_json(args, &r);
+
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 4);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "503"), 6);
+	json_decref(j);
+	testutil_run_free(&r);
+	args[4] = "--retry";
+	j = sim_json(args, &r);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 10);
+	ck_assert_int_eq(testutil_jint(j, "retries", NULL), 6);
+	json_decref(j);
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* Every message lost: each call times out after --timeout, in virtual time; no answer is exit 1. */
+START_TEST(loss_times_out)
+{
+	static const char *const args[] = { "hammer", "--sim", "--sim-loss", "1", "--timeout", "1s", "--no-retry",
+	                                    "--concurrency", "4", "--requests", "8", "--json", "-", NULL };
+	struct test_run r;
+	json_t *j = testutil_run_json(&r, args, NULL, RUN_MS);
+
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_int_eq(testutil_jint(j, "errors", "timeout"), 8);
+	ck_assert_int_eq(testutil_jint(j, "answered", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "8 requests in 2.00s"));
+	json_decref(j);
+	testutil_run_free(&r);
+}
+END_TEST
+
+START_TEST(bad_flags)
+{
+	static const struct { const char *args[8]; const char *err; } cases[] = {
+		{ { "hammer", "--sim", "--serve", "--limit x", NULL },
+		  "ratelab hammer: --serve: --limit: 'x' is not a number from 1 to 4294967295\n" },
+		{ { "hammer", "--sim", "--sim-loss", "2", NULL },
+		  "ratelab hammer: --sim-loss: '2' is not a number from 0 to 1\n" },
+		{ { "hammer", "--sim", "--sim-delay", "5", NULL },
+		  "ratelab hammer: --sim-delay: '5' is not a delay such as 10ms or 10ms\xc2\xb1" "2ms\n" },
+		{ { "hammer", "--serve", "--limit 3", NULL },
+		  "ratelab hammer: --serve configures the model of --sim: give --sim too\n" },
+		{ { "herd", "--sim", "--url", "http://127.0.0.1:1/", NULL },
+		  "ratelab herd: --sim models its own server: no --url or --join\n" },
+		{ { "herd", "--clients", "100001", NULL },
+		  "ratelab herd: --clients: '100001' is more than 100000 (up to 1000000 with --sim)\n" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct test_run r;
+
+		ck_assert_int_eq(testutil_run(&r, cases[i].args, NULL, 10000), 0);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_str_eq(r.err, cases[i].err);
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
+Suite *sim_suite(void)
+{
+	Suite *s = suite_create("sim");
+	TCase *t = tcase_create("virtual time");
+
+	tcase_add_test(t, hammer_sim_is_exact);
+	tcase_add_test(t, herd_sim_is_exact);
+	tcase_add_test(t, token_bucket_counts);
+	tcase_add_test(t, capacity_counts);
+	tcase_add_test(t, loss_times_out);
+	tcase_add_test(t, bad_flags);
+	tcase_set_timeout(t, 120);
+	suite_add_tcase(s, t);
+	return s;
+}
