@@ -319,6 +319,11 @@ void simserver_capacity_stats(struct simserver *m, struct capacity_stats *out)
 		capacity_stats(m->cap, m->last, out);
 }
 
+size_t simserver_capacity_series(struct simserver *m, struct capacity_bucket *out, size_t max)
+{
+	return m->cap != NULL ? capacity_series(m->cap, out, max) : 0;
+}
+
 struct simserver *simserver_from_flags(const char *flags, uint64_t seed, char *err, size_t errlen)
 {
 	static const struct cli_command SERVE = { "serve", server_usage };

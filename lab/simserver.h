@@ -44,6 +44,9 @@ struct simserver *simserver_from_flags(const char *flags, uint64_t seed, char *e
 /* The capacity model's counters (zero when the route has none). */
 void simserver_capacity_stats(struct simserver *m, struct capacity_stats *out);
 
+/* Its series as capacity_series copies it (0 rows when the route has none). */
+size_t simserver_capacity_series(struct simserver *m, struct capacity_bucket *out, size_t max);
+
 /* `ratelab hammer` with --sim against this model (--serve FLAGS): hammer_main wired to it. */
 int simserver_hammer_main(int argc, char **argv);
 

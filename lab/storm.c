@@ -17,6 +17,7 @@
 #include "common/parse.h"
 #include "common/rate_schedule.h"
 #include "hammer/engine.h"
+#include "lab/simserver.h"
 #include "lab/storm_report.h"
 #include "server/capacity.h"
 #include "server/server.h"
@@ -44,6 +45,8 @@ struct storm_opts {
 	const char *report_dir;
 	struct storm_window window;    /* settled after parsing */
 	char window_what[160];
+	bool sim;                      /* --sim: virtual time against a model of the server */
+	struct sim_net net;            /* --sim-delay, --sim-loss, --sim-connect */
 };
 
 static atomic_int cancel_flag;
@@ -83,6 +86,12 @@ static void usage(FILE *f)
 	"  --clients N          virtual clients (default 2000)\n"
 	"  --seed N             fixes every random draw (default 1)\n"
 	"  --report DIR         write DIR/report.html, DIR/results.json, DIR/<policy>.csv\n"
+	"  --sim                exact virtual time: the same engine, policies and capacity model\n"
+	"                       against an in-process model of the server, no sockets; the same\n"
+	"                       --seed gives the same bytes\n"
+	"  --sim-delay MEAN[±SD]  --sim: each message's one-way network delay (100us)\n"
+	"  --sim-loss P         --sim: each message lost with probability P (0..1)\n"
+	"  --sim-connect DUR    --sim: a new connection's set-up before its first request (0)\n"
 	"\n"
 	"Columns: goodput per second (2xx answers within the deadline) from 1s (at most 5s\n"
 	"back) to the trigger, during it and after it; best-after: the best second after it;\n"
@@ -184,6 +193,16 @@ static int opt_trigger(void *base, const struct cli_option *opt, const char *v, 
 	return 0;
 }
 
+static int opt_sim_delay(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	char inner[300];
+
+	(void)opt;
+	if (sim_net_parse_delay(v, &((struct storm_opts *)base)->net, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a delay such as 10ms or 10ms\xc2\xb1" "2ms"), -1;
+	return 0;
+}
+
 #define SO(member) CLI_FIELD(struct storm_opts, member)
 
 static const struct cli_option STORM_OPTIONS[] = {
@@ -200,6 +219,10 @@ static const struct cli_option STORM_OPTIONS[] = {
 	{ "--clients", CLI_U64, SO(clients), .min = 1, .max = 100000 },
 	{ "--seed", CLI_U64, SO(seed), .max = INT64_MAX },
 	{ "--report", CLI_STRING, SO(report_dir) },
+	{ "--sim", CLI_BOOL, SO(sim) },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay },
+	{ "--sim-loss", CLI_DOUBLE, SO(net.loss), .dmin = 0, .dmax = 1 },
+	{ "--sim-connect", CLI_DURATION, SO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC },
 	{ NULL },
 };
 
@@ -222,6 +245,7 @@ static void opts_defaults(struct storm_opts *o)
 	o->knobs.throttle_k = 2;
 	o->clients = 2000;
 	o->seed = 1;
+	sim_net_defaults(&o->net);
 }
 
 /* The highest segment of a schedule that is not the whole run: the spike.  False when there is none. */
@@ -307,20 +331,20 @@ static int opts_parse(struct storm_opts *o, int argc, char **argv, int *exit_cod
 
 /* ---- one policy's run ---- */
 
-static struct server *start_server(const struct storm_opts *o, bool triggered, char *err, size_t errlen)
+/* The server of one run: no limiter, the backend, and the trigger when the run has one. */
+static void server_config(const struct storm_opts *o, bool triggered, struct server_config *c)
 {
-	struct server_config c;
 	struct config_route *r;
 
-	server_config_defaults(&c);
-	c.port = 0;
-	c.quiet = true;
-	c.key = CONFIG_KEY_GLOBAL;
-	c.threads = 2;
-	c.seed = o->seed;
+	server_config_defaults(c);
+	c->port = 0;
+	c->quiet = true;
+	c->key = CONFIG_KEY_GLOBAL;
+	c->threads = 2;
+	c->seed = o->seed;
 	/* a timed-out client reconnects while its old connection still waits in the queue */
-	c.max_connections = o->clients + o->capacity.queue_max + o->capacity.workers + 256;
-	r = &c.routes[0];
+	c->max_connections = o->clients + o->capacity.queue_max + o->capacity.workers + 256;
+	r = &c->routes[0];
 	snprintf(r->limiter, sizeof(r->limiter), "none");
 	r->capacity = o->capacity;
 	r->capacity.ntriggers = 0;
@@ -328,7 +352,6 @@ static struct server *start_server(const struct storm_opts *o, bool triggered, c
 		r->capacity.triggers[0] = o->trigger;
 		r->capacity.ntriggers = 1;
 	}
-	return server_start(&c, err, errlen);
 }
 
 static void hammer_setup(const struct storm_opts *o, const char *url, const struct retry_policy *pol,
@@ -353,8 +376,15 @@ static void hammer_setup(const struct storm_opts *o, const char *url, const stru
 	c->cancel = &cancel_flag;
 }
 
-/* The server's side of the run, then the figures; 0, or -1 with err. */
-static int collect(struct server *srv, const struct storm_opts *o, const char *label, bool triggered,
+/* Where a run's backend is: the in-process server, or the model (--sim). */
+struct storm_target {
+	struct server *srv;
+	struct simserver *model;
+	struct sim_config sim;
+};
+
+/* The backend's side of the run, then the figures; 0, or -1 with err. */
+static int collect(const struct storm_target *t, const struct storm_opts *o, const char *label, bool triggered,
                    const struct hammer_result *h, struct storm_result *out, char *err, size_t errlen)
 {
 	struct capacity_bucket *series = calloc(CAPACITY_BUCKETS, sizeof(*series));
@@ -364,9 +394,14 @@ static int collect(struct server *srv, const struct storm_opts *o, const char *l
 
 	if (series == NULL)
 		goto fail;
-	run.nseries = server_backend_series(srv, 0, series, CAPACITY_BUCKETS);
-	if (!server_backend_stats(srv, 0, &st))
-		memset(&st, 0, sizeof(st));
+	if (t->model != NULL) {
+		run.nseries = simserver_capacity_series(t->model, series, CAPACITY_BUCKETS);
+		simserver_capacity_stats(t->model, &st);
+	} else {
+		run.nseries = server_backend_series(t->srv, 0, series, CAPACITY_BUCKETS);
+		if (!server_backend_stats(t->srv, 0, &st))
+			memset(&st, 0, sizeof(st));
+	}
 	rc = storm_result_from_run(out, label, triggered, &run, &o->window);
 fail:
 	if (rc != 0)
@@ -375,34 +410,62 @@ fail:
 	return rc;
 }
 
+/* The backend of one run: a server on a free port, or (--sim) its model; its URL in url.  0, or -1 with err. */
+static int target_start(const struct storm_opts *o, bool triggered, struct storm_target *t, char *url, size_t len,
+                        char *err, size_t errlen)
+{
+	struct server_config c;
+
+	server_config(o, triggered, &c);
+	memset(t, 0, sizeof(*t));
+	if (o->sim) {
+		t->sim.net = o->net;
+		t->sim.model = &SIMSERVER_OPS;
+		t->sim.model_state = t->model = simserver_new(&c, NULL, o->seed, err, errlen);
+		snprintf(url, len, "http://sim/");
+		return t->model != NULL ? 0 : -1;
+	}
+	if (!(t->srv = server_start(&c, err, errlen)))
+		return -1;
+	snprintf(url, len, "http://127.0.0.1:%d/", server_port(t->srv));
+	return 0;
+}
+
+static void target_stop(struct storm_target *t)
+{
+	server_stop(t->srv);
+	simserver_free(t->model);
+}
+
 /* One policy, triggered or not: server, load, figures.  0; 1 when interrupted; -1 with err. */
 static int run_one(const struct storm_opts *o, const struct retry_policy *pol, bool triggered,
                    struct storm_result *out, char *err, size_t errlen)
 {
 	struct hammer_config cfg;
 	struct hammer_result h;
-	struct server *srv;
+	struct storm_target t;
 	char url[96], label[48];
 	int rc = -1;
 
 	snprintf(label, sizeof(label), "%s%s", pol->name, triggered ? "" : ":no-trigger");
-	if (!(srv = start_server(o, triggered, err, errlen)))
-		return -1;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", server_port(srv));
+	if (target_start(o, triggered, &t, url, sizeof(url), err, errlen) != 0)
+		goto stop;
 	if (hammer_result_init(&h, STORM_ROW_NS) != 0) {
 		snprintf(err, errlen, "out of memory");
 		goto stop;
 	}
 	hammer_setup(o, url, pol, &cfg);
+	cfg.sim = o->sim ? &t.sim : NULL;
 	if (cfg.progress != NULL)
 		fprintf(stderr, "storm: %s\n", label);
-	/* the trigger's clock starts with the load */
-	server_reset(srv);
+	/* the trigger's clock starts with the load (the model's starts with the run) */
+	if (t.srv != NULL)
+		server_reset(t.srv);
 	if (hammer_run(&cfg, &h, err, errlen) == 0)
-		rc = h.interrupted ? 1 : collect(srv, o, label, triggered, &h, out, err, errlen);
+		rc = h.interrupted ? 1 : collect(&t, o, label, triggered, &h, out, err, errlen);
 	hammer_result_destroy(&h);
 stop:
-	server_stop(srv);
+	target_stop(&t);
 	return rc;
 }
 
@@ -489,7 +552,7 @@ int storm_main(int argc, char **argv)
 	if ((rc = build_policies(&o, pol)) != 0)
 		return rc;
 	/* the in-process server holds the other end of every client's connection, and the queue's */
-	if (hammer_raise_nofile(2 * o.clients + o.capacity.queue_max + o.capacity.workers, 1, err, sizeof(err)) != 0 ||
+	if ((!o.sim && hammer_raise_nofile(2 * o.clients + o.capacity.queue_max + o.capacity.workers, 1, err, sizeof(err)) != 0) ||
 	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "ratelab storm: %s\n", err[0] ? err : "curl_global_init failed");
 		return 1;
