@@ -194,6 +194,7 @@ struct run {
 	pthread_t *tids;
 	uint32_t nloops;
 	uint32_t nstarted;
+	uint64_t shown_from;         /* the start instant on CLOCK_MONOTONIC, for the progress line */
 };
 
 static uint64_t share(uint64_t total, uint32_t parts, uint32_t i)
@@ -298,7 +299,7 @@ static void show_progress(const struct run *run, const struct hammer_config *cfg
 	/* A herd start lies a moment ahead: the clock shows 0.0s until then. */
 	progress_line(cfg->progress, "%s%s%s %s, %llu calls, %.1fs", cfg->progress_label ? cfg->progress_label : "",
 	              cfg->progress_label ? ": " : "", done, unit, (unsigned long long)calls,
-	              now > run->sh.start_ns ? (double)(now - run->sh.start_ns) / 1e9 : 0.0);
+	              now > run->shown_from ? (double)(now - run->shown_from) / 1e9 : 0.0);
 }
 
 /* Wait for every worker, drawing the progress line meanwhile when asked. */
@@ -329,9 +330,13 @@ static void wait_workers(struct run *run, const struct hammer_config *cfg)
 static int set_start(struct run *run, const struct hammer_config *cfg, struct hammer_result *res,
                      char *err, size_t errlen)
 {
-	run->sh.start_ns = run->sh.clock->origin() + (cfg->herd ? HERD_MARGIN_NS : 0);
+	uint64_t origin = run->sh.clock->origin();
+
+	run->sh.start_ns = origin + (cfg->herd ? HERD_MARGIN_NS : 0);
 	if (cfg->ready != NULL && cfg->ready(cfg->ready_ctx, &run->sh.start_ns, err, errlen) != 0)
 		return -1;
+	/* virtual time starts now on the real clock too */
+	run->shown_from = clock_monotonic_ns() + (run->sh.start_ns > origin ? run->sh.start_ns - origin : 0);
 	res->start_wall_ns = run->sh.start_wall_ns = run->sh.clock->wall_of(run->sh.start_ns);
 	run->sh.end_ns = cfg->duration_ns ? run->sh.start_ns + cfg->duration_ns : 0;
 	return 0;

@@ -318,9 +318,50 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
 	return rc;
 }
 
+/* The gap row of --compare: virtual minus real, column by column. */
+static void gap_row(const struct herd_result *real, const struct herd_result *virt)
+{
+	double ms = ((double)virt->completion_ns - (double)real->completion_ns) / 1e6;
+	double per = ((double)virt->calls - (double)real->calls) / (double)(real->clients ? real->clients : 1);
+	char done[32];
+
+	snprintf(done, sizeof(done), "%+.0fms", ms);
+	printf("%-14s %+7lld %+7lld %+7lld %+8.2f %9s %+11lld %+14lld\n", "  gap",
+	       (long long)virt->successes - (long long)real->successes,
+	       (long long)virt->failures - (long long)real->failures, (long long)virt->calls - (long long)real->calls,
+	       per, done, (long long)virt->peak_attempts - (long long)real->peak_attempts,
+	       (long long)virt->peak_retries - (long long)real->peak_retries);
+}
+
 /*
- * Every policy in turn, a table row as each finishes; *done gets how many
- * finished.  Returns 0, 130 when Ctrl-C stopped the run, or 1 (reported).
+ * --compare: policy i on the real server (out), then in virtual time against
+ * its model; the two rows and the gap.  0, 1 on Ctrl-C, -1 with err.
+ */
+static int compare_policy(const struct herd_opts *o, const char *base, const char *url, const struct retry_policy *pol,
+                          size_t i, const struct sim_config *sim, struct herd_result *out, char *err, size_t errlen)
+{
+	struct herd_result virt = { 0 };
+	int rc;
+
+	if (post_reset(base, o->admin_token, err, errlen) != 0)
+		return -1;
+	if ((rc = run_policy(o, url, pol, i, NULL, NULL, out, err, errlen)) != 0 ||
+	    (rc = run_policy(o, url, pol, i, NULL, sim, &virt, err, errlen)) != 0) {
+		herd_result_destroy(&virt);
+		return rc;
+	}
+	snprintf(virt.policy, sizeof(virt.policy), "  virtual");
+	herd_report_row(stdout, out, i == 0);
+	herd_report_row(stdout, &virt, false);
+	gap_row(out, &virt);
+	herd_result_destroy(&virt);
+	return 0;
+}
+
+/*
+ * Every policy in turn, a table row as each finishes (with --compare: the
+ * real row, the virtual one and the gap); *done gets how many finished.
+ * Returns 0, 130 when Ctrl-C stopped the run, or 1 (reported).
  */
 static int run_all(const struct herd_opts *o, const char *base, const struct retry_policy *pol,
                    struct herd_result *res, struct herd_join *hj, const struct sim_config *sim, size_t *done)
@@ -336,6 +377,13 @@ static int run_all(const struct herd_opts *o, const char *base, const struct ret
 	for (*done = 0; *done < o->npolicies && rc == 0; ++*done) {
 		size_t i = *done;
 
+		if (o->compare) {
+			if (atomic_load(&herd_cancel) || (rc = compare_policy(o, base, url, &pol[i], i, sim, &res[i], err,
+			                                                      sizeof(err))) != 0)
+				break;
+			fflush(stdout);
+			continue;
+		}
 		/* joined, node 0 resets the server once every node is ready (on_leader) */
 		/* a model starts from nothing at every run */
 		if (atomic_load(&herd_cancel) ||
@@ -454,11 +502,11 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 	}
 	oc.delay = o->delay;
 	oc.seed = o->seed;
+	if ((o->sim || o->compare) && !(sim.model_state = sim_model_new(o, err, sizeof(err)))) {
+		fprintf(stderr, "ratelab herd: %s\n", err);
+		goto stop;
+	}
 	if (o->sim) {
-		if (!(sim.model_state = sim_model_new(o, err, sizeof(err)))) {
-			fprintf(stderr, "ratelab herd: %s\n", err);
-			goto stop;
-		}
 		snprintf(url, sizeof(url), "http://sim");
 	} else if (!o->url) {
 		if (!(oc.occ = occ_new()) || !(srv = start_server(o, &oc, err, sizeof(err)))) {
@@ -472,7 +520,8 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 	if (o->url)
 		probe_policy(o->url, o->workload == HERD_WORKLOAD_OCC ? "/" : o->path, o->server_policy);
 	catch_sigint();
-	rc = run_all(o, o->url ? o->url : url, pol, res, o->join_url ? hj : NULL, o->sim ? &sim : NULL, &done);
+	rc = run_all(o, o->url ? o->url : url, pol, res, o->join_url ? hj : NULL,
+	             o->sim || o->compare ? &sim : NULL, &done);
 	if (rc == 130)
 		fprintf(stderr, "ratelab herd: interrupted: %zu of %zu policies finished\n", done, o->npolicies);
 	if ((rc == 0 || rc == 130) && o->report_dir && write_report(o, res, done) != 0)

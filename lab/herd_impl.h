@@ -40,6 +40,7 @@ struct herd_opts {
 	uint64_t join_timeout_ns; /* --join-timeout */
 	bool sim;                 /* --sim: every policy in virtual time against a model of the server */
 	struct sim_net net;       /* --sim-delay, --sim-loss, --sim-connect */
+	bool compare;             /* --compare: each policy real and virtual, and the gap */
 };
 
 /*

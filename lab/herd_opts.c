@@ -55,6 +55,9 @@ static void usage(FILE *f)
 	"  --sim-delay MEAN[±SD]  --sim: each message's one-way network delay (100us)\n"
 	"  --sim-loss P        --sim: each message lost with probability P (0..1)\n"
 	"  --sim-connect DUR   --sim: a client's first call pays DUR to connect (0)\n"
+	"  --compare           each policy both ways, on the in-process server and in virtual\n"
+	"                      time (the --sim-* flags apply): the two rows and the gap per\n"
+	"                      column (virtual minus real); --report keeps the real runs\n"
 	"\n"
 	"Columns: calls are all HTTP requests; done in is the time of the last success;\n"
 	"peak/100ms is the most attempts in any 100 ms window, retries/100ms the most\n"
@@ -210,6 +213,7 @@ static const struct cli_option HERD_OPTIONS[] = {
 	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX },
 	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX },
 	{ "--sim", CLI_BOOL, HO(sim) },
+	{ "--compare", CLI_BOOL, HO(compare) },
 	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay },
 	{ "--sim-loss", CLI_DOUBLE, HO(net.loss), .dmin = 0, .dmax = 1 },
 	{ "--sim-connect", CLI_DURATION, HO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC },
@@ -268,6 +272,8 @@ static int check_sim(const struct herd_opts *o, char *err, size_t errlen)
 
 	if (o->sim && (o->url != NULL || o->join_url != NULL))
 		return cli_fail(err, errlen, "herd", "--sim models its own server: no --url or --join");
+	if (o->compare && (o->sim || o->url != NULL || o->join_url != NULL))
+		return cli_fail(err, errlen, "herd", "--compare runs its own server both ways: no --sim, --url or --join");
 	if (!o->sim && o->clients > HERD_MAX_CLIENTS) {
 		snprintf(n, sizeof(n), "%u", o->clients);
 		return cli_bad_value(err, errlen, "herd", "--clients", n, "is more than %u (up to %u with --sim)",

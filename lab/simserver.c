@@ -352,8 +352,12 @@ struct simserver *simserver_from_flags(const char *flags, uint64_t seed, char *e
 	m = simserver_new(&a->cfg, &oc.delay, seed, err, errlen);
 free_all:
 	/* the caller names --serve: serve's own prefix would say it twice */
-	if (m == NULL && strncmp(err, "ratelab serve: ", 15) == 0)
-		memmove(err, err + 15, strlen(err + 15) + 1);
+	if (m == NULL && errlen > 15 && strncmp(err, "ratelab serve: ", 15) == 0) {
+		char tail[512];
+
+		snprintf(tail, sizeof(tail), "%s", err + 15);
+		snprintf(err, errlen, "%s", tail);
+	}
 	free(copy);
 	free(a);
 	return m;

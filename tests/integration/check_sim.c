@@ -182,6 +182,25 @@ START_TEST(loss_times_out)
 }
 END_TEST
 
+/* --compare: each policy on the in-process server, then in virtual time, then the gap, per column. */
+START_TEST(herd_compare_both_ways)
+{
+	static const char *const args[] = { "herd", "--compare", "--clients", "50", "--policies", "none,full", NULL };
+	struct test_run r;
+	const char *none, *full;
+
+	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	none = strstr(r.out, "\nnone ");
+	full = strstr(r.out, "\nfull ");
+	ck_assert_msg(none != NULL && full != NULL && none < full, "%s", r.out);
+	/* the burst of 20 admits 20 at once; the other 30 retry 9 times each within the same instant */
+	ck_assert_ptr_nonnull(strstr(none, "\n  virtual           20      30     320     6.40     200us         320            270\n  gap "));
+	ck_assert_ptr_nonnull(strstr(full, "\n  virtual           50       0      89     1.78     1.53s          58             10\n  gap "));
+	testutil_run_free(&r);
+}
+END_TEST
+
 START_TEST(bad_flags)
 {
 	static const struct { const char *args[8]; const char *err; } cases[] = {
@@ -195,6 +214,8 @@ START_TEST(bad_flags)
 		  "ratelab hammer: --serve configures the model of --sim: give --sim too\n" },
 		{ { "herd", "--sim", "--url", "http://127.0.0.1:1/", NULL },
 		  "ratelab herd: --sim models its own server: no --url or --join\n" },
+		{ { "herd", "--compare", "--sim", NULL },
+		  "ratelab herd: --compare runs its own server both ways: no --sim, --url or --join\n" },
 		{ { "herd", "--clients", "100001", NULL },
 		  "ratelab herd: --clients: '100001' is more than 100000 (up to 1000000 with --sim)\n" },
 	};
@@ -220,6 +241,7 @@ Suite *sim_suite(void)
 	tcase_add_test(t, token_bucket_counts);
 	tcase_add_test(t, capacity_counts);
 	tcase_add_test(t, loss_times_out);
+	tcase_add_test(t, herd_compare_both_ways);
 	tcase_add_test(t, bad_flags);
 	tcase_set_timeout(t, 120);
 	suite_add_tcase(s, t);
