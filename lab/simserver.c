@@ -15,12 +15,19 @@
 
 #define EVENTS 32
 #define FLAG_WORDS 64
+#define JOBS_PER_BLOCK 256
 
 /* A request the capacity model holds: its token, and its service time once started. */
 struct job {
 	uint64_t token;
 	uint64_t service_ns;
 	struct job *next_free;
+};
+
+/* Jobs come in blocks the model owns: one still queued when a run ends is freed with the model. */
+struct job_block {
+	struct job_block *next;
+	struct job jobs[JOBS_PER_BLOCK];
 };
 
 struct simserver {
@@ -37,6 +44,7 @@ struct simserver {
 	struct capacity *cap;          /* NULL: admitted requests are answered at once */
 	struct heap *held;             /* services and rejection work under way, by end (ptr: job or NULL) */
 	struct job *free_jobs;
+	struct job_block *blocks;
 	sim_reply_fn reply;
 	void *reply_ctx;
 	uint64_t wall0_ns, t0;
@@ -90,17 +98,13 @@ oom:
 
 void simserver_free(struct simserver *m)
 {
-	struct heap_entry e;
-
 	if (m == NULL)
 		return;
-	while (m->held != NULL && heap_pop(m->held, &e))
-		free(e.ptr);
-	while (m->free_jobs != NULL) {
-		struct job *j = m->free_jobs;
+	while (m->blocks != NULL) {
+		struct job_block *b = m->blocks;
 
-		m->free_jobs = j->next_free;
-		free(j);
+		m->blocks = b->next;
+		free(b);
 	}
 	heap_free(m->held);
 	capacity_free(m->cap);
@@ -109,10 +113,26 @@ void simserver_free(struct simserver *m)
 	free(m);
 }
 
+/* Every job free again, and nothing held: a run starts from nothing. */
+static void jobs_reset(struct simserver *m)
+{
+	struct heap_entry e;
+
+	while (heap_pop(m->held, &e))
+		;
+	m->free_jobs = NULL;
+	for (struct job_block *b = m->blocks; b != NULL; b = b->next)
+		for (size_t i = 0; i < JOBS_PER_BLOCK; i++) {
+			b->jobs[i].next_free = m->free_jobs;
+			m->free_jobs = &b->jobs[i];
+		}
+}
+
 static void sim_open(void *model, sim_reply_fn reply, void *ctx, uint64_t t0, uint64_t wall0_ns)
 {
 	struct simserver *m = model;
 
+	jobs_reset(m);
 	m->reply = reply;
 	m->reply_ctx = ctx;
 	m->t0 = t0;
@@ -155,12 +175,22 @@ static void occ_answer(struct simserver *m, uint64_t token, const struct sim_req
 
 static struct job *job_new(struct simserver *m, uint64_t token)
 {
-	struct job *j = m->free_jobs;
+	struct job *j;
 
-	if (j != NULL)
-		m->free_jobs = j->next_free;
-	else if ((j = malloc(sizeof(*j))) == NULL)
-		return NULL;
+	if (m->free_jobs == NULL) {
+		struct job_block *b = malloc(sizeof(*b));
+
+		if (b == NULL)
+			return NULL;
+		b->next = m->blocks;
+		m->blocks = b;
+		for (size_t i = 0; i < JOBS_PER_BLOCK; i++) {
+			b->jobs[i].next_free = m->free_jobs;
+			m->free_jobs = &b->jobs[i];
+		}
+	}
+	j = m->free_jobs;
+	m->free_jobs = j->next_free;
 	j->token = token;
 	j->service_ns = 0;
 	return j;
