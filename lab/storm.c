@@ -19,6 +19,7 @@
 #include "hammer/engine.h"
 #include "lab/simserver.h"
 #include "lab/storm_report.h"
+#include "lab/storm_sweep.h"
 #include "server/capacity.h"
 #include "server/server.h"
 
@@ -47,6 +48,8 @@ struct storm_opts {
 	char window_what[160];
 	bool sim;                      /* --sim: virtual time against a model of the server */
 	struct sim_net net;            /* --sim-delay, --sim-loss, --sim-connect */
+	bool sweep;                    /* --sweep: a grid of runs per policy instead of one run */
+	struct sweep_grid *grid;       /* its axes (--sweep-loads, --sweep-lengths) and cells */
 };
 
 static atomic_int cancel_flag;
@@ -92,6 +95,13 @@ static void usage(FILE *f)
 	"  --sim-delay MEAN[±SD]  --sim: each message's one-way network delay (100us)\n"
 	"  --sim-loss P         --sim: each message lost with probability P (0..1)\n"
 	"  --sim-connect DUR    --sim: a new connection's set-up before its first request (0)\n"
+	"  --sweep              with --sim: where the storm turns metastable: for each policy a\n"
+	"                       grid of runs over offered load and trigger length, each cell\n"
+	"                       the time to recover after the trigger (or no); --report DIR\n"
+	"                       writes sweep.csv, sweep.json and sweep.svg (a heat map)\n"
+	"  --sweep-loads LIST   offered load in %% of the backend's capacity (50,60,70,80,90,95)\n"
+	"  --sweep-lengths LIST trigger lengths (500ms,1s,2s,3s,5s)\n"
+	"  --sweep-after DUR    how long each run goes on after its trigger (10s)\n"
 	"\n"
 	"Columns: goodput per second (2xx answers within the deadline) from 1s (at most 5s\n"
 	"back) to the trigger, during it and after it; best-after: the best second after it;\n"
@@ -203,6 +213,29 @@ static int opt_sim_delay(void *base, const struct cli_option *opt, const char *v
 	return 0;
 }
 
+static int opt_sweep_loads(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	(void)opt;
+	return sweep_parse_loads(v, ((struct storm_opts *)base)->grid, why, wl);
+}
+
+static int opt_sweep_lengths(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	(void)opt;
+	return sweep_parse_lengths(v, ((struct storm_opts *)base)->grid, why, wl);
+}
+
+static int opt_sweep_after(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	uint64_t ns;
+
+	(void)opt;
+	if (parse_duration(v, &ns, NULL, 0) != 0 || ns < NS_PER_SEC || ns > 60 * NS_PER_SEC)
+		return snprintf(why, wl, "is not a duration from 1s to 60s"), -1;
+	((struct storm_opts *)base)->grid->after_ns = ns;
+	return 0;
+}
+
 #define SO(member) CLI_FIELD(struct storm_opts, member)
 
 static const struct cli_option STORM_OPTIONS[] = {
@@ -223,16 +256,25 @@ static const struct cli_option STORM_OPTIONS[] = {
 	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay },
 	{ "--sim-loss", CLI_DOUBLE, SO(net.loss), .dmin = 0, .dmax = 1 },
 	{ "--sim-connect", CLI_DURATION, SO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC },
+	{ "--sweep", CLI_BOOL, SO(sweep) },
+	{ "--sweep-loads", CLI_CUSTOM, .fn = opt_sweep_loads },
+	{ "--sweep-lengths", CLI_CUSTOM, .fn = opt_sweep_lengths },
+	{ "--sweep-after", CLI_CUSTOM, .fn = opt_sweep_after },
 	{ NULL },
 };
 
 static const struct cli_command STORM_CLI = { "storm", usage };
 
-static void opts_defaults(struct storm_opts *o)
+static void opts_defaults(struct storm_opts *o, struct sweep_grid *grid)
 {
 	char why[128];
 
 	memset(o, 0, sizeof(*o));
+	memset(grid, 0, sizeof(*grid));
+	o->grid = grid;
+	sweep_parse_loads("50,60,70,80,90,95", grid, why, sizeof(why));
+	sweep_parse_lengths("500ms,1s,2s,3s,5s", grid, why, sizeof(why));
+	grid->after_ns = 10 * NS_PER_SEC;
 	opt_policies(o, NULL, STORM_DEFAULT_POLICIES, why, sizeof(why));
 	rate_schedule_constant(&o->schedule, 200);
 	o->duration_ns = 10 * NS_PER_SEC;
@@ -310,14 +352,16 @@ static int check_report_dir(const char *dir, char *err, size_t errlen)
 }
 
 /* Parse argv: 0 to run, or the exit code (0 after --help, 2 after a message). */
-static int opts_parse(struct storm_opts *o, int argc, char **argv, int *exit_code)
+static int opts_parse(struct storm_opts *o, struct sweep_grid *grid, int argc, char **argv, int *exit_code)
 {
 	struct cli_group g = { STORM_OPTIONS, o };
 	char err[2 * ERRLEN];
 	int rc;
 
-	opts_defaults(o);
+	opts_defaults(o, grid);
 	rc = cli_parse(&STORM_CLI, &g, 1, argc, argv, err, sizeof(err));
+	if (rc == 0 && o->sweep && (!o->sim || o->no_trigger || o->control))
+		rc = cli_fail(err, sizeof(err), "storm", "--sweep needs --sim and a --trigger (and no --control)");
 	if (rc == 0)
 		rc = settle_window(o, err, sizeof(err));
 	if (rc == 0)
@@ -527,6 +571,62 @@ static int run_all(const struct storm_opts *o, const struct retry_policy *pol, s
 	return 0;
 }
 
+/* One cell of the sweep: policy p at load i of capacity with a trigger of length j.  0, or -1 with err. */
+static int sweep_cell(const struct storm_opts *o, const struct retry_policy *pol, size_t p, size_t i, size_t j,
+                      char *err, size_t errlen)
+{
+	struct sweep_grid *g = o->grid;
+	struct storm_opts c = *o;
+	struct storm_result res = { 0 };
+	double capacity = (double)o->capacity.workers * 1e9 / (double)o->capacity.service_ns;
+	int rc;
+
+	rate_schedule_constant(&c.schedule, g->loads[i] * capacity);
+	c.trigger.len_ns = g->lens[j];
+	c.window.start_ns = c.trigger.start_ns;
+	c.window.end_ns = c.trigger.start_ns + c.trigger.len_ns;
+	c.duration_ns = c.window.end_ns + g->after_ns;
+	if ((rc = run_one(&c, pol, true, &res, err, errlen)) != 0)
+		return rc;
+	g->cells[p][i][j].recovered = res.recovered;
+	g->cells[p][i][j].recovered_ns = res.recovered_ns;
+	g->cells[p][i][j].before = res.before;
+	g->cells[p][i][j].after = res.after;
+	storm_result_destroy(&res);
+	return 0;
+}
+
+/* --sweep: every policy's grid, printed as each is done; --report writes them.  The exit code. */
+static int sweep_main(const struct storm_opts *o, const struct retry_policy *pol)
+{
+	struct sweep_grid *g = o->grid;
+	char err[ERRLEN], cap[200], title[300];
+
+	capacity_describe(&o->capacity, cap, sizeof(cap));
+	snprintf(title, sizeof(title), "storm sweep: %s; trigger %.0f%% of the workers from %.1fs", cap,
+	         o->trigger.fraction * 100, (double)o->trigger.start_ns / 1e9);
+	printf("%s\n", title);
+	g->npolicies = o->npolicies;
+	for (size_t p = 0; p < o->npolicies; p++) {
+		snprintf(g->policies[p], sizeof(g->policies[p]), "%s", o->policies[p]);
+		for (size_t i = 0; i < g->nloads; i++)
+			for (size_t j = 0; j < g->nlens; j++)
+				if (sweep_cell(o, &pol[p], p, i, j, err, sizeof(err)) != 0) {
+					fprintf(stderr, "ratelab storm: %s\n", err);
+					return 1;
+				}
+		sweep_print(stdout, g, p);
+		fflush(stdout);
+	}
+	if (o->report_dir != NULL && sweep_write(o->report_dir, g, title, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ratelab storm: %s\n", err);
+		return 1;
+	}
+	if (o->report_dir != NULL)
+		printf("report: %s/sweep.svg (sweep.csv, sweep.json)\n", o->report_dir);
+	return 0;
+}
+
 static void print_setup(const struct storm_opts *o)
 {
 	char cap[200], rate[300], tmo[32];
@@ -540,6 +640,7 @@ static void print_setup(const struct storm_opts *o)
 int storm_main(int argc, char **argv)
 {
 	static struct storm_opts o;
+	static struct sweep_grid grid;
 	struct retry_policy pol[STORM_MAX_POLICIES];
 	struct storm_result res[STORM_MAX_POLICIES + 1];
 	struct sigaction sa = { 0 }, old_sa;
@@ -547,10 +648,12 @@ int storm_main(int argc, char **argv)
 	size_t done = 0;
 	int rc = 0;
 
-	if (opts_parse(&o, argc, argv, &rc) != 0)
+	if (opts_parse(&o, &grid, argc, argv, &rc) != 0)
 		return rc;
 	if ((rc = build_policies(&o, pol)) != 0)
 		return rc;
+	if (o.sweep)
+		return sweep_main(&o, pol);
 	/* the in-process server holds the other end of every client's connection, and the queue's */
 	if ((!o.sim && hammer_raise_nofile(2 * o.clients + o.capacity.queue_max + o.capacity.workers, 1, err, sizeof(err)) != 0) ||
 	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
