@@ -36,6 +36,7 @@ struct sim_request {
 
 /* The server's answer; strings "" for a header it did not send. */
 struct sim_reply {
+	bool reset;               /* no answer: the connection is reset (a fault) */
 	int status;
 	char retry_after[24];
 	char ratelimit[96];

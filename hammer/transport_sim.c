@@ -262,14 +262,17 @@ static void arrive(struct transport_loop *t, uint32_t id, uint64_t now)
 		set_timeout(t, id);
 }
 
-/* The call of client id ends at now: its answer, or a timeout. */
+/* The call of client id ends at now: its answer (or the reset the server sent), or a timeout. */
 static void end_call(struct transport_loop *t, uint32_t id, bool answered, uint64_t now)
 {
 	struct sim_slot *s = &t->slots[id];
 	struct workload_answer a = { RETRY_ERR_TIMEOUT, 0, NULL, NULL, NULL };
 
 	s->phase = PHASE_IDLE;
-	if (answered) {
+	if (answered && s->reply.reset) {
+		a.err = RETRY_ERR_RESET;
+		s->connected = false;
+	} else if (answered) {
 		a.err = RETRY_ERR_NONE;
 		a.status = s->reply.status;
 		a.retry_after = s->reply.retry_after[0] ? s->reply.retry_after : NULL;

@@ -40,6 +40,8 @@ struct simserver {
 	struct occ *occ;
 	struct occ_delay delay;
 	struct prng rng;               /* /occ's delay */
+	struct faults faults;          /* --faults on the route */
+	struct prng fault_rng;
 	uint64_t seed;
 	struct capacity *cap;          /* NULL: admitted requests are answered at once */
 	struct heap *held;             /* services and rejection work under way, by end (ptr: job or NULL) */
@@ -59,6 +61,10 @@ static int check_config(const struct server_config *cfg, char *err, size_t errle
 		return snprintf(err, errlen, "--sim does not model a --scenario"), -1;
 	if (cfg->key == CONFIG_KEY_HEADER)
 		return snprintf(err, errlen, "--sim models one client address: --key global or ip"), -1;
+	if (cfg->query_faults)
+		return snprintf(err, errlen, "--sim does not model --query-faults (give the faults to --faults)"), -1;
+	if (!faults_empty(&cfg->faults) && cfg->routes[0].capacity.workers > 0)
+		return snprintf(err, errlen, "--sim does not model --faults in front of a --capacity backend"), -1;
 	return 0;
 }
 
@@ -74,6 +80,7 @@ struct simserver *simserver_new(const struct server_config *cfg, const struct oc
 	m->route = cfg->routes[0];
 	m->ops = limiter_find(m->route.limiter);
 	m->reject_status = cfg->reject_status;
+	m->faults = cfg->faults;
 	m->ra_mode = cfg->retry_after;
 	m->headers = cfg->headers;
 	m->seed = seed;
@@ -140,6 +147,7 @@ static void sim_open(void *model, sim_reply_fn reply, void *ctx, uint64_t t0, ui
 	m->last = t0;
 	m->ops->init(&m->route.params, m->state, t0);
 	prng_seed(&m->rng, prng_stream_seed(m->seed, 0));
+	prng_seed(&m->fault_rng, prng_stream_seed(m->seed, 1));
 	occ_reset(m->occ);
 	capacity_free(m->cap);
 	/* the server's capacity model draws from the stream the real server's route 0 does */
@@ -147,13 +155,15 @@ static void sim_open(void *model, sim_reply_fn reply, void *ctx, uint64_t t0, ui
 	                                       : NULL;
 }
 
-/* A rejection as serve words it: the status, Retry-After, RateLimit. */
-static void rejection(struct simserver *m, const struct limiter_decision *d, uint64_t now, struct sim_reply *r)
+/* A rejection as serve words it: the status, Retry-After (unless a fault drops it), RateLimit. */
+static void rejection(struct simserver *m, const struct limiter_decision *d, const struct fault_pick *fp, uint64_t now,
+                      struct sim_reply *r)
 {
 	int64_t wall_s = (int64_t)((m->wall0_ns + (now - m->t0)) / NS_PER_SEC);
 
 	r->status = m->reject_status ? m->reject_status : 429;
-	if (!headers_retry_after(m->ra_mode, d->wait_ns, wall_s, r->retry_after, sizeof(r->retry_after)))
+	if (fp->no_retry_after ||
+	    !headers_retry_after(m->ra_mode, d->wait_ns, wall_s, r->retry_after, sizeof(r->retry_after)))
 		r->retry_after[0] = '\0';
 	if ((m->headers & HEADERS_IETF) &&
 	    headers_ratelimit(&m->route.params, m->ops->layered, d, r->ratelimit, sizeof(r->ratelimit)) != 0)
@@ -239,10 +249,15 @@ static void enter_backend(struct simserver *m, uint64_t token, uint64_t now)
 		act(m, ev, n, now);
 }
 
+/*
+ * A limited path, as serve's request phases take it: the faults' pick (a
+ * reset ends it there), the limiter, the fault's delay, then a rejection,
+ * the fault's status, or the backend (the answer at once without one).
+ */
 static void sim_arrive(void *model, uint64_t token, const struct sim_request *rq, uint64_t now)
 {
-	static const struct sim_reply OK = { .status = 200 };
 	struct simserver *m = model;
+	struct fault_pick fp = { 0 };
 	struct limiter_decision d;
 	struct sim_reply r = { 0 };
 
@@ -251,10 +266,15 @@ static void sim_arrive(void *model, uint64_t token, const struct sim_request *rq
 		occ_answer(m, token, rq, now);
 		return;
 	}
-	m->ops->decide(&m->route.params, m->state, now, 1, &d);
-	if (!d.admitted) {
-		rejection(m, &d, now, &r);
-		m->reply(m->reply_ctx, token, &r, now);
+	if (!faults_empty(&m->faults))
+		faults_pick(&m->faults, &m->fault_rng, &fp);
+	r.reset = fp.reset;
+	if (!fp.reset)
+		m->ops->decide(&m->route.params, m->state, now, 1, &d);
+	if (fp.reset || !d.admitted) {
+		if (!fp.reset)
+			rejection(m, &d, &fp, now, &r);
+		m->reply(m->reply_ctx, token, &r, fp.reset ? now : now + fp.delay_ns);
 		return;
 	}
 	if (m->cap != NULL) {
@@ -263,7 +283,8 @@ static void sim_arrive(void *model, uint64_t token, const struct sim_request *rq
 	}
 	if (m->ops->release != NULL)
 		m->ops->release(&m->route.params, m->state);
-	m->reply(m->reply_ctx, token, &OK, now);
+	r.status = fp.status ? fp.status : 200;
+	m->reply(m->reply_ctx, token, &r, now + fp.delay_ns);
 }
 
 static uint64_t sim_next_due(void *model)

@@ -164,6 +164,24 @@ START_TEST(capacity_counts)
 }
 END_TEST
 
+/* serve's --faults in the model: statuses replace admitted answers, a reset is a transport error. */
+START_TEST(faults_counts)
+{
+	static const char *const args[] = { "hammer", "--sim", "--serve", "--limiter none --faults 503:20,reset:10,delay=50ms:20",
+	                                    "--no-retry", "--concurrency", "10", "--requests", "1000", "--seed", "5",
+	                                    "--json", "-", NULL };
+	struct test_run r;
+	json_t *j = sim_json(args, &r);
+
+	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 712);
+	ck_assert_int_eq(testutil_jint(j, "statuses", "503"), 184);
+	ck_assert_int_eq(testutil_jint(j, "errors", "reset"), 104);
+	ck_assert_ptr_nonnull(strstr(r.err, "latency p50 200us  p90 50ms"));
+	json_decref(j);
+	testutil_run_free(&r);
+}
+END_TEST
+
 /* Every message lost: each call times out after --timeout, in virtual time; no answer is exit 1. */
 START_TEST(loss_times_out)
 {
@@ -253,6 +271,8 @@ START_TEST(bad_flags)
 		  "ratelab hammer: --sim-loss: '2' is not a number from 0 to 1\n" },
 		{ { "hammer", "--sim", "--sim-delay", "5", NULL },
 		  "ratelab hammer: --sim-delay: '5' is not a delay such as 10ms or 10ms\xc2\xb1" "2ms\n" },
+		{ { "hammer", "--sim", "--serve", "--query-faults", NULL },
+		  "ratelab hammer: --serve: --sim does not model --query-faults (give the faults to --faults)\n" },
 		{ { "hammer", "--serve", "--limit 3", NULL },
 		  "ratelab hammer: --serve configures the model of --sim: give --sim too\n" },
 		{ { "herd", "--sim", "--url", "http://127.0.0.1:1/", NULL },
@@ -285,6 +305,7 @@ Suite *sim_suite(void)
 	tcase_add_test(t, herd_sim_is_exact);
 	tcase_add_test(t, token_bucket_counts);
 	tcase_add_test(t, capacity_counts);
+	tcase_add_test(t, faults_counts);
 	tcase_add_test(t, loss_times_out);
 	tcase_add_test(t, herd_compare_both_ways);
 	tcase_add_test(t, storm_sweep_grid);
