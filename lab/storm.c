@@ -48,6 +48,7 @@ struct storm_opts {
 	char window_what[160];
 	bool sim;                      /* --sim: virtual time against a model of the server */
 	struct sim_net net;            /* --sim-delay, --sim-loss, --sim-connect */
+	bool compare;                  /* --compare: each run real, then in virtual time, and the gap */
 	bool sweep;                    /* --sweep: a grid of runs per policy instead of one run */
 	struct sweep_grid *grid;       /* its axes (--sweep-loads, --sweep-lengths) and cells */
 };
@@ -95,6 +96,9 @@ static void usage(FILE *f)
 	"  --sim-delay MEAN[±SD]  --sim: each message's one-way network delay (100us)\n"
 	"  --sim-loss P         --sim: each message lost with probability P (0..1)\n"
 	"  --sim-connect DUR    --sim: a new connection's set-up before its first request (0)\n"
+	"  --compare            each run on the in-process server, then in virtual time (the\n"
+	"                       --sim-* flags apply): the two rows and the gap per column\n"
+	"                       (virtual minus real); --report keeps the real runs\n"
 	"  --sweep              with --sim: where the storm turns metastable: for each policy a\n"
 	"                       grid of runs over offered load and trigger length, each cell\n"
 	"                       the time to recover after the trigger (or no); --report DIR\n"
@@ -256,6 +260,7 @@ static const struct cli_option STORM_OPTIONS[] = {
 	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay },
 	{ "--sim-loss", CLI_DOUBLE, SO(net.loss), .dmin = 0, .dmax = 1 },
 	{ "--sim-connect", CLI_DURATION, SO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC },
+	{ "--compare", CLI_BOOL, SO(compare) },
 	{ "--sweep", CLI_BOOL, SO(sweep) },
 	{ "--sweep-loads", CLI_CUSTOM, .fn = opt_sweep_loads },
 	{ "--sweep-lengths", CLI_CUSTOM, .fn = opt_sweep_lengths },
@@ -362,6 +367,8 @@ static int opts_parse(struct storm_opts *o, struct sweep_grid *grid, int argc, c
 	rc = cli_parse(&STORM_CLI, &g, 1, argc, argv, err, sizeof(err));
 	if (rc == 0 && o->sweep && (!o->sim || o->no_trigger || o->control))
 		rc = cli_fail(err, sizeof(err), "storm", "--sweep needs --sim and a --trigger (and no --control)");
+	if (rc == 0 && o->compare && (o->sim || o->sweep))
+		rc = cli_fail(err, sizeof(err), "storm", "--compare runs each storm both ways: no --sim or --sweep");
 	if (rc == 0)
 		rc = settle_window(o, err, sizeof(err));
 	if (rc == 0)
@@ -546,6 +553,43 @@ static int write_report(const struct storm_opts *o, const struct storm_result *r
 	return 0;
 }
 
+/* --compare's gap row: virtual minus real, column by column. */
+static void gap_row(const struct storm_result *real, const struct storm_result *virt)
+{
+	char rec[32];
+
+	if (real->recovered && virt->recovered)
+		snprintf(rec, sizeof(rec), "%+.1fs", ((double)virt->recovered_ns - (double)real->recovered_ns) / 1e9);
+	else
+		snprintf(rec, sizeof(rec), "%s", real->recovered == virt->recovered ? "same" : "differs");
+	printf("%-20s %+8.1f %+8.1f %+8.1f %+10.1f %10s %+9.2f %+7.1fs\n", "  gap", virt->before - real->before,
+	       virt->during - real->during, virt->after - real->after, virt->best_after - real->best_after, rec,
+	       virt->amplification - real->amplification, virt->work_gone_s - real->work_gone_s);
+}
+
+/* One run both ways (--compare): the real row (kept in *out), the virtual row, the gap.  As run_one. */
+static int compare_one(const struct storm_opts *o, const struct retry_policy *pol, bool triggered, bool header,
+                       struct storm_result *out, char *err, size_t errlen)
+{
+	struct storm_opts v = *o;
+	struct storm_result virt = { 0 };
+	int rc;
+
+	v.sim = true;
+	if ((rc = run_one(o, pol, triggered, out, err, errlen)) != 0)
+		return rc;
+	if ((rc = run_one(&v, pol, triggered, &virt, err, errlen)) != 0) {
+		storm_result_destroy(out);
+		return rc;
+	}
+	storm_report_row(stdout, out, header);
+	snprintf(virt.policy, sizeof(virt.policy), "  virtual");
+	storm_report_row(stdout, &virt, false);
+	gap_row(out, &virt);
+	storm_result_destroy(&virt);
+	return 0;
+}
+
 /* The runs in order (the control first), each row printed as it ends; *n gets the rows done. */
 static int run_all(const struct storm_opts *o, const struct retry_policy *pol, struct storm_result *res, size_t *n)
 {
@@ -556,7 +600,8 @@ static int run_all(const struct storm_opts *o, const struct retry_policy *pol, s
 	for (size_t k = 0; k < runs; k++) {
 		bool control = o->control && k == 0;
 		const struct retry_policy *p = &pol[o->control && k > 0 ? k - 1 : k];
-		int rc = run_one(o, p, !control, &res[*n], err, sizeof(err));
+		int rc = o->compare ? compare_one(o, p, !control, *n == 0, &res[*n], err, sizeof(err))
+		                    : run_one(o, p, !control, &res[*n], err, sizeof(err));
 
 		if (rc < 0) {
 			fprintf(stderr, "ratelab storm: %s\n", err);
@@ -564,7 +609,8 @@ static int run_all(const struct storm_opts *o, const struct retry_policy *pol, s
 		}
 		if (rc > 0)
 			return 130;
-		storm_report_row(stdout, &res[*n], *n == 0);
+		if (!o->compare)
+			storm_report_row(stdout, &res[*n], *n == 0);
 		fflush(stdout);
 		(*n)++;
 	}

@@ -219,6 +219,24 @@ START_TEST(herd_compare_both_ways)
 }
 END_TEST
 
+/* storm --compare: the real storm's row, then the same storm in virtual time (exact), then the gap. */
+START_TEST(storm_compare_both_ways)
+{
+	static const char *const args[] = { "storm", "--compare", "--policies", "naive", "--duration", "4s",
+	                                    "--trigger", "25%@1s+1s", NULL };
+	struct test_run r;
+	const char *real;
+
+	ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	real = strstr(r.out, "\nnaive ");
+	ck_assert_msg(real != NULL, "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(real, "\n  virtual               198.0     99.0    250.5      301.0       0.0s      1.01"
+	                                   "     0.1s    1%\n  gap "));
+	testutil_run_free(&r);
+}
+END_TEST
+
 /*
  * storm --sim --sweep: naive retries stay down after a 2 s trigger at half
  * the capacity, where a retry budget comes back in 1.3 s; at 90 % neither
@@ -277,6 +295,8 @@ START_TEST(bad_flags)
 		  "ratelab hammer: --serve configures the model of --sim: give --sim too\n" },
 		{ { "herd", "--sim", "--url", "http://127.0.0.1:1/", NULL },
 		  "ratelab herd: --sim models its own server: no --url or --join\n" },
+		{ { "storm", "--compare", "--sim", NULL },
+		  "ratelab storm: --compare runs each storm both ways: no --sim or --sweep\n" },
 		{ { "storm", "--sweep", NULL },
 		  "ratelab storm: --sweep needs --sim and a --trigger (and no --control)\n" },
 		{ { "herd", "--compare", "--sim", NULL },
@@ -308,6 +328,7 @@ Suite *sim_suite(void)
 	tcase_add_test(t, faults_counts);
 	tcase_add_test(t, loss_times_out);
 	tcase_add_test(t, herd_compare_both_ways);
+	tcase_add_test(t, storm_compare_both_ways);
 	tcase_add_test(t, storm_sweep_grid);
 	tcase_add_test(t, bad_flags);
 	tcase_set_timeout(t, 120);
