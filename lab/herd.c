@@ -481,6 +481,33 @@ static int herd_setup(struct herd_opts *o, struct retry_policy *pol, struct herd
 	return 0;
 }
 
+/*
+ * What the herd runs against, unless --url: the in-process server (its URL
+ * in url) and, with --sim or --compare, its model.  0, or -1 (reported).
+ */
+static int start_targets(const struct herd_opts *o, struct occ_route *oc, struct server **srv, struct sim_config *sim,
+                         char *url, size_t len)
+{
+	char err[256];
+
+	oc->delay = o->delay;
+	oc->seed = o->seed;
+	if ((o->sim || o->compare) && !(sim->model_state = sim_model_new(o, err, sizeof(err)))) {
+		fprintf(stderr, "ratelab herd: %s\n", err);
+		return -1;
+	}
+	if (o->sim) {
+		snprintf(url, len, "http://sim");
+	} else if (!o->url) {
+		if (!(oc->occ = occ_new()) || !(*srv = start_server(o, oc, err, sizeof(err)))) {
+			fprintf(stderr, "ratelab herd: %s\n", oc->occ ? err : "out of memory");
+			return -1;
+		}
+		snprintf(url, len, "http://127.0.0.1:%d", server_port(*srv));
+	}
+	return 0;
+}
+
 /* The herd of a set-up run: the server (or --url), every policy, the report.  Returns the exit code; frees hj's join. */
 static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct herd_join *hj)
 {
@@ -500,21 +527,8 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 		join_free(hj->join);
 		return 1;
 	}
-	oc.delay = o->delay;
-	oc.seed = o->seed;
-	if ((o->sim || o->compare) && !(sim.model_state = sim_model_new(o, err, sizeof(err)))) {
-		fprintf(stderr, "ratelab herd: %s\n", err);
+	if (start_targets(o, &oc, &srv, &sim, url, sizeof(url)) != 0)
 		goto stop;
-	}
-	if (o->sim) {
-		snprintf(url, sizeof(url), "http://sim");
-	} else if (!o->url) {
-		if (!(oc.occ = occ_new()) || !(srv = start_server(o, &oc, err, sizeof(err)))) {
-			fprintf(stderr, "ratelab herd: %s\n", oc.occ ? err : "out of memory");
-			goto stop;
-		}
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port(srv));
-	}
 	hj->base = o->url;
 	hj->admin_token = o->admin_token;
 	if (o->url)
