@@ -7,6 +7,7 @@
 
 #include "common/retry/retry.h"
 #include "hammer/engine.h"
+#include "hammer/loopclock.h"
 #include "hammer/workload.h"
 
 /*
@@ -21,8 +22,9 @@
 struct transport_run;    /* a transport's run-wide state */
 struct transport_loop;   /* a transport's state in one loop */
 
-/* The epoll tag a loop keeps for itself (its timerfd); a transport registers its sockets under any other. */
-#define TRANSPORT_TAG_LOOP UINT64_MAX
+/* The epoll tag the loop's clock keeps for its timerfd (hammer/loopclock.h); a transport registers its
+ * sockets under any other. */
+#define TRANSPORT_TAG_LOOP LOOPCLOCK_TAG
 
 /* What a transport gets from its loop. */
 struct transport_env {
