@@ -11,6 +11,7 @@
 #include "hammer/hammer.h"
 #include "hammer/merge.h"
 #include "lab/herd.h"
+#include "lab/simserver.h"
 #include "lab/storm.h"
 #include "lab/verify.h"
 #include "server/serve.h"
@@ -23,7 +24,7 @@ struct command {
 
 static const struct command COMMANDS[] = {
 	{ "serve", serve_main, "run the rate-limited lab server" },
-	{ "hammer", hammer_main, "fire concurrent requests, with or without retry" },
+	{ "hammer", simserver_hammer_main, "fire concurrent requests, with or without retry" },
 	{ "herd", herd_main, "run the thundering-herd comparison of backoff policies" },
 	{ "storm", storm_main, "run the metastable retry storm: overload, a trigger, and who recovers" },
 	{ "cases", cases_main, "replay a retry-cases table through the policy engine" },

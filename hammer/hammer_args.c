@@ -166,6 +166,16 @@ static int opt_join(void *base, const struct cli_option *o, const char *v, char 
 	return 0;
 }
 
+static int opt_sim_delay(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	char inner[ERRLEN];
+
+	(void)o;
+	if (sim_net_parse_delay(v, &((struct hammer_opts *)base)->simcfg.net, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a delay such as 10ms or 10ms±2ms"), -1;
+	return 0;
+}
+
 static const char *const ARRIVALS[] = { "constant", "poisson", NULL };
 static const char *const STARTS[] = { "now", "herd", NULL };
 static const char *const TRANSPORTS[] = { "auto", "wire", "curl", NULL };  /* enum hammer_transport */
@@ -278,6 +288,18 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	  .help = "how many hammers --join waits for" },
 	{ "--join-timeout", DUR_MS(join_timeout_ns), .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "the longest wait for the other nodes (default 30s)" },
+	{ "--sim", CLI_BOOL, HO(sim), .section = CLI_SEC_ADVANCED,
+	  .help = "run in exact virtual time against an in-process model of ratelab serve "
+	          "(its limiter, capacity model and /occ): the same engine and retry policy, no "
+	          "sockets; the same --seed gives the same bytes (one loop: --threads changes nothing)" },
+	{ "--serve", CLI_STRING, HO(serve_flags), .section = CLI_SEC_ADVANCED, .arg = "'FLAGS'",
+	  .help = "with --sim: the model's serve flags, e.g. '--limiter gcra --limit 5'" },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
+	  .help = "with --sim: each message's one-way network delay, |N(MEAN, SD)| (default 100us)" },
+	{ "--sim-loss", CLI_DOUBLE, HO(simcfg.net.loss), .dmin = 0, .dmax = 1, .section = CLI_SEC_ADVANCED, .arg = "P",
+	  .help = "with --sim: each message lost with probability P (0..1; the call times out)" },
+	{ "--sim-connect", CLI_DURATION, HO(simcfg.net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "with --sim: a client's first call pays DUR to set its connection up (default 0)" },
 	{ NULL },
 };
 
@@ -318,6 +340,7 @@ static void set_defaults(struct hammer_opts *o)
 	o->cfg.headers = o->headers;
 	o->policy_name = "none";
 	o->join_timeout_ns = 30 * NS_PER_SEC;
+	sim_net_defaults(&o->simcfg.net);
 }
 
 /* An http:// or https:// URL that libcurl can take apart (host present, port in range). */
@@ -361,6 +384,10 @@ static int check_targets(struct hammer_opts *o, char *err, size_t errlen)
 			                     "is not a plain http://HOST[:PORT]/PATH URL (--transport wire takes no other)");
 	if (o->cfg.poisson && o->cfg.rate == 0)
 		return cli_fail(err, errlen, "hammer", "--arrivals poisson needs --rate");
+	if (o->sim && o->join_url != NULL)
+		return cli_fail(err, errlen, "hammer", "--sim runs in one process: no --join");
+	if (!o->sim && o->serve_flags != NULL)
+		return cli_fail(err, errlen, "hammer", "--serve configures the model of --sim: give --sim too");
 	if ((o->join_url != NULL) != (o->nodes != 0))
 		return cli_fail(err, errlen, "hammer", o->join_url ? "--join needs --nodes N (the nodes in the run)"
 		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
@@ -410,6 +437,9 @@ int hammer_args_parse(struct hammer_opts *o, int argc, char **argv, atomic_int *
 	o->cfg.notes = o->verbose ? stderr : NULL;
 	o->cfg.progress = (!o->quiet && !o->verbose && isatty(STDERR_FILENO)) ? stderr : NULL;
 	o->cfg.cancel = cancel;
+	/* virtual time runs every client on one loop */
+	if (o->sim)
+		o->cfg.threads = 1;
 	return 0;
 }
 

@@ -123,7 +123,7 @@ static void finish_request(struct vclient_host *h, struct vclient *c, uint64_t n
 		if (why != RETRY_REASON_OK && why != RETRY_REASON_RETRY)
 			r->gave_up[why]++;
 	}
-	h->request_done(h, c, now);
+	h->request_done(h->done_ctx, c, now);
 }
 
 void vclient_timer(struct vclient_host *h, struct vclient *c, uint64_t due, uint64_t now)
@@ -188,7 +188,7 @@ static void attempt_ended(struct vclient_host *h, struct vclient *c, const struc
 	in.idempotent = -1;
 	in.retry_after = a->retry_after;
 	in.ratelimit = a->ratelimit;
-	in.now_wall_s = (int64_t)(clock_wall_ns() / NS_PER_SEC);
+	in.now_wall_s = (int64_t)((h->start_wall_ns + vclient_since_start(h, now)) / NS_PER_SEC);
 	in.attempt = c->attempt;
 	in.elapsed_ns = now - c->first_ns;
 	in.waited_ns = c->waited_ns;
@@ -246,6 +246,13 @@ void vclient_ended(struct vclient_host *h, struct vclient *c, const struct workl
 		return;
 	}
 	attempt_ended(h, c, a, now);
+}
+
+void vclient_call_ended(void *host, uint32_t id, const struct workload_answer *a, uint64_t now)
+{
+	struct vclient_host *h = host;
+
+	vclient_ended(h, &h->clients[id], a, now);
 }
 
 void vclient_drain_failed(struct vclient_host *h, uint64_t now)

@@ -122,6 +122,16 @@ static int opt_delay(void *base, const struct cli_option *opt, const char *v, ch
 	return 0;
 }
 
+static int opt_sim_delay(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	char inner[256];
+
+	(void)opt;
+	if (sim_net_parse_delay(v, &((struct herd_opts *)base)->net, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a delay such as 10ms or 10ms\xc2\xb1" "2ms"), -1;
+	return 0;
+}
+
 _Static_assert(HERD_WORKLOAD_REQUEST == 0 && HERD_WORKLOAD_OCC == 1, "WORKLOADS follows enum herd_workload");
 static const char *const WORKLOADS[] = { "request", "occ", NULL };
 
@@ -148,8 +158,8 @@ static const struct cli_option HERD_OPTIONS[] = {
 	          "too." },
 	{ "--policy", CLI_CUSTOM, .fn = opt_policies, .values = policy_words, .section = CLI_SEC_DOES, .arg = "NAME",
 	  .help = "add one more policy (a preset) to the list." },
-	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = 100000, .section = CLI_SEC_RUN, .arg = "N",
-	  .help = "virtual clients (default 200)" },
+	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = HERD_SIM_MAX_CLIENTS, .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "virtual clients (default 200; at most 100,000, or 1,000,000 with --sim)" },
 	{ "--seed", CLI_U64, HO(seed), .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
 	  .help = "fixes every random wait (default 1)" },
 	{ "--workload", CLI_CHOICE, HO(workload), .words = WORKLOADS, .section = CLI_SEC_RUN, .arg = "request|occ",
@@ -189,6 +199,20 @@ static const struct cli_option HERD_OPTIONS[] = {
 	  .help = "how many herds --join waits for" },
 	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "the longest wait for the other nodes (30s)" },
+	{ "--sim", CLI_BOOL, HO(sim), .section = CLI_SEC_ADVANCED,
+	  .help = "exact virtual time: the same engine and policies against an in-process model "
+	          "of the server (its limiter, /occ and --delay), no sockets; up to 1,000,000 "
+	          "clients; same --seed, same bytes" },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
+	  .help = "with --sim: each message's one-way network delay (default 100us)" },
+	{ "--sim-loss", CLI_DOUBLE, HO(net.loss), .dmin = 0, .dmax = 1, .section = CLI_SEC_ADVANCED, .arg = "P",
+	  .help = "with --sim: each message lost with probability P (0..1)" },
+	{ "--sim-connect", CLI_DURATION, HO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "with --sim: a client's first call pays DUR to connect (default 0)" },
+	{ "--compare", CLI_BOOL, HO(compare), .section = CLI_SEC_ADVANCED,
+	  .help = "each policy both ways, on the in-process server and in virtual time (the "
+	          "--sim-* flags apply): the two rows and the gap per column (virtual minus real); "
+	          "--report keeps the real runs" },
 	{ NULL },
 };
 
@@ -227,6 +251,7 @@ static void opts_defaults(struct herd_opts *o)
 	o->path = "/";
 	o->max_ns = 60 * NS_PER_SEC;
 	o->join_timeout_ns = 30 * NS_PER_SEC;
+	sim_net_defaults(&o->net);
 	add_policies(o, HERD_DEFAULT_POLICIES, why, sizeof(why));
 }
 
@@ -256,6 +281,23 @@ static int check_report_dir(const char *dir, char *err, size_t errlen)
 	return cli_bad_value(err, errlen, "herd", "--report", dir, "cannot be made (%s)", strerror(errno));
 }
 
+/* What --sim allows and a real herd does not, and the other way round. */
+static int check_sim(const struct herd_opts *o, char *err, size_t errlen)
+{
+	char n[32];
+
+	if (o->sim && (o->url != NULL || o->join_url != NULL))
+		return cli_fail(err, errlen, "herd", "--sim models its own server: no --url or --join");
+	if (o->compare && (o->sim || o->url != NULL || o->join_url != NULL))
+		return cli_fail(err, errlen, "herd", "--compare runs its own server both ways: no --sim, --url or --join");
+	if (!o->sim && o->clients > HERD_MAX_CLIENTS) {
+		snprintf(n, sizeof(n), "%u", o->clients);
+		return cli_bad_value(err, errlen, "herd", "--clients", n, "is more than %u (up to %u with --sim)",
+		                     HERD_MAX_CLIENTS, HERD_SIM_MAX_CLIENTS);
+	}
+	return 0;
+}
+
 int herd_opts_parse(struct herd_opts *o, int argc, char **argv)
 {
 	struct cli_group g = { HERD_OPTIONS, o };
@@ -272,6 +314,8 @@ int herd_opts_parse(struct herd_opts *o, int argc, char **argv)
 		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
 	if (rc == 0 && o->join_url != NULL && o->url == NULL)
 		rc = cli_fail(err, sizeof(err), "herd", "--join needs --url (the one server every node sends to)");
+	if (rc == 0)
+		rc = check_sim(o, err, sizeof(err));
 	if (rc != 0)
 		return cli_exit(&HERD_CLI, rc, err) == 0 ? 1 : 2;
 	herd_knobs_defaults(o->workload, &def);

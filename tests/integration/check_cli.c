@@ -259,9 +259,9 @@ START_TEST(herd_mistakes)
 		{ { "herd", "--bogus", NULL }, "ratelab herd: unknown option '--bogus'\n" },
 		{ { "herd", "--clients", "5", "--seed", NULL }, "ratelab herd: --seed needs a value\n" },
 		/* the range is named, not just 'bad value' */
-		{ { "herd", "--clients", "0", NULL }, "ratelab herd: --clients: '0' is not a number from 1 to 100000\n" },
+		{ { "herd", "--clients", "0", NULL }, "ratelab herd: --clients: '0' is not a number from 1 to 1000000\n" },
 		{ { "herd", "--clients=100001", NULL },
-		  "ratelab herd: --clients: '100001' is not a number from 1 to 100000\n" },
+		  "ratelab herd: --clients: '100001' is more than 100000 (up to 1000000 with --sim)\n" },
 		/* a URL that cannot be one is a usage error before any DNS lookup */
 		{ { "herd", "--url", "nan", NULL }, "ratelab herd: --url: 'nan' is not an http:// or https:// URL with a host\n" },
 		{ { "herd", "--admin-token", "a b", NULL },
