@@ -220,7 +220,53 @@ START_TEST(stopped_runs)
 	                             "the 5.00s limit");
 	ck_assert_outcome(grade("succeeds", log, 1, &stopped), VERIFY_NOT_OBSERVED);
 	ck_assert_outcome(grade("stops-after-attempts", log, 1, &stopped), VERIFY_NOT_OBSERVED);
-	ck_assert_outcome(grade("max-attempts<=1", log, 1, &stopped), VERIFY_PASS);
+	v = grade("max-attempts<=1", log, 1, &stopped);
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	ck_assert_str_eq(v.evidence, "attempts: a=1; a lower bound: still running when verify stopped it at 5.01s "
+	                             "(the verdict was settled)");
+}
+END_TEST
+
+/* Killed at the timeout, the client might still have retried: an upper bound on attempts is not observed. */
+START_TEST(killed_runs_bound_attempts_from_below)
+{
+	struct scenario_arrival log[3] = { arrival("a", "GET", 0, 429, 3600000), arrival("a", "GET", 10, 429, 3600000),
+		                           arrival("a", "GET", 20, 429, 3600000) };
+	struct verify_grade_run killed = { .exit_status = 143, .killed = true, .wall_ns = 8 * NS_PER_SEC,
+		                           .timeout_ns = 8 * NS_PER_SEC };
+	struct verify_grade_verdict v = grade("max-attempts<=3", log, 3, &killed);
+
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	ck_assert_str_eq(v.evidence, "attempts: a=3; a lower bound: still running at the 8.0s timeout: killed");
+	v = grade("max-attempts<=2", log, 3, &killed);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "attempts: a=3");
+}
+END_TEST
+
+/* Past the log's cap the counts go on: count-based verdicts use every attempt, not the logged ones. */
+START_TEST(counts_past_the_log)
+{
+	static struct scenario_arrival log[400];
+	struct scenario_count counts[2] = { { "127.0.0.1", 5000 }, { "127.0.0.2", 3 } };
+	struct verify_grade_run run = RUN_OK;
+	struct verify_grade_verdict v;
+
+	for (size_t i = 0; i < 400; i++)
+		log[i] = arrival("127.0.0.1", "GET", i, 200, -1);
+	run.dropped = 4603;
+	run.counts = counts;
+	run.ncounts = 2;
+	v = grade("max-attempts<=4500", log, 400, &run);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "attempts: 127.0.0.1=5000 127.0.0.2=3 (every attempt counted; the log holds the "
+	                             "first 400 arrivals, 4603 more not logged)");
+	ck_assert_outcome(grade("max-attempts<=5000", log, 400, &run), VERIFY_PASS);
+	ck_assert(failed_now("max-attempts<=4500", log, 400, &run));
+	ck_assert(!failed_now("max-attempts<=5000", log, 400, &run));
+	v = grade("stops-after-attempts", log, 400, &run);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert(failed_now("stops-after-attempts", log, 400, &run));
 }
 END_TEST
 
@@ -583,6 +629,8 @@ Suite *verify_grade_suite(void)
 	tcase_add_test(tc, attempts_and_exit);
 	tcase_add_test(tc, timeout_before_the_limit_is_not_observed);
 	tcase_add_test(tc, stopped_runs);
+	tcase_add_test(tc, killed_runs_bound_attempts_from_below);
+	tcase_add_test(tc, counts_past_the_log);
 	tcase_add_test(tc, failed_for_good_while_running);
 	tcase_add_test(tc, stopping_means_at_most_ten_attempts);
 	tcase_add_test(tc, non_idempotent_retries);
