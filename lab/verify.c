@@ -493,6 +493,9 @@ static void run_one_of(struct all_run *a, size_t i)
 	ro.progress = a->show ? show_all : NULL;
 	ro.progress_ctx = a->show;
 	verify_run(a->p->sc[i], a->p->ex[i], a->p->nex[i], &ro, &a->rs[i]);
+	/* its log is graded and copied: free it now, not after every other scenario */
+	scenario_free(a->p->sc[i]);
+	a->p->sc[i] = NULL;
 }
 
 static void *all_worker(void *arg)

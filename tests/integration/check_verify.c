@@ -110,7 +110,8 @@ START_TEST(help_and_list_go_to_stdout)
 	run_verify(&r, HELP, 5000);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_has(r.out, "usage: ratelab verify --scenario LIST [options] -- COMMAND");
-	ck_assert_has(r.out, "ratelab verify --all [options] -- COMMAND");
+	ck_assert_has(r.out, "ratelab verify --all [--skip LIST] [options] -- COMMAND");
+	ck_assert_has(r.out, "--listen ADDR:PORT [--until-idle DUR] [options]\n");
 	ck_assert_has(r.out, "no-retry-non-idempotent");
 	ck_assert_has(r.out, "--junit FILE|-");
 	ck_assert_has(r.out, "exit: 0 every expectation holds, 1 one fails (or, with --strict, is not observed),\n"
