@@ -244,6 +244,39 @@ START_TEST(killed_runs_bound_attempts_from_below)
 }
 END_TEST
 
+/* verify --listen has no command: succeeds is each client's last answer, gives-up-within can only fail. */
+START_TEST(listened_runs_grade_from_the_server)
+{
+	struct scenario_arrival log[4] = { arrival("a", "GET", 0, 429, 2000), arrival("b", "GET", 5, 429, 2000),
+		                           arrival("a", "GET", 2000, 200, -1), arrival("b", "GET", 7005, 429, 2000) };
+	struct verify_grade_run idle = { .listened = true, .wall_ns = 12 * NS_PER_SEC, .timeout_ns = 60 * NS_PER_SEC };
+	struct verify_grade_run timeout = idle;
+	struct verify_grade_verdict v;
+
+	for (size_t i = 0; i < 4; i++)
+		log[i].end = SCENARIO_END_SENT;
+	timeout.killed = true;
+	v = grade("succeeds", &log[2], 1, &idle);
+	ck_assert_outcome(v, VERIFY_PASS);
+	ck_assert_str_eq(v.evidence, "1 of 1 clients ended on a 2xx (seen from the server: no command)");
+	v = grade("succeeds", log, 4, &idle);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "b's last answer was 429; 1 of 2 clients ended on a 2xx (seen from the server: no "
+	                             "command)");
+	v = grade("succeeds", log, 4, &timeout);
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	v = grade("gives-up-within=5s", log, 4, &idle);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "attempts spanned 7.00s (limit 5.00s)");
+	v = grade("gives-up-within=5s", log, 3, &idle);
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	ck_assert_str_eq(v.evidence, "attempts spanned 2.00s (limit 5.00s); not observed: no command, so when the app "
+	                             "gave up is not seen");
+	ck_assert_outcome(grade("max-attempts<=2", log, 4, &idle), VERIFY_PASS);
+	ck_assert_outcome(grade("max-attempts<=2", log, 4, &timeout), VERIFY_NOT_OBSERVED);
+}
+END_TEST
+
 /* Past the log's cap the counts go on: count-based verdicts use every attempt, not the logged ones. */
 START_TEST(counts_past_the_log)
 {
@@ -631,6 +664,7 @@ Suite *verify_grade_suite(void)
 	tcase_add_test(tc, stopped_runs);
 	tcase_add_test(tc, killed_runs_bound_attempts_from_below);
 	tcase_add_test(tc, counts_past_the_log);
+	tcase_add_test(tc, listened_runs_grade_from_the_server);
 	tcase_add_test(tc, failed_for_good_while_running);
 	tcase_add_test(tc, stopping_means_at_most_ten_attempts);
 	tcase_add_test(tc, non_idempotent_retries);
