@@ -573,13 +573,7 @@ static void run_listening(const struct verify_opts *o, struct prepared *p, struc
 {
 	struct verify_listen_opts lo = { o->bind, o->port, o->idle_ns, o->timeout_ns, &verify_interrupted, stderr };
 
-	if (verify_listen(p->sc, (const struct verify_grade_expect (*)[VERIFY_GRADE_MAX_EXPECT])p->ex, p->nex, p->n, &lo,
-	                  rs) < 0)
-		for (size_t i = 0; i < p->n; i++)
-			if (rs[i].error[0]) {
-				explain(&rs[i]);
-				break;
-			}
+	verify_listen(p->sc, (const struct verify_grade_expect (*)[VERIFY_GRADE_MAX_EXPECT])p->ex, p->nex, p->n, &lo, rs);
 }
 
 /* Run what o names and report it: one scenario's arrivals and verdicts, or one table for several. */

@@ -275,6 +275,10 @@ int verify_listen(struct scenario **sc, const struct verify_grade_expect (*ex)[V
 		    (rc == 0 && listen_one(sc[i], o, i, srv, &rs[i]) < 0))
 			rc = -1;
 	end = rc == 0 ? serve_until(sc, n, o, t0) : VERIFY_LISTEN_SIGNAL;
+	for (size_t i = 0; rc < 0 && i < n; i++)
+		if (!rs[i].error[0])
+			snprintf(rs[i].error, sizeof(rs[i].error), "scenario %.200s not served: another could not listen",
+			         rs[i].scenario);
 	for (size_t i = 0; srv && i < n; i++)
 		server_stop(srv[i]);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
