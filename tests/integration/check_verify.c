@@ -274,7 +274,7 @@ START_TEST(curl_loop_fails_with_exit_1)
 	temp_path(json_path);
 	run_verify(&r, args, 20000);
 	ck_assert_int_eq(r.status, 1);
-	ck_assert_has(r.out, "FAIL  honours-retry-after      127.0.0.1: asked 2.000s, waited 0.0");
+	ck_assert_has(r.out, "FAIL  honours-retry-after      127.0.0.1: asked 2.000s, waited 0.");  /* under 1 s, however busy */
 	ck_assert_has(r.out, "[2 of 2 retries too early; tolerance 50ms]");
 	testutil_run_free(&r);
 	root = json_load_file(json_path, 0, NULL);
