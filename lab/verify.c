@@ -1,6 +1,7 @@
 /* `ratelab verify`: run any client against scripted scenarios and grade what it did. */
 #include "lab/verify.h"
 
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +13,8 @@
 #include "common/clock.h"
 #include "common/junit.h"
 #include "common/progress.h"
+#include "common/parse.h"
+#include "lab/verify_baseline.h"
 #include "lab/verify_child.h"
 #include "lab/verify_report.h"
 #include "lab/verify_run.h"
@@ -19,17 +22,32 @@
 #define VERIFY_DEFAULT_TIMEOUT_NS (60ULL * NS_PER_SEC)
 #define VERIFY_DEFAULT_JOBS 6
 #define VERIFY_MAX_JOBS 32
+#define VERIFY_MAX_ARGS 32         /* --scenario and --skip given at most this often */
+#define VERIFY_MAX_SCENARIOS 64    /* scenarios in one run */
 
 struct verify_opts {
-	const char *scenario;
+	const char *scenario_args[VERIFY_MAX_ARGS];  /* each a NAME|FILE or a comma list */
+	unsigned nscenario_args;
+	const char *skip_args[VERIFY_MAX_ARGS];
+	unsigned nskip_args;
 	const char *expect;        /* NULL: the scenario's defaults */
 	const char *json;
 	const char *junit;
+	const char *baseline;
+	const char *listen;        /* ADDR:PORT */
 	uint64_t clients;
 	uint64_t timeout_ns;
+	uint64_t idle_ns;
 	uint64_t jobs;
-	bool all, list, strict, quiet;
+	bool all, list, strict, quiet, write_baseline;
 	char **cmd;                /* NULL-terminated, from after "--" */
+	/* resolved after parsing */
+	const char *names[VERIFY_MAX_SCENARIOS];
+	size_t nnames;
+	char names_buf[4096];
+	char bind[64];
+	unsigned port;
+	json_t *base;              /* the --baseline read before the run */
 };
 
 static volatile sig_atomic_t verify_interrupted;
@@ -40,25 +58,42 @@ static void on_signal(int sig)
 }
 
 static const struct cli_option VERIFY_OPTIONS[] = {
-	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario), .values = scenario_builtin_names, .section = CLI_SEC_RUN, .arg = "NAME|FILE",
-	  .help = "a built-in (see --list) or a JSON script such as "
-	          "[{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}]" },
+	{ "--scenario", CLI_LIST, CLI_FIELD(struct verify_opts, scenario_args), .max = VERIFY_MAX_ARGS,
+	  CLI_COUNT(struct verify_opts, nscenario_args), .values = scenario_builtin_names, .section = CLI_SEC_RUN, .arg = "LIST",
+	  .help = "built-ins (see --list) or JSON scripts such as "
+	          "[{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}], comma-separated, "
+	          "repeatable; one scenario prints its arrivals, several print one table" },
 	{ "--all", CLI_BOOL, CLI_FIELD(struct verify_opts, all), .section = CLI_SEC_RUN,
 	  .help = "every built-in scenario with its own expectations: one table" },
+	{ "--skip", CLI_LIST, CLI_FIELD(struct verify_opts, skip_args), .max = VERIFY_MAX_ARGS,
+	  CLI_COUNT(struct verify_opts, nskip_args), .values = scenario_builtin_names, .section = CLI_SEC_RUN, .arg = "LIST",
+	  .help = "with --all: leave out these built-ins (comma-separated, repeatable)" },
 	{ "--list", CLI_BOOL, CLI_FIELD(struct verify_opts, list), .section = CLI_SEC_RUN,
 	  .help = "the built-in scenarios: what each answers, what a correct client does" },
+	{ "--listen", CLI_STRING, CLI_FIELD(struct verify_opts, listen), .section = CLI_SEC_RUN, .arg = "ADDR:PORT",
+	  .help = "no COMMAND: serve each scenario (PORT 0: a free port each, else PORT, PORT+1, "
+	          "...; one \"listening on URL\" line each on stderr) for an app started elsewhere, "
+	          "then grade what arrived" },
+	{ "--until-idle", CLI_DURATION, CLI_FIELD(struct verify_opts, idle_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "with --listen: end once no request came (and none was held) this long; else "
+	          "SIGINT/SIGTERM or --timeout end it" },
 	{ "--expect", CLI_STRING, CLI_FIELD(struct verify_opts, expect), .values = verify_grade_names, .section = CLI_SEC_DOES, .arg = "LIST",
 	  .help = "comma-separated expectations (default: the scenario's own list)." },
 	{ "--json", CLI_STRING, CLI_FIELD(struct verify_opts, json), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
 	  .help = "verdicts, evidence and arrivals as JSON" },
 	{ "--junit", CLI_STRING, CLI_FIELD(struct verify_opts, junit), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
 	  .help = "JUnit XML for CI: one testcase per expectation" },
+	{ "--baseline", CLI_STRING, CLI_FIELD(struct verify_opts, baseline), .section = CLI_SEC_OUTPUT, .arg = "FILE",
+	  .help = "compare with the verdicts FILE accepts: exit 0 unless one got worse (pass > not "
+	          "observed > fail); says what got better and worse" },
+	{ "--write-baseline", CLI_BOOL, CLI_FIELD(struct verify_opts, write_baseline), .section = CLI_SEC_OUTPUT,
+	  .help = "write today's verdicts to the --baseline FILE instead (exit 0)" },
 	{ "--clients", CLI_U64, CLI_FIELD(struct verify_opts, clients), .min = 1, .max = VERIFY_CHILD_MAX, .section = CLI_SEC_DOES, .arg = "N",
 	  .help = "run N copies at once, each its own client (URL .../client-K); 1..64" },
 	{ "--timeout", CLI_DURATION, CLI_FIELD(struct verify_opts, timeout_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_DOES, .arg = "DUR",
-	  .help = "kill COMMAND past this (default 60s)" },
+	  .help = "kill COMMAND (or stop --listen) past this (default 60s)" },
 	{ "--jobs", CLI_U64, CLI_FIELD(struct verify_opts, jobs), .min = 1, .max = VERIFY_MAX_JOBS, .section = CLI_SEC_ADVANCED, .arg = "N",
-	  .help = "--all: scenarios run at once (default 6; 1..32)" },
+	  .help = "several scenarios: how many run at once (default 6; 1..32)" },
 	{ "--strict", CLI_BOOL, CLI_FIELD(struct verify_opts, strict), .section = CLI_SEC_DOES,
 	  .help = "an expectation not observed fails" },
 	{ "--quiet", CLI_BOOL, CLI_FIELD(struct verify_opts, quiet), .section = CLI_SEC_OUTPUT,
@@ -71,22 +106,27 @@ static const struct cli_option VERIFY_OPTIONS[] = {
 static const struct cli_option *const VERIFY_TABLES[] = { VERIFY_OPTIONS, NULL };
 
 static const struct cli_help VERIFY_HELP = {
-	.usage = "ratelab verify --scenario NAME|FILE [options] -- COMMAND [ARGS...]\n"
-	         "ratelab verify --all [options] -- COMMAND [ARGS...]\n"
+	.usage = "ratelab verify --scenario LIST [options] -- COMMAND [ARGS...]\n"
+	         "ratelab verify --all [--skip LIST] [options] -- COMMAND [ARGS...]\n"
+	         "ratelab verify --scenario LIST|--all --listen ADDR:PORT [options]\n"
 	         "ratelab verify --list",
 	.about = "Starts a scenario server on a free port, runs COMMAND with RATELAB_URL set to it "
 	         "and RATELAB_METHOD to the method the scenario is for (a literal $RATELAB_URL or "
 	         "$RATELAB_METHOD in ARGS is replaced too; proxy variables are unset and NO_PROXY "
 	         "set), and grades what the server saw.  COMMAND's stdout goes to stderr, so stdout "
-	         "holds only the verdicts (with --all, COMMAND's output is dropped).  Each expectation "
-	         "passes, fails, or is not observed (N/O: nothing in the run decides it).  A run ends "
-	         "when COMMAND does, at --timeout, or (on scenarios that say so in --list) once an "
-	         "expectation has failed for good.",
+	         "holds only the verdicts (with several scenarios, COMMAND's output is dropped).  Each "
+	         "expectation passes, fails, or is not observed (N/O: nothing in the run decides it).  "
+	         "A run ends when COMMAND does, at --timeout, or (on scenarios that say so in --list) "
+	         "once an expectation has failed for good.  Attempts are counted in full, past the "
+	         "4096 arrivals logged.",
 	.tables = VERIFY_TABLES,
+	.notes = "With --baseline the exit is 0 when nothing got worse and 1 when something did\n"
+	         "(4 and 130 as below).\n",
 	.exits = "0\tevery expectation holds\n"
 	         "1\tone fails (or, with --strict, is not observed)\n"
 	         "2\ta bad flag or value\n"
 	         "4\tCOMMAND could not run or never reached the server\n"
+	         "5\tnone fails, but a scenario had no expectation observed at all\n"
 	         "130\tinterrupted\n",
 };
 
@@ -97,23 +137,126 @@ static int check_combination(const struct verify_opts *o, char *err, size_t errl
 {
 	if (o->list)
 		return 0;
-	if (!o->scenario && !o->all)
+	if (!o->nscenario_args && !o->all)
 		return cli_fail(err, errlen, "verify", "--scenario or --all is required");
-	if (o->scenario && o->all)
+	if (o->nscenario_args && o->all)
 		return cli_fail(err, errlen, "verify", "--scenario and --all do not go together");
 	if (o->all && o->expect)
 		return cli_fail(err, errlen, "verify", "--expect does not go with --all (each scenario has its own)");
-	if (!o->cmd || !o->cmd[0])
+	if (o->nskip_args && !o->all)
+		return cli_fail(err, errlen, "verify", "--skip goes with --all");
+	if (o->write_baseline && !o->baseline)
+		return cli_fail(err, errlen, "verify", "--write-baseline needs --baseline FILE");
+	if (o->idle_ns && !o->listen)
+		return cli_fail(err, errlen, "verify", "--until-idle goes with --listen");
+	if (o->listen && o->cmd && o->cmd[0])
+		return cli_fail(err, errlen, "verify", "--listen takes no COMMAND (the app runs elsewhere)");
+	if (o->listen && o->clients != 1)
+		return cli_fail(err, errlen, "verify", "--clients does not go with --listen");
+	if (!o->listen && (!o->cmd || !o->cmd[0]))
 		return cli_fail(err, errlen, "verify", "missing COMMAND after --");
 	if (cli_check_output(err, errlen, "verify", "--json", o->json) < 0)
 		return -1;
+	if (o->write_baseline && cli_check_output(err, errlen, "verify", "--baseline", o->baseline) < 0)
+		return -1;
 	return cli_check_output(err, errlen, "verify", "--junit", o->junit);
+}
+
+/* --listen ADDR:PORT into o->bind, o->port ("[::1]:0" for IPv6). */
+static int parse_listen(struct verify_opts *o, char *err, size_t errlen)
+{
+	const char *colon = strrchr(o->listen, ':');
+	const char *host = o->listen;
+	size_t hl = colon ? (size_t)(colon - host) : 0;
+	struct in6_addr a;
+	char why[120];
+	uint64_t port;
+
+	if (hl > 1 && host[0] == '[' && host[hl - 1] == ']') {
+		host++;
+		hl -= 2;
+	}
+	if (!colon || hl == 0 || hl >= sizeof(o->bind) ||
+	    parse_u64(colon + 1, 0, 65535, &port, why, sizeof(why)) < 0)
+		return cli_bad_value(err, errlen, "verify", "--listen", o->listen, "is not ADDR:PORT (e.g. 127.0.0.1:0)");
+	snprintf(o->bind, sizeof(o->bind), "%.*s", (int)hl, host);
+	if (inet_pton(AF_INET, o->bind, &a) != 1 && inet_pton(AF_INET6, o->bind, &a) != 1)
+		return cli_bad_value(err, errlen, "verify", "--listen", o->listen, "is not an IPv4 or IPv6 address and port");
+	o->port = (unsigned)port;
+	return 0;
+}
+
+/* Append the comma list `arg` to names (copied into buf at *used); -1 naming flag when it is malformed or full. */
+static int add_names(struct verify_opts *o, const char *flag, const char *arg, const char **names, size_t *n,
+                     size_t *used, char *err, size_t errlen)
+{
+	char *save = NULL, *copy = o->names_buf + *used;
+	size_t len = strlen(arg) + 1;
+
+	if (*used + len > sizeof(o->names_buf))
+		return cli_bad_value(err, errlen, "verify", flag, arg, "makes the list too long");
+	memcpy(copy, arg, len);
+	*used += len;
+	for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+		for (size_t i = 0; i < *n; i++)
+			if (strcmp(names[i], it) == 0)
+				return cli_bad_value(err, errlen, "verify", flag, it, "is named twice");
+		if (*n == VERIFY_MAX_SCENARIOS)
+			return cli_bad_value(err, errlen, "verify", flag, it, "is one too many (at most %d)",
+			                     VERIFY_MAX_SCENARIOS);
+		names[(*n)++] = it;
+	}
+	if (*n == 0)
+		return cli_bad_value(err, errlen, "verify", flag, arg, "names no scenario");
+	return 0;
+}
+
+/* The built-ins --all runs: every one not in skip[0..nskip), each skipped name a built-in. */
+static int all_but(struct verify_opts *o, const char **skip, size_t nskip, char *err, size_t errlen)
+{
+	for (size_t k = 0; k < nskip; k++) {
+		size_t i = 0;
+
+		while (scenario_builtin_name(i) && strcmp(scenario_builtin_name(i), skip[k]) != 0)
+			i++;
+		if (!scenario_builtin_name(i))
+			return cli_bad_value(err, errlen, "verify", "--skip", skip[k], "is not a built-in scenario (%s)",
+			                     scenario_builtin_names());
+	}
+	for (size_t i = 0; scenario_builtin_name(i) && o->nnames < VERIFY_MAX_SCENARIOS; i++) {
+		bool skipped = false;
+
+		for (size_t k = 0; k < nskip; k++)
+			skipped |= strcmp(scenario_builtin_name(i), skip[k]) == 0;
+		if (!skipped)
+			o->names[o->nnames++] = scenario_builtin_name(i);
+	}
+	return o->nnames ? 0 : cli_fail(err, errlen, "verify", "--skip leaves no scenario to run");
+}
+
+/* The scenarios to run, from --scenario or --all and --skip. */
+static int resolve_names(struct verify_opts *o, char *err, size_t errlen)
+{
+	const char *skip[VERIFY_MAX_SCENARIOS];
+	size_t nskip = 0, used = 0;
+
+	if (o->all) {
+		for (unsigned i = 0; i < o->nskip_args; i++)
+			if (add_names(o, "--skip", o->skip_args[i], skip, &nskip, &used, err, errlen) < 0)
+				return -1;
+		return all_but(o, skip, nskip, err, errlen);
+	}
+	for (unsigned i = 0; i < o->nscenario_args; i++)
+		if (add_names(o, "--scenario", o->scenario_args[i], o->names, &o->nnames, &used, err, errlen) < 0)
+			return -1;
+	return 0;
 }
 
 /* Returns 0 to run, or -1 / 1 for cli_exit (err filled on -1). */
 static int parse_args(struct verify_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
 	struct cli_group g = { VERIFY_OPTIONS, o };
+	char why[300];
 	int rc;
 
 	memset(o, 0, sizeof(*o));
@@ -121,7 +264,15 @@ static int parse_args(struct verify_opts *o, int argc, char **argv, char *err, s
 	o->timeout_ns = VERIFY_DEFAULT_TIMEOUT_NS;
 	o->jobs = VERIFY_DEFAULT_JOBS;
 	rc = cli_parse(&VERIFY_CLI, &g, 1, argc, argv, err, errlen);
-	return rc == 0 ? check_combination(o, err, errlen) : rc;
+	if (rc != 0 || (rc = check_combination(o, err, errlen)) != 0 || o->list)
+		return rc;
+	if (o->listen && parse_listen(o, err, errlen) < 0)
+		return -1;
+	if (resolve_names(o, err, errlen) < 0)
+		return -1;
+	if (o->baseline && !o->write_baseline && !(o->base = verify_baseline_load(o->baseline, why, sizeof(why))))
+		return cli_bad_value(err, errlen, "verify", "--baseline", o->baseline, "%s", why);
+	return 0;
 }
 
 /* A --timeout shorter than a gives-up-within limit cannot fail the limit: say so before the run. */
@@ -168,13 +319,13 @@ static bool shows_progress(const struct verify_opts *o)
 	return !o->quiet && progress_wanted(stderr);
 }
 
-static void run_opts(const struct verify_opts *o, struct verify_run_opts *ro)
+static void run_opts(const struct verify_opts *o, struct verify_run_opts *ro, bool several)
 {
 	memset(ro, 0, sizeof(*ro));
 	ro->cmd = o->cmd;
 	ro->clients = (unsigned)o->clients;
 	ro->timeout_ns = o->timeout_ns;
-	ro->quiet_command = o->all;
+	ro->quiet_command = several;
 	ro->interrupted = &verify_interrupted;
 	ro->total = 1;
 }
@@ -215,6 +366,8 @@ static void explain(const struct verify_result *r)
 {
 	if (r->state == VERIFY_CANNOT_RUN || r->state == VERIFY_SETUP_FAILED)
 		fprintf(stderr, "ratelab verify: %s\n", r->error);
+	else if (r->state == VERIFY_NO_ARRIVALS && r->listened)
+		fprintf(stderr, "ratelab verify: no request reached scenario %s\n", r->scenario);
 	else if (r->state == VERIFY_NO_ARRIVALS)
 		fprintf(stderr, "ratelab verify: the command never reached the server (0 arrivals): does it use "
 		        "$RATELAB_URL? (proxy variables are unset for it)\n");
@@ -222,93 +375,128 @@ static void explain(const struct verify_result *r)
 		fprintf(stderr, "ratelab verify: interrupted\n");
 }
 
-/* The result files and the exit code of one or more results. */
-static int finish(const struct verify_opts *o, const struct verify_result *rs, size_t n, json_t *json)
+/* Where the verdicts go: stdout, unless --json takes it. */
+static FILE *report_file(const struct verify_opts *o)
 {
-	int rc = n == 1 && !o->all ? verify_report_exit(&rs[0], o->strict) : verify_report_exit_all(rs, n, o->strict);
+	return o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
+}
+
+static json_t *all_json(const struct verify_opts *o, const struct verify_result *rs, size_t n, int rc)
+{
+	json_t *root = json_pack("{s:[],s:b,s:i,s:[]}", "command", "pass", rc == 0, "exit", rc, "scenarios");
+
+	for (size_t i = 0; root && o->cmd && o->cmd[i]; i++)
+		json_array_append_new(json_object_get(root, "command"), json_string(o->cmd[i]));
+	for (size_t i = 0; root && i < n; i++)
+		json_array_append_new(json_object_get(root, "scenarios"), verify_report_json(&rs[i], o->strict));
+	return root;
+}
+
+/* --baseline: write today's verdicts, or compare with them; returns the exit code that follows from rc. */
+static int apply_baseline(const struct verify_opts *o, const struct verify_result *rs, size_t n, int rc)
+{
+	struct verify_baseline_diff d;
+
+	if (!o->baseline || rc == VERIFY_EXIT_INTERRUPTED || rc == VERIFY_EXIT_NOT_RUN)
+		return rc;
+	if (o->write_baseline) {
+		if (verify_baseline_write(o->baseline, rs, n) < 0) {
+			fprintf(stderr, "ratelab verify: --baseline: cannot write '%s'\n", o->baseline);
+			return VERIFY_EXIT_FAILED;
+		}
+		fprintf(report_file(o), "baseline %s: written (%zu scenarios)\n", o->baseline, n);
+		return VERIFY_EXIT_OK;
+	}
+	verify_baseline_compare(report_file(o), o->baseline, o->base, rs, n, o->strict, &d);
+	return d.worse ? VERIFY_EXIT_FAILED : VERIFY_EXIT_OK;
+}
+
+/* The baseline, the result files and the exit code of rs[0..n); single: one scenario's JSON object. */
+static int finish(const struct verify_opts *o, const struct verify_result *rs, size_t n, bool single)
+{
+	int rc = single ? verify_report_exit(&rs[0], o->strict) : verify_report_exit_all(rs, n, o->strict);
 	bool written = true;
 
-	if (rc == VERIFY_EXIT_INTERRUPTED) {
-		json_decref(json);
+	if (rc == VERIFY_EXIT_INTERRUPTED)
 		return rc;
-	}
+	rc = apply_baseline(o, rs, n, rc);
 	/* The verdicts are the product: a result file that could not be written fails the run. */
-	if (o->json && write_json(o->json, json) < 0)
+	if (o->json && write_json(o->json, single ? verify_report_json(&rs[0], o->strict) : all_json(o, rs, n, rc)) < 0)
 		written = false;
-	else if (!o->json)
-		json_decref(json);
 	if (o->junit && write_junit(o->junit, rs, n, o->strict) < 0)
 		written = false;
 	return !written && rc == VERIFY_EXIT_OK ? VERIFY_EXIT_FAILED : rc;
 }
 
-static int verify_one(const struct verify_opts *o)
-{
-	struct verify_grade_expect ex[VERIFY_GRADE_MAX_EXPECT];
-	struct verify_run_opts ro;
-	struct verify_result r;
-	char err[600], why[400];
-	struct scenario *sc = scenario_new(o->scenario, why, sizeof(why));
-	size_t nex;
-	int rc;
+/* ---- the scenarios of a run, prepared before any starts ---- */
 
-	if (!sc)
-		return cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "--scenario: %s", why), err);
-	if (verify_grade_parse(o->expect ? o->expect : scenario_default_expect(sc), ex, VERIFY_GRADE_MAX_EXPECT, &nex,
-	                       why, sizeof(why)) < 0) {
-		scenario_free(sc);
-		return cli_exit(&VERIFY_CLI, cli_fail(err, sizeof(err), "verify", "%s", why), err);
-	}
-	warn_timeout(o, ex, nex);
-	run_opts(o, &ro);
-	if (shows_progress(o))
-		ro.progress = show_one;
-	verify_run(sc, ex, nex, &ro, &r);
-	if (r.state == VERIFY_GRADED || r.state == VERIFY_NO_ARRIVALS)
-		verify_report_text(o->json && strcmp(o->json, "-") == 0 ? stderr : stdout, &r, o->quiet, o->strict);
-	explain(&r);
-	rc = finish(o, &r, 1, o->json ? verify_report_json(&r, o->strict) : NULL);
-	verify_result_free(&r);
-	scenario_free(sc);
-	return rc;
+struct prepared {
+	struct scenario *sc[VERIFY_MAX_SCENARIOS];
+	struct verify_grade_expect ex[VERIFY_MAX_SCENARIOS][VERIFY_GRADE_MAX_EXPECT];
+	size_t nex[VERIFY_MAX_SCENARIOS];
+	size_t n;
+};
+
+static void prepared_free(struct prepared *p)
+{
+	for (size_t i = 0; p && i < p->n; i++)
+		scenario_free(p->sc[i]);
+	free(p);
 }
 
-/* ---- --all ---- */
+/* Every named scenario and its expectations; NULL with a usage error in err. */
+static struct prepared *prepare(const struct verify_opts *o, char *err, size_t errlen)
+{
+	struct prepared *p = calloc(1, sizeof(*p));
+	char why[400];
+
+	if (!p) {
+		cli_fail(err, errlen, "verify", "out of memory");
+		return NULL;
+	}
+	for (; p->n < o->nnames; p->n++) {
+		if (!(p->sc[p->n] = scenario_new(o->names[p->n], why, sizeof(why)))) {
+			cli_fail(err, errlen, "verify", "--scenario: %s", why);
+			goto fail;
+		}
+		if (verify_grade_parse(o->expect ? o->expect : scenario_default_expect(p->sc[p->n]), p->ex[p->n],
+		                       VERIFY_GRADE_MAX_EXPECT, &p->nex[p->n], why, sizeof(why)) < 0) {
+			cli_fail(err, errlen, "verify", "%s", why);
+			p->n++;
+			goto fail;
+		}
+	}
+	return p;
+fail:
+	prepared_free(p);
+	return NULL;
+}
+
+/* ---- several scenarios: workers ---- */
 
 struct all_run {
 	const struct verify_opts *o;
+	struct prepared *p;
 	struct verify_result *rs;
-	size_t n;
 	size_t next;               /* the next scenario to run */
 	pthread_mutex_t lock;
 	bool cannot_run;           /* the command cannot be executed: start no more */
 	struct all_show *show;     /* NULL: no progress line */
 };
 
-/* Run built-in i into a->rs[i]. */
-static void run_builtin(struct all_run *a, size_t i)
+static void run_one_of(struct all_run *a, size_t i)
 {
-	struct verify_grade_expect ex[VERIFY_GRADE_MAX_EXPECT];
 	struct verify_run_opts ro;
-	char why[400];
-	struct scenario *sc = scenario_new(scenario_builtin_name(i), why, sizeof(why));
-	size_t nex = 0;
 
-	run_opts(a->o, &ro);
+	run_opts(a->o, &ro, true);
 	ro.index = i;
-	ro.total = a->n;
+	ro.total = a->p->n;
 	ro.progress = a->show ? show_all : NULL;
 	ro.progress_ctx = a->show;
-	if (!sc || verify_grade_parse(scenario_default_expect(sc), ex, VERIFY_GRADE_MAX_EXPECT, &nex, why,
-	                              sizeof(why)) < 0) {
-		a->rs[i].state = VERIFY_SETUP_FAILED;
-		snprintf(a->rs[i].scenario, sizeof(a->rs[i].scenario), "%s", scenario_builtin_name(i));
-		snprintf(a->rs[i].error, sizeof(a->rs[i].error), "%.300s", why);
-		a->rs[i].method = "GET";
-	} else {
-		verify_run(sc, ex, nex, &ro, &a->rs[i]);
-	}
-	scenario_free(sc);
+	verify_run(a->p->sc[i], a->p->ex[i], a->p->nex[i], &ro, &a->rs[i]);
+	/* its log is graded and copied: free it now, not after every other scenario */
+	scenario_free(a->p->sc[i]);
+	a->p->sc[i] = NULL;
 }
 
 static void *all_worker(void *arg)
@@ -319,11 +507,11 @@ static void *all_worker(void *arg)
 		size_t i;
 
 		pthread_mutex_lock(&a->lock);
-		i = a->cannot_run || verify_interrupted ? a->n : a->next++;
+		i = a->cannot_run || verify_interrupted ? a->p->n : a->next++;
 		pthread_mutex_unlock(&a->lock);
-		if (i >= a->n)
+		if (i >= a->p->n)
 			return NULL;
-		run_builtin(a, i);
+		run_one_of(a, i);
 		pthread_mutex_lock(&a->lock);
 		a->cannot_run |= a->rs[i].state == VERIFY_CANNOT_RUN;
 		pthread_mutex_unlock(&a->lock);
@@ -333,38 +521,27 @@ static void *all_worker(void *arg)
 /* Results of the scenarios not run (after a "cannot run"), so every row says something. */
 static void fill_unrun(struct all_run *a)
 {
-	for (size_t i = 0; i < a->n; i++)
+	for (size_t i = 0; i < a->p->n; i++)
 		if (a->rs[i].scenario[0] == '\0') {
-			snprintf(a->rs[i].scenario, sizeof(a->rs[i].scenario), "%s", scenario_builtin_name(i));
-			a->rs[i].method = "GET";
+			snprintf(a->rs[i].scenario, sizeof(a->rs[i].scenario), "%s", scenario_name(a->p->sc[i]));
+			a->rs[i].method = scenario_method(a->p->sc[i]);
+			a->rs[i].nex = a->p->nex[i];
+			memcpy(a->rs[i].ex, a->p->ex[i], a->p->nex[i] * sizeof(a->p->ex[i][0]));
 			a->rs[i].state = verify_interrupted ? VERIFY_INTERRUPTED : VERIFY_CANNOT_RUN;
 			snprintf(a->rs[i].error, sizeof(a->rs[i].error), "not run");
 		}
 }
 
-static json_t *all_json(const struct verify_opts *o, const struct verify_result *rs, size_t n, int rc)
+/* Run every prepared scenario, o->jobs at a time, into rs. */
+static void run_several(const struct verify_opts *o, struct prepared *p, struct verify_result *rs)
 {
-	json_t *root = json_pack("{s:[],s:b,s:i,s:[]}", "command", "pass", rc == 0, "exit", rc, "scenarios");
-
-	for (size_t i = 0; root && o->cmd[i]; i++)
-		json_array_append_new(json_object_get(root, "command"), json_string(o->cmd[i]));
-	for (size_t i = 0; root && i < n; i++)
-		json_array_append_new(json_object_get(root, "scenarios"), verify_report_json(&rs[i], o->strict));
-	return root;
-}
-
-static int verify_all(const struct verify_opts *o)
-{
-	struct all_run a = { o, NULL, scenario_builtin_count(), 0, PTHREAD_MUTEX_INITIALIZER, false, NULL };
-	struct all_show show = { PTHREAD_MUTEX_INITIALIZER, 0, a.n, clock_monotonic_ns() };
+	struct all_run a = { o, p, rs, 0, PTHREAD_MUTEX_INITIALIZER, false, NULL };
+	struct all_show show = { PTHREAD_MUTEX_INITIALIZER, 0, p->n, clock_monotonic_ns() };
 	pthread_t th[VERIFY_MAX_JOBS];
 	size_t started = 0;
-	int rc = VERIFY_EXIT_FAILED;
 
-	if (!(a.rs = calloc(a.n, sizeof(*a.rs))))
-		return rc;
 	a.show = shows_progress(o) ? &show : NULL;
-	for (; started < o->jobs && started < a.n; started++)
+	for (; started < o->jobs && started < p->n; started++)
 		if (pthread_create(&th[started], NULL, all_worker, &a) != 0)
 			break;
 	if (started == 0)
@@ -374,18 +551,64 @@ static int verify_all(const struct verify_opts *o)
 	if (a.show)
 		progress_done(stderr);
 	fill_unrun(&a);
-	for (size_t i = 0; a.cannot_run && i < a.n; i++)
-		if (a.rs[i].state == VERIFY_CANNOT_RUN) {
-			explain(&a.rs[i]);
+	for (size_t i = 0; a.cannot_run && i < p->n; i++)
+		if (rs[i].state == VERIFY_CANNOT_RUN) {
+			explain(&rs[i]);
 			break;
 		}
-	if (!verify_interrupted)
-		verify_report_table(o->json && strcmp(o->json, "-") == 0 ? stderr : stdout, a.rs, a.n, o->strict);
-	rc = verify_report_exit_all(a.rs, a.n, o->strict);
-	rc = finish(o, a.rs, a.n, o->json ? all_json(o, a.rs, a.n, rc) : NULL);
-	for (size_t i = 0; i < a.n; i++)
-		verify_result_free(&a.rs[i]);
-	free(a.rs);
+}
+
+/* One scenario with a command: its progress line and the timeout warning. */
+static void run_single(const struct verify_opts *o, struct prepared *p, struct verify_result *r)
+{
+	struct verify_run_opts ro;
+
+	warn_timeout(o, p->ex[0], p->nex[0]);
+	run_opts(o, &ro, false);
+	if (shows_progress(o))
+		ro.progress = show_one;
+	verify_run(p->sc[0], p->ex[0], p->nex[0], &ro, r);
+}
+
+static void run_listening(const struct verify_opts *o, struct prepared *p, struct verify_result *rs)
+{
+	struct verify_listen_opts lo = { o->bind, o->port, o->idle_ns, o->timeout_ns, &verify_interrupted, stderr };
+
+	verify_listen(p->sc, (const struct verify_grade_expect (*)[VERIFY_GRADE_MAX_EXPECT])p->ex, p->nex, p->n, &lo, rs);
+}
+
+/* Run what o names and report it: one scenario's arrivals and verdicts, or one table for several. */
+static int verify_scenarios(const struct verify_opts *o)
+{
+	char err[600];
+	struct prepared *p = prepare(o, err, sizeof(err));
+	struct verify_result *rs = p ? calloc(p->n, sizeof(*rs)) : NULL;
+	bool single = p && p->n == 1 && !o->all;
+	int rc = VERIFY_EXIT_FAILED;
+
+	if (!p)
+		return cli_exit(&VERIFY_CLI, -1, err);
+	if (!rs)
+		goto free_p;
+	if (o->listen)
+		run_listening(o, p, rs);
+	else if (single)
+		run_single(o, p, rs);
+	else
+		run_several(o, p, rs);
+	if (single && (rs[0].state == VERIFY_GRADED || rs[0].state == VERIFY_NO_ARRIVALS))
+		verify_report_text(report_file(o), &rs[0], o->quiet, o->strict);
+	else if (!single && (!verify_interrupted || o->listen))
+		verify_report_table(report_file(o), rs, p->n, o->strict);
+	if (single || o->listen)
+		for (size_t i = 0; i < p->n; i++)
+			explain(&rs[i]);
+	rc = finish(o, rs, p->n, single);
+	for (size_t i = 0; i < p->n; i++)
+		verify_result_free(&rs[i]);
+	free(rs);
+free_p:
+	prepared_free(p);
 	return rc;
 }
 
@@ -420,7 +643,8 @@ int verify_main(int argc, char **argv)
 	}
 	install_signals();
 	verify_child_init();
-	rc = o.all ? verify_all(&o) : verify_one(&o);
+	rc = verify_scenarios(&o);
 	verify_child_sweep();
+	json_decref(o.base);
 	return rc;
 }

@@ -122,10 +122,70 @@ static void last_answer(const struct verify_grade_input *g, struct verify_grade_
 		                                                         : "");
 }
 
+/* The last arrival of client c in the log, or -1. */
+static long last_of(const struct verify_grade_view *v, size_t c)
+{
+	for (long i = (long)v->n - 1; i >= 0; i--)
+		if (v->cid[i] == c)
+			return i;
+	return -1;
+}
+
+/*
+ * succeeds with no command (verify --listen): every client's last answer was
+ * a 2xx that went out.  When serving ended at the timeout, a client whose
+ * last answer was not might still have come back: not observed.
+ */
+static void grade_served(const struct verify_grade_input *g, struct verify_grade_verdict *out)
+{
+	struct verify_grade_text t = { "", "" };
+	size_t bad = 0;
+
+	for (size_t c = 0; c < g->v->nclients; c++) {
+		const struct scenario_arrival *a = &g->log[last_of(g->v, c)];
+		bool ok = a->fault == SCENARIO_FAULT_NONE && a->end == SCENARIO_END_SENT && a->status >= 200 &&
+		          a->status < 300;
+
+		if (!ok && ++bad <= 3)
+			VERIFY_GRADE_DETAIL(&t, "%s's last answer was %d%s; ", a->client, a->status,
+			                    a->fault != SCENARIO_FAULT_NONE ? " (a scripted failure)" : "");
+	}
+	VERIFY_GRADE_SUMMARY(&t, "%zu of %zu clients ended on a 2xx (seen from the server: no command)",
+	                     g->v->nclients - bad, g->v->nclients);
+	if (bad && g->run->killed)
+		VERIFY_GRADE_SUMMARY(&t, "; not observed: serving ended at the timeout");
+	verify_grade_conclude(out, !bad ? VERIFY_PASS : g->run->killed ? VERIFY_NOT_OBSERVED : VERIFY_FAIL, &t);
+}
+
+/* gives-up-within with no command: fails when a client's attempts spanned more; else when it gave up is not seen. */
+static void grade_within_served(const struct verify_grade_input *g, struct verify_grade_verdict *out)
+{
+	struct verify_grade_text t = { "", "" };
+	uint64_t span = 0;
+
+	for (size_t i = 0; i < g->v->n; i++) {
+		size_t c = g->v->cid[i];
+		long first = 0;
+
+		while (g->v->cid[first] != c)
+			first++;
+		span = g->log[i].t_ns - g->log[first].t_ns > span ? g->log[i].t_ns - g->log[first].t_ns : span;
+	}
+	VERIFY_GRADE_SUMMARY(&t, "attempts spanned %.2fs (limit %.2fs)", verify_grade_secs((int64_t)span),
+	                     verify_grade_secs((int64_t)g->e->arg));
+	if (span <= g->e->arg)
+		VERIFY_GRADE_SUMMARY(&t, "; not observed: no command, so when the app gave up is not seen");
+	verify_grade_conclude(out, span > g->e->arg ? VERIFY_FAIL : VERIFY_NOT_OBSERVED, &t);
+}
+
 static void grade_succeeds(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
 	struct verify_grade_text t = { "", "" };
 
+	if (g->run->listened && g->v->n > 0) {
+		grade_served(g, out);
+		return;
+	}
 	if (did_not_exit(g->run, &t)) {
 		verify_grade_conclude(out, g->run->killed ? VERIFY_FAIL : VERIFY_NOT_OBSERVED, &t);
 		return;
@@ -143,6 +203,10 @@ static void grade_within(const struct verify_grade_input *g, struct verify_grade
 	struct verify_grade_text t = { "", "" };
 	bool past = run->wall_ns > g->e->arg;
 
+	if (run->listened) {
+		grade_within_served(g, out);
+		return;
+	}
 	if (!did_not_exit(run, &t)) {
 		VERIFY_GRADE_SUMMARY(&t, "command exited %d after %.2fs (limit %.2fs)", run->exit_status,
 		                     verify_grade_secs((int64_t)run->wall_ns), verify_grade_secs((int64_t)g->e->arg));
@@ -159,54 +223,75 @@ static void grade_within(const struct verify_grade_input *g, struct verify_grade
 	verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
 }
 
-static void list_attempts(const struct verify_grade_view *v, struct verify_grade_text *t)
+/* Every client's attempts: the full counts when the run has them, else the log's. */
+static void list_attempts(const struct verify_grade_input *g, struct verify_grade_text *t)
 {
+	size_t n = g->run->counts ? g->run->ncounts : g->v->nclients;
+
 	VERIFY_GRADE_DETAIL(t, "attempts:");
-	for (size_t c = 0; c < v->nclients && c < 8; c++)
-		VERIFY_GRADE_DETAIL(t, " %s=%u", v->names[c], v->attempts[c]);
-	if (v->nclients > 8)
-		VERIFY_GRADE_DETAIL(t, " ... (%zu clients)", v->nclients);
+	for (size_t c = 0; c < n && c < 8; c++)
+		if (g->run->counts)
+			VERIFY_GRADE_DETAIL(t, " %s=%llu", g->run->counts[c].client,
+			                    (unsigned long long)g->run->counts[c].attempts);
+		else
+			VERIFY_GRADE_DETAIL(t, " %s=%u", g->v->names[c], g->v->attempts[c]);
+	if (n > 8)
+		VERIFY_GRADE_DETAIL(t, " ... (%zu clients)", n);
 }
 
-/* The most attempts any client made. */
-static unsigned most_attempts(const struct verify_grade_view *v)
+/* The most attempts any client made (counted in full when the run has the counts). */
+static uint64_t most_attempts(const struct verify_grade_input *g)
 {
-	unsigned most = 0;
+	uint64_t most = 0;
 
-	for (size_t c = 0; c < v->nclients; c++)
-		most = v->attempts[c] > most ? v->attempts[c] : most;
+	for (size_t c = 0; c < g->v->nclients; c++)
+		most = g->v->attempts[c] > most ? g->v->attempts[c] : most;
+	for (size_t c = 0; g->run->counts && c < g->run->ncounts; c++)
+		most = g->run->counts[c].attempts > most ? g->run->counts[c].attempts : most;
 	return most;
 }
 
 /* Nothing to count: not observed. */
-static bool no_arrivals(const struct verify_grade_view *v, struct verify_grade_text *t,
+static bool no_arrivals(const struct verify_grade_input *g, struct verify_grade_text *t,
                         struct verify_grade_verdict *out)
 {
-	if (v->n > 0)
+	if (g->v->n > 0 || most_attempts(g) > 0)
 		return false;
 	VERIFY_GRADE_SUMMARY(t, "not observed: no arrivals");
 	verify_grade_conclude(out, VERIFY_NOT_OBSERVED, t);
 	return true;
 }
 
+/*
+ * max-attempts<=N: over N fails; at most N holds when the command ended on
+ * its own, but when verify stopped it (timeout, settled) the count is only a
+ * lower bound, so it is not observed.
+ */
 static void grade_max_attempts(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
 	struct verify_grade_text t = { "", "" };
+	bool over = most_attempts(g) > g->e->arg;
 
-	if (no_arrivals(g->v, &t, out))
+	if (no_arrivals(g, &t, out))
 		return;
-	list_attempts(g->v, &t);
-	verify_grade_conclude(out, most_attempts(g->v) > g->e->arg ? VERIFY_FAIL : VERIFY_PASS, &t);
+	list_attempts(g, &t);
+	if (!over && (g->run->killed || g->run->stopped)) {
+		VERIFY_GRADE_SUMMARY(&t, "; a lower bound: ");
+		did_not_exit(g->run, &t);
+		verify_grade_conclude(out, VERIFY_NOT_OBSERVED, &t);
+		return;
+	}
+	verify_grade_conclude(out, over ? VERIFY_FAIL : VERIFY_PASS, &t);
 }
 
 static void grade_stops(const struct verify_grade_input *g, struct verify_grade_verdict *out)
 {
 	struct verify_grade_text t = { "", "" };
-	bool many = most_attempts(g->v) > VERIFY_GRADE_STOP_ATTEMPTS;
+	bool many = most_attempts(g) > VERIFY_GRADE_STOP_ATTEMPTS;
 
-	if (no_arrivals(g->v, &t, out))
+	if (no_arrivals(g, &t, out))
 		return;
-	list_attempts(g->v, &t);
+	list_attempts(g, &t);
 	VERIFY_GRADE_SUMMARY(&t, "; ");
 	if (!many && did_not_exit(g->run, &t)) {
 		verify_grade_conclude(out, g->run->killed ? VERIFY_FAIL : VERIFY_NOT_OBSERVED, &t);
@@ -228,9 +313,9 @@ static bool failed_within(const struct verify_grade_input *g)
 
 static bool failed_attempts(const struct verify_grade_input *g)
 {
-	unsigned cap = g->e->kind == VERIFY_MAX_ATTEMPTS ? (unsigned)g->e->arg : VERIFY_GRADE_STOP_ATTEMPTS;
+	uint64_t cap = g->e->kind == VERIFY_MAX_ATTEMPTS ? g->e->arg : VERIFY_GRADE_STOP_ATTEMPTS;
 
-	return most_attempts(g->v) > cap;
+	return most_attempts(g) > cap;
 }
 
 /* The other retry graders fail on what they have seen so far: grade and look. */
@@ -246,18 +331,19 @@ static const struct kind_ops {
 	enum arg_kind arg;
 	void (*grade)(const struct verify_grade_input *g, struct verify_grade_verdict *out);
 	bool (*failed)(const struct verify_grade_input *g); /* NULL: never fails for good before the command ends */
+	bool counts;            /* graded on the attempt counts alone (which go on past the log) */
 } KINDS[] = {
 	[VERIFY_SUCCEEDS] = { "succeeds", ARG_NONE, grade_succeeds, NULL },
 	[VERIFY_HONOURS_RETRY_AFTER] = { "honours-retry-after", ARG_NONE, verify_grade_honours,
 	                                 verify_grade_failed_honours },
 	[VERIFY_HONOURS_RATELIMIT] = { "honours-ratelimit", ARG_NONE, verify_grade_honours, verify_grade_failed_honours },
-	[VERIFY_MAX_ATTEMPTS] = { "max-attempts", ARG_COUNT, grade_max_attempts, failed_attempts },
+	[VERIFY_MAX_ATTEMPTS] = { "max-attempts", ARG_COUNT, grade_max_attempts, failed_attempts, true },
 	[VERIFY_GIVES_UP_WITHIN] = { "gives-up-within", ARG_DURATION, grade_within, failed_within },
 	[VERIFY_NO_RETRY_NON_IDEMPOTENT] = { "no-retry-non-idempotent", ARG_NONE, verify_grade_idempotent, failed_graded },
 	[VERIFY_NO_RETRY] = { "no-retry", ARG_NONE, verify_grade_no_retry, failed_graded },
 	[VERIFY_BACKS_OFF] = { "backs-off", ARG_NONE, verify_grade_backoff, NULL },
 	[VERIFY_JITTER] = { "jitter", ARG_NONE, verify_grade_jitter, NULL },
-	[VERIFY_STOPS_AFTER_ATTEMPTS] = { "stops-after-attempts", ARG_NONE, grade_stops, failed_attempts },
+	[VERIFY_STOPS_AFTER_ATTEMPTS] = { "stops-after-attempts", ARG_NONE, grade_stops, failed_attempts, true },
 };
 
 #define NKINDS (sizeof(KINDS) / sizeof(KINDS[0]))
@@ -348,10 +434,12 @@ void verify_grade_one(const struct verify_grade_expect *e, const struct scenario
 		return;
 	}
 	KINDS[e->kind].grade(&g, out);
-	if (run->dropped && strlen(out->evidence) + 64 < sizeof(out->evidence))
+	if (run->dropped && strlen(out->evidence) + 96 < sizeof(out->evidence))
 		verify_grade_add(out->evidence, sizeof(out->evidence),
-		                 " (graded on the first %zu arrivals; %llu more not logged)", n,
-		    (unsigned long long)run->dropped);
+		                 run->counts && KINDS[e->kind].counts
+		                         ? " (every attempt counted; the log holds the first %zu arrivals, %llu more not logged)"
+		                         : " (graded on the first %zu arrivals; %llu more not logged)",
+		                 n, (unsigned long long)run->dropped);
 	view_free(&v);
 }
 

@@ -66,9 +66,12 @@ struct verify_grade_run {
 	int exit_status;        /* exit code, or 128+signal */
 	bool killed;            /* still running at the timeout, so killed */
 	bool stopped;           /* ended by verify once a verdict had failed for good */
+	bool listened;          /* verify --listen: no command; its end is the end of serving */
 	uint64_t wall_ns;       /* from start to exit (or to the kill); while running, so far */
 	uint64_t timeout_ns;
-	uint64_t dropped;       /* arrivals that came after the log was full (not graded) */
+	uint64_t dropped;       /* arrivals that came after the log was full (not in the log) */
+	const struct scenario_count *counts;  /* every client's attempts in full (past the log); NULL: the log's */
+	size_t ncounts;
 	uint64_t noise_ns;      /* the machine's scheduling noise during the run; 0 when unknown */
 	const struct verify_grade_stall *stalls;  /* when the machine stalled, in time order */
 	size_t nstalls;

@@ -28,7 +28,11 @@ static void print_header(FILE *f, const struct verify_result *r)
 	const struct verify_grade_run *run = &r->run;
 
 	fprintf(f, "scenario %s: %zu arrivals", r->scenario, r->n);
-	if (run->killed)
+	if (r->listened)
+		fprintf(f, "; served %.2fs, %s", secs(run->wall_ns),
+		        r->listen_end == VERIFY_LISTEN_TIMEOUT ? "to the timeout"
+		        : r->listen_end == VERIFY_LISTEN_SIGNAL ? "until a signal" : "until idle");
+	else if (run->killed)
 		fprintf(f, "; command killed at the %.2fs timeout", secs(run->timeout_ns));
 	else if (run->stopped)
 		fprintf(f, "; command stopped after %.2fs: a verdict had failed for good", secs(run->wall_ns));
@@ -86,6 +90,8 @@ void verify_report_text(FILE *f, const struct verify_result *r, bool quiet, bool
 	fprintf(f, "%zu of %zu expectations hold", held, r->nex);
 	if (unseen)
 		fprintf(f, ", %zu not observed%s", unseen, strict ? " (failures with --strict)" : "");
+	if (unseen == r->nex && r->nex > 0 && !strict)
+		fprintf(f, ": nothing was observed, which is not a pass (exit %d)", VERIFY_EXIT_NOTHING_OBSERVED);
 	fputc('\n', f);
 }
 
@@ -159,7 +165,10 @@ int verify_report_exit(const struct verify_result *r, bool strict)
 	for (size_t i = 0; i < r->nex; i++)
 		if (fails(r->v[i].outcome, strict))
 			return VERIFY_EXIT_FAILED;
-	return VERIFY_EXIT_OK;
+	for (size_t i = 0; i < r->nex; i++)
+		if (r->v[i].outcome == VERIFY_PASS)
+			return VERIFY_EXIT_OK;
+	return VERIFY_EXIT_NOTHING_OBSERVED;
 }
 
 int verify_report_exit_all(const struct verify_result *rs, size_t n, bool strict)
@@ -173,7 +182,10 @@ int verify_report_exit_all(const struct verify_result *rs, size_t n, bool strict
 		if (e == VERIFY_EXIT_INTERRUPTED)
 			return e;
 		reached += rs[i].state == VERIFY_GRADED;
-		worst = e != VERIFY_EXIT_OK ? VERIFY_EXIT_FAILED : worst;
+		if (e == VERIFY_EXIT_NOTHING_OBSERVED && worst == VERIFY_EXIT_OK)
+			worst = e;
+		else if (e != VERIFY_EXIT_OK && e != VERIFY_EXIT_NOTHING_OBSERVED)
+			worst = VERIFY_EXIT_FAILED;
 	}
 	return reached == 0 ? VERIFY_EXIT_NOT_RUN : worst;
 }
@@ -261,13 +273,15 @@ static void print_failures(FILE *f, const struct verify_result *rs, size_t n, bo
 		for (size_t k = 0; k < rs[i].nex; k++)
 			if (rs[i].state != VERIFY_GRADED || fails(rs[i].v[k].outcome, strict))
 				fprintf(f, "FAIL  %s %s: %s\n", rs[i].scenario, rs[i].v[k].name, rs[i].v[k].evidence);
+		if (verify_report_exit(&rs[i], strict) == VERIFY_EXIT_NOTHING_OBSERVED)
+			fprintf(f, "N/O   %s: no expectation observed\n", rs[i].scenario);
 	}
 }
 
 void verify_report_table(FILE *f, const struct verify_result *rs, size_t n, bool strict)
 {
 	bool used[NCOLUMNS];
-	size_t ok = 0, unseen = 0;
+	size_t ok = 0, unseen = 0, nothing = 0;
 
 	for (size_t c = 0; c < NCOLUMNS; c++)
 		used[c] = column_used(rs, n, c);
@@ -279,8 +293,11 @@ void verify_report_table(FILE *f, const struct verify_result *rs, size_t n, bool
 			any_unseen |= rs[i].v[k].outcome == VERIFY_NOT_OBSERVED;
 		ok += verify_report_exit(&rs[i], strict) == VERIFY_EXIT_OK;
 		unseen += any_unseen && verify_report_exit(&rs[i], strict) == VERIFY_EXIT_OK;
+		nothing += verify_report_exit(&rs[i], strict) == VERIFY_EXIT_NOTHING_OBSERVED;
 	}
-	fprintf(f, "%zu of %zu scenarios hold (%zu of them with a verdict not observed)%s\n", ok, n, unseen,
-	        strict ? "; --strict: not observed fails" : "");
+	fprintf(f, "%zu of %zu scenarios hold (%zu of them with a verdict not observed)", ok, n, unseen);
+	if (nothing)
+		fprintf(f, "; %zu observed nothing", nothing);
+	fprintf(f, "%s\n", strict ? "; --strict: not observed fails" : "");
 	print_failures(f, rs, n, strict);
 }

@@ -18,6 +18,7 @@
 #define VERIFY_EXIT_FAILED 1
 #define VERIFY_EXIT_USAGE 2
 #define VERIFY_EXIT_NOT_RUN 4            /* the command could not run or never reached the server */
+#define VERIFY_EXIT_NOTHING_OBSERVED 5   /* none failed, but a scenario had no expectation observed at all */
 #define VERIFY_EXIT_INTERRUPTED 130
 
 /* One run as text: the header line, the arrivals (unless quiet), the verdicts, the closing line. */
@@ -35,7 +36,7 @@ void verify_report_table(FILE *f, const struct verify_result *rs, size_t n, bool
 /* The exit code of one run (VERIFY_EXIT_*). */
 int verify_report_exit(const struct verify_result *r, bool strict);
 
-/* The exit code of --all: 4 when no scenario reached the server, else the worst of 1 and 0. */
+/* The exit code of several runs: 130 interrupted, 4 when no scenario reached the server, else the worst of 1, 5, 0. */
 int verify_report_exit_all(const struct verify_result *rs, size_t n, bool strict);
 
 #endif

@@ -22,10 +22,12 @@ struct run {
 	const struct verify_run_opts *o;
 	struct verify_children *kids;
 	struct scenario_arrival *log;
+	struct scenario_count *counts;
 	uint64_t t0;
 };
 
-static struct server *start_server(struct scenario *sc, unsigned clients, char *err, size_t errlen)
+static struct server *start_server(struct scenario *sc, unsigned clients, const char *bind, unsigned port, char *err,
+                                   size_t errlen)
 {
 	struct server_config *cfg = malloc(sizeof(*cfg));
 	struct server *srv = NULL;
@@ -35,7 +37,9 @@ static struct server *start_server(struct scenario *sc, unsigned clients, char *
 		return NULL;
 	}
 	server_config_defaults(cfg);
-	cfg->port = 0;
+	cfg->port = (int)port;
+	if (bind)
+		snprintf(cfg->bind, sizeof(cfg->bind), "%s", bind);
 	cfg->quiet = true;
 	cfg->threads = clients < 4 ? 4 : clients;  /* scripted delays hold no thread, but clients come at once */
 	if (scenario_register(cfg, sc) < 0)
@@ -51,6 +55,9 @@ static bool settled(struct run *rn)
 {
 	struct verify_grade_run so_far = { .wall_ns = clock_monotonic_ns() - rn->t0, .timeout_ns = rn->o->timeout_ns };
 	size_t n = scenario_arrivals(rn->sc, rn->log, SCENARIO_LOG_MAX, NULL);
+
+	so_far.ncounts = scenario_counts(rn->sc, rn->counts, SCENARIO_MAX_CLIENTS);
+	so_far.counts = rn->counts;
 
 	for (size_t i = 0; i < rn->nex; i++)
 		if (verify_grade_failed(&rn->ex[i], rn->log, n, &so_far))
@@ -129,39 +136,58 @@ static int run_command(struct run *rn, struct server *srv, struct verify_result 
 }
 
 /* Grade what the server saw (after it stopped: every held answer has left or failed by then). */
-static void grade(struct run *rn, struct verify_result *r)
+static void grade(struct scenario *sc, struct verify_result *r)
 {
-	r->n = scenario_arrivals(rn->sc, r->log, SCENARIO_LOG_MAX, &r->run.dropped);
+	r->n = scenario_arrivals(sc, r->log, SCENARIO_LOG_MAX, &r->run.dropped);
+	r->run.ncounts = scenario_counts(sc, r->counts, SCENARIO_MAX_CLIENTS);
+	r->run.counts = r->counts;
 	r->state = r->n == 0 ? VERIFY_NO_ARRIVALS : VERIFY_GRADED;
-	for (size_t i = 0; i < rn->nex; i++) {
-		verify_grade_one(&rn->ex[i], r->log, r->n, &r->run, &r->v[i]);
+	for (size_t i = 0; i < r->nex; i++) {
+		verify_grade_one(&r->ex[i], r->log, r->n, &r->run, &r->v[i]);
 		if (r->state == VERIFY_NO_ARRIVALS) {
 			r->v[i].outcome = VERIFY_FAIL;
-			snprintf(r->v[i].evidence, sizeof(r->v[i].evidence), "the command never reached the server");
+			snprintf(r->v[i].evidence, sizeof(r->v[i].evidence), "%s",
+			         r->listened ? "no request reached the server" : "the command never reached the server");
 		}
 	}
-	r->arrivals_json = scenario_arrivals_json(rn->sc);
+	r->arrivals_json = scenario_arrivals_json(sc);
+}
+
+/* An empty result for sc: its name, method and expectations, and the buffers grading fills; -1 out of memory. */
+static int result_init(struct verify_result *r, struct scenario *sc, const struct verify_grade_expect *ex, size_t nex,
+                       uint64_t timeout_ns)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->scenario, sizeof(r->scenario), "%s", scenario_name(sc));
+	r->method = scenario_method(sc);
+	r->clients = 1;
+	r->nex = nex;
+	memcpy(r->ex, ex, nex * sizeof(*ex));
+	r->run.timeout_ns = timeout_ns;
+	r->state = VERIFY_SETUP_FAILED;
+	r->log = malloc(SCENARIO_LOG_MAX * sizeof(*r->log));
+	r->counts = malloc(SCENARIO_MAX_CLIENTS * sizeof(*r->counts));
+	if (!r->log || !r->counts) {
+		snprintf(r->error, sizeof(r->error), "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 int verify_run(struct scenario *sc, const struct verify_grade_expect *ex, size_t nex,
                const struct verify_run_opts *o, struct verify_result *r)
 {
-	struct run rn = { sc, ex, nex, o, NULL, NULL, 0 };
+	struct run rn = { sc, ex, nex, o, NULL, NULL, NULL, 0 };
 	struct verify_noise *noise;
 	struct server *srv;
 	int rc = -1;
 
-	memset(r, 0, sizeof(*r));
-	snprintf(r->scenario, sizeof(r->scenario), "%s", scenario_name(sc));
-	r->method = scenario_method(sc);
+	if (result_init(r, sc, ex, nex, o->timeout_ns) < 0)
+		return -1;
 	r->clients = o->clients;
-	r->nex = nex;
-	memcpy(r->ex, ex, nex * sizeof(*ex));
-	r->run.timeout_ns = o->timeout_ns;
-	r->state = VERIFY_SETUP_FAILED;
-	r->log = malloc(SCENARIO_LOG_MAX * sizeof(*r->log));
 	rn.log = malloc(SCENARIO_LOG_MAX * sizeof(*rn.log));
-	if (!r->log || !rn.log || !(srv = start_server(sc, o->clients, r->error, sizeof(r->error))))
+	rn.counts = malloc(SCENARIO_MAX_CLIENTS * sizeof(*rn.counts));
+	if (!rn.log || !rn.counts || !(srv = start_server(sc, o->clients, NULL, 0, r->error, sizeof(r->error))))
 		goto free_log;
 	progress(o, r, false);
 	noise = verify_noise_start();
@@ -175,18 +201,104 @@ int verify_run(struct scenario *sc, const struct verify_grade_expect *ex, size_t
 		r->state = VERIFY_INTERRUPTED;
 		rc = -1;
 	} else if (rc == 0) {
-		grade(&rn, r);
+		grade(sc, r);
 	}
 	progress(o, r, true);
 free_log:
 	free(rn.log);
+	free(rn.counts);
+	return rc;
+}
+
+/* ---- verify --listen ---- */
+
+/* True when no scenario saw a request, or held an answer, for idle_ns (answers held past their longest delay do
+ * not count). */
+static bool all_idle(struct scenario **sc, size_t n, uint64_t t0, uint64_t idle_ns, uint64_t now)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t pending;
+		uint64_t last = scenario_last_activity(sc[i], &pending);
+		uint64_t since = last > t0 ? last : t0;
+
+		if (now < since + idle_ns || (pending && now < since + idle_ns + SCENARIO_MAX_DELAY_NS))
+			return false;
+	}
+	return true;
+}
+
+/* Serve until idle, a signal or the timeout; returns how it ended. */
+static enum verify_listen_end serve_until(struct scenario **sc, size_t n, const struct verify_listen_opts *o,
+                                          uint64_t t0)
+{
+	struct timespec ts = { 0, (long)(10 * POLL_NS) };
+
+	for (;;) {
+		uint64_t now = clock_monotonic_ns();
+
+		if (*o->interrupted)
+			return VERIFY_LISTEN_SIGNAL;
+		if (o->idle_ns && all_idle(sc, n, t0, o->idle_ns, now))
+			return VERIFY_LISTEN_IDLE;
+		if (now >= t0 + o->timeout_ns)
+			return VERIFY_LISTEN_TIMEOUT;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Start scenario i's server into srv[i] and announce it; -1 with rs[i] saying why. */
+static int listen_one(struct scenario *sc, const struct verify_listen_opts *o, size_t i, struct server **srv,
+                      struct verify_result *r)
+{
+	char host[72];
+
+	srv[i] = start_server(sc, 4, o->bind, o->port ? o->port + (unsigned)i : 0, r->error, sizeof(r->error));
+	if (!srv[i])
+		return -1;
+	snprintf(host, sizeof(host), strchr(o->bind, ':') ? "[%s]" : "%s", o->bind);
+	fprintf(o->announce, "ratelab verify: scenario %s listening on http://%s:%d\n", scenario_name(sc), host,
+	        server_port(srv[i]));
+	fflush(o->announce);
+	return 0;
+}
+
+int verify_listen(struct scenario **sc, const struct verify_grade_expect (*ex)[VERIFY_GRADE_MAX_EXPECT],
+                  const size_t *nex, size_t n, const struct verify_listen_opts *o, struct verify_result *rs)
+{
+	struct server **srv = calloc(n, sizeof(*srv));
+	enum verify_listen_end end;
+	uint64_t t0 = clock_monotonic_ns();
+	int rc = srv ? 0 : -1;
+
+	for (size_t i = 0; i < n; i++)
+		if (result_init(&rs[i], sc[i], ex[i], nex[i], o->timeout_ns) < 0 ||
+		    (rc == 0 && listen_one(sc[i], o, i, srv, &rs[i]) < 0))
+			rc = -1;
+	end = rc == 0 ? serve_until(sc, n, o, t0) : VERIFY_LISTEN_SIGNAL;
+	for (size_t i = 0; rc < 0 && i < n; i++)
+		if (!rs[i].error[0])
+			snprintf(rs[i].error, sizeof(rs[i].error), "scenario %.200s not served: another could not listen",
+			         rs[i].scenario);
+	for (size_t i = 0; srv && i < n; i++)
+		server_stop(srv[i]);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rs[i].listened = rs[i].run.listened = true;
+		rs[i].listen_end = end;
+		rs[i].idle_ns = o->idle_ns;
+		rs[i].run.killed = end == VERIFY_LISTEN_TIMEOUT;
+		rs[i].run.wall_ns = clock_monotonic_ns() - t0;
+		grade(sc[i], &rs[i]);
+	}
+	free(srv);
 	return rc;
 }
 
 void verify_result_free(struct verify_result *r)
 {
 	free(r->log);
+	free(r->counts);
 	free(r->arrivals_json);
 	r->log = NULL;
+	r->counts = NULL;
 	r->arrivals_json = NULL;
 }

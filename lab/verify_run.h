@@ -42,6 +42,23 @@ struct verify_run_opts {
 	size_t index, total;        /* for progress */
 };
 
+/* What verify_listen serves and until when. */
+struct verify_listen_opts {
+	const char *bind;           /* an IPv4 or IPv6 address */
+	unsigned port;              /* the first scenario's; 0: each its own free port; else PORT+i */
+	uint64_t idle_ns;           /* end once nothing arrived (and nothing was held) this long; 0: only a signal */
+	uint64_t timeout_ns;        /* end here at the latest */
+	volatile sig_atomic_t *interrupted;  /* non-zero: stop serving and grade */
+	FILE *announce;             /* one "listening" line per scenario */
+};
+
+/* How a --listen run ended. */
+enum verify_listen_end {
+	VERIFY_LISTEN_IDLE,
+	VERIFY_LISTEN_SIGNAL,
+	VERIFY_LISTEN_TIMEOUT,
+};
+
 enum verify_state {
 	VERIFY_GRADED,              /* the command ran and reached the server */
 	VERIFY_NO_ARRIVALS,         /* it ran but never reached the server */
@@ -60,6 +77,10 @@ struct verify_result {
 	unsigned clients;
 	struct scenario_arrival *log;        /* malloc'd, n entries */
 	size_t n;
+	struct scenario_count *counts;       /* malloc'd, every client's attempts in full */
+	bool listened;                       /* verify --listen: no command, ended as listen_end says */
+	enum verify_listen_end listen_end;
+	uint64_t idle_ns;
 	struct verify_grade_expect ex[VERIFY_GRADE_MAX_EXPECT];
 	size_t nex;
 	struct verify_grade_verdict v[VERIFY_GRADE_MAX_EXPECT];
@@ -73,6 +94,17 @@ struct verify_result {
  */
 int verify_run(struct scenario *sc, const struct verify_grade_expect *ex, size_t nex,
                const struct verify_run_opts *o, struct verify_result *r);
+
+/*
+ * verify --listen: serve each of sc[0..n) on its own port (announced as
+ * "ratelab verify: scenario NAME listening on URL") until nothing arrived
+ * for o->idle_ns, a signal (*o->interrupted), or o->timeout_ns, then grade
+ * scenario i's ex[i][0..nex[i]) into rs[i] (each freed with
+ * verify_result_free).  Returns 0 when graded, -1 when a server could not
+ * start (rs[i].state and error say which).
+ */
+int verify_listen(struct scenario **sc, const struct verify_grade_expect (*ex)[VERIFY_GRADE_MAX_EXPECT],
+                  const size_t *nex, size_t n, const struct verify_listen_opts *o, struct verify_result *rs);
 
 /* Free what a result holds (not r itself). */
 void verify_result_free(struct verify_result *r);

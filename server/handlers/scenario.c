@@ -19,6 +19,7 @@
 struct scenario_client {
 	char name[SCENARIO_CLIENT_LEN];
 	unsigned pos;
+	uint64_t attempts;
 };
 
 struct scenario {
@@ -34,6 +35,8 @@ struct scenario {
 	struct scenario_arrival *log;      /* SCENARIO_LOG_MAX */
 	size_t nlog;
 	uint64_t total;
+	uint64_t last_ns;                  /* the last arrival, monotonic */
+	size_t pending;                    /* answers handed out and not yet done */
 	uint32_t gen;                      /* bumped by each reset: a token from before it is stale */
 };
 
@@ -245,6 +248,7 @@ static struct scenario_client *find_client(struct scenario *sc, const char *name
 		return &sc->clients[SCENARIO_MAX_CLIENTS - 1];
 	snprintf(sc->clients[sc->nclients].name, SCENARIO_CLIENT_LEN, "%s", name);
 	sc->clients[sc->nclients].pos = 0;
+	sc->clients[sc->nclients].attempts = 0;
 	return &sc->clients[sc->nclients++];
 }
 
@@ -361,11 +365,14 @@ int scenario_answer(struct scenario *sc, const struct scenario_request *req, str
 	scenario_client_name(req->key, req->keylen, req->path, client, sizeof(client));
 	pthread_mutex_lock(&sc->lock);
 	c = find_client(sc, client);
+	c->attempts++;
+	sc->last_ns = req->now_ns;
 	pos = c->pos;
 	if (c->pos + 1 < sc->nsteps)
 		c->pos++;
 	render(sc, &sc->steps[pos], pos, req->wall_ns, out);
 	out->token = record(sc, req, client, pos, out);
+	sc->pending += out->token != 0;
 	pthread_mutex_unlock(&sc->lock);
 	return 0;
 }
@@ -378,6 +385,7 @@ void scenario_done(struct scenario *sc, uint64_t token, bool sent, uint64_t now_
 	if (i > 0 && i <= sc->nlog && (uint32_t)(token >> 32) == sc->gen && sc->log[i - 1].end == SCENARIO_END_PENDING) {
 		sc->log[i - 1].end_ns = now_ns;
 		sc->log[i - 1].end = sent ? SCENARIO_END_SENT : SCENARIO_END_FAILED;
+		sc->pending -= sc->pending > 0;
 	}
 	pthread_mutex_unlock(&sc->lock);
 }
@@ -396,10 +404,36 @@ size_t scenario_arrivals(struct scenario *sc, struct scenario_arrival *out, size
 	return total;
 }
 
+size_t scenario_counts(struct scenario *sc, struct scenario_count *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&sc->lock);
+	n = sc->nclients;
+	for (size_t i = 0; i < n && i < max; i++) {
+		snprintf(out[i].client, sizeof(out[i].client), "%s", sc->clients[i].name);
+		out[i].attempts = sc->clients[i].attempts;
+	}
+	pthread_mutex_unlock(&sc->lock);
+	return n;
+}
+
+uint64_t scenario_last_activity(struct scenario *sc, size_t *pending)
+{
+	uint64_t last;
+
+	pthread_mutex_lock(&sc->lock);
+	last = sc->last_ns;
+	*pending = sc->pending;
+	pthread_mutex_unlock(&sc->lock);
+	return last;
+}
+
 void scenario_reset(struct scenario *sc)
 {
 	pthread_mutex_lock(&sc->lock);
 	sc->nclients = 0;
+	sc->pending = 0;
 	sc->nlog = 0;
 	sc->total = 0;
 	sc->gen++;

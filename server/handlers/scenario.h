@@ -97,6 +97,12 @@ struct scenario_arrival {
 	uint64_t wait_ns;                    /* asked, from the planned send (t + delay) */
 };
 
+/* One client's attempts, counted past the log's cap. */
+struct scenario_count {
+	char client[SCENARIO_CLIENT_LEN];
+	uint64_t attempts;
+};
+
 struct scenario;
 
 /*
@@ -169,6 +175,18 @@ void scenario_done(struct scenario *sc, uint64_t token, bool sent, uint64_t now_
  * arrivals that came after the log was full.  Thread-safe.
  */
 size_t scenario_arrivals(struct scenario *sc, struct scenario_arrival *out, size_t max, uint64_t *dropped);
+
+/*
+ * Every client's attempts so far, counted in full (not only the logged
+ * ones), into out[0..max); returns how many clients there are (at most
+ * SCENARIO_MAX_CLIENTS; past that cap the last slot counts the rest).
+ * Thread-safe.
+ */
+size_t scenario_counts(struct scenario *sc, struct scenario_count *out, size_t max);
+
+/* The time (monotonic ns) of the last arrival, or 0 before the first; *pending gets the answers still held or being
+ * sent.  Thread-safe. */
+uint64_t scenario_last_activity(struct scenario *sc, size_t *pending);
 
 /* Forget every client's position and the log.  Thread-safe. */
 void scenario_reset(struct scenario *sc);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,14 @@ START_TEST(usage_errors_exit_2)
 		{ "verify", "--all", "--expect", "succeeds", "--", "true", NULL },
 		{ "verify", "--all", "--jobs", "0", "--", "true", NULL },
 		{ "verify", "--scenario", "post-503", "--junit", "/nonexistent-dir/v.xml", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503,post-503", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--skip", "slow-get", "--", "true", NULL },
+		{ "verify", "--all", "--skip", "slow-gets", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--write-baseline", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--baseline", "/nonexistent-dir/b.json", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--listen", "127.0.0.1", NULL },
+		{ "verify", "--scenario", "post-503", "--listen", "127.0.0.1:0", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--until-idle", "2s", "--", "true", NULL },
 	};
 	static const char *const NAMED[] = {
 		"ratelab verify: unknown option '--bogus'\n",
@@ -67,7 +76,20 @@ START_TEST(usage_errors_exit_2)
 		"ratelab verify: --scenario and --all do not go together\n",
 		"ratelab verify: --expect does not go with --all (each scenario has its own)\n",
 		"ratelab verify: --jobs: '0' is not a number from 1 to 32\n",
-		"ratelab verify: --junit: '/nonexistent-dir/v.xml' cannot be written (No such file or directory)\n" };
+		"ratelab verify: --junit: '/nonexistent-dir/v.xml' cannot be written (No such file or directory)\n",
+		"ratelab verify: --scenario: 'post-503' is named twice\n",
+		"ratelab verify: --skip goes with --all\n",
+		"ratelab verify: --skip: 'slow-gets' is not a built-in scenario (retry-after-seconds, retry-after-date, "
+		"no-retry-after, retry-after-too-long, post-503, post-429, server-errors, persistent-429, layered, "
+		"maintenance-503, bad-request-400, unauthorized-401, not-found-404, not-implemented-501, connection-reset, "
+		"close-mid-body, malformed-answer, slow-get, slow-post, ratelimit-only, ratelimit-reset, x-ratelimit-reset, "
+		"retry-after-zero, retry-after-fraction, retry-after-past-date, retry-after-garbage, retry-after-twice, "
+		"payload-too-large)\n",
+		"ratelab verify: --write-baseline needs --baseline FILE\n",
+		"ratelab verify: --baseline: '/nonexistent-dir/b.json' cannot be read (No such file or directory)\n",
+		"ratelab verify: --listen: '127.0.0.1' is not ADDR:PORT (e.g. 127.0.0.1:0)\n",
+		"ratelab verify: --listen takes no COMMAND (the app runs elsewhere)\n",
+		"ratelab verify: --until-idle goes with --listen\n" };
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
@@ -88,8 +110,9 @@ START_TEST(help_and_list_go_to_stdout)
 
 	run_verify(&r, HELP, 5000);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_has(r.out, "usage: ratelab verify --scenario NAME|FILE");
-	ck_assert_has(r.out, "ratelab verify --all [options] -- COMMAND");
+	ck_assert_has(r.out, "usage: ratelab verify --scenario LIST [options] -- COMMAND");
+	ck_assert_has(r.out, "ratelab verify --all [--skip LIST] [options] -- COMMAND");
+	ck_assert_has(r.out, "--listen ADDR:PORT [options]\n");
 	ck_assert_has(r.out, "no-retry-non-idempotent");
 	ck_assert_has(r.out, "--junit FILE|-");
 	ck_assert_has(r.out, "exit status:\n"
@@ -97,7 +120,13 @@ START_TEST(help_and_list_go_to_stdout)
 	                     "  1     one fails (or, with --strict, is not observed)\n"
 	                     "  2     a bad flag or value\n"
 	                     "  4     COMMAND could not run or never reached the server\n"
+	                     "  5     none fails, but a scenario had no expectation observed at all\n"
 	                     "  130   interrupted\n");
+	ck_assert_has(r.out, "  --skip LIST ");
+	ck_assert_has(r.out, "  --baseline FILE ");
+	ck_assert_has(r.out, "  --write-baseline ");
+	ck_assert_has(r.out, "  --listen ADDR:PORT ");
+	ck_assert_has(r.out, "  --until-idle DUR ");
 	testutil_run_free(&r);
 	run_verify(&r, LIST, 5000);
 	ck_assert_int_eq(r.status, 0);
@@ -306,7 +335,7 @@ START_TEST(curl_loop_fails_with_exit_1)
 	temp_path(json_path);
 	run_verify(&r, args, 20000);
 	ck_assert_int_eq(r.status, 1);
-	ck_assert_has(r.out, "FAIL  honours-retry-after      127.0.0.1: asked 2.000s, waited 0.0");
+	ck_assert_has(r.out, "FAIL  honours-retry-after      127.0.0.1: asked 2.000s, waited 0.");  /* under 1 s, however busy */
 	ck_assert_has(r.out, "[2 of 2 retries too early; tolerance 50ms]");
 	testutil_run_free(&r);
 	root = json_load_file(json_path, 0, NULL);
@@ -433,10 +462,11 @@ START_TEST(short_timeout_is_not_a_failure)
 	struct test_run r;
 
 	run_verify(&r, ARGS, 10000);
-	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
+	ck_assert_msg(r.status == 5, "exit %d: %s", r.status, r.out);
 	ck_assert_has(r.out, "N/O   gives-up-within=5s       still running at the 1.0s timeout: killed, before the "
 	                     "5.00s limit: raise --timeout over it\n");
-	ck_assert_has(r.out, "0 of 1 expectations hold, 1 not observed\n");
+	ck_assert_has(r.out, "0 of 1 expectations hold, 1 not observed: nothing was observed, which is not a pass "
+	                     "(exit 5)\n");
 	ck_assert_str_eq(r.err, "ratelab verify: --timeout 1.00s is shorter than gives-up-within=5s: a command still "
 	                        "running at the timeout is 'not observed' there, not failed\n");
 	testutil_run_free(&r);
@@ -478,8 +508,160 @@ START_TEST(full_log_says_so)
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
 	ck_assert_has(r.out, ": 4096 arrivals; command exited 0 after ");
 	ck_assert_has(r.out, "s (4 more not logged: the log holds 4096)\n");
-	ck_assert_has(r.out, "PASS  max-attempts<=5000       attempts: 127.0.0.1=4096 (graded on the first 4096 "
-	                     "arrivals; 4 more not logged)\n");
+	ck_assert_has(r.out, "PASS  max-attempts<=5000       attempts: 127.0.0.1=4100 (every attempt counted; the log "
+	                     "holds the first 4096 arrivals, 4 more not logged)\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* 5,000 attempts on one connection: max-attempts counts all of them, not the 4,096 logged. */
+START_TEST(counts_go_on_past_the_log)
+{
+	char script[] = "/tmp/ratelab-flood-XXXXXX";
+	const char *const args[] = { "verify", "--scenario", script, "--expect", "max-attempts<=4500", "--quiet", "--",
+		                     "curl", "-s", "-o", "/dev/null", "$RATELAB_URL/[1-5000]", NULL };
+	struct test_run r;
+
+	write_file(script, "[{\"status\":200}]");
+	run_verify(&r, args, 80000);
+	unlink(script);
+	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "FAIL  max-attempts<=4500       attempts: 127.0.0.1=5000 (every attempt counted; the log "
+	                     "holds the first 4096 arrivals, 904 more not logged)\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* Killed at the timeout while it honours an hour's wait, curl --retry 3 has made 1 attempt so far: not a pass. */
+START_TEST(killed_client_attempts_are_a_lower_bound)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "retry-after-too-long", "--expect", "max-attempts<=1",
+		                            "--timeout", "2s", "--quiet", "--", "curl", "--retry", "3", "-s",
+		                            "$RATELAB_URL/", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 15000);
+	ck_assert_msg(r.status == 5, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "command killed at the 2.00s timeout\n");
+	ck_assert_has(r.out, "N/O   max-attempts<=1          attempts: 127.0.0.1=1; a lower bound: still running at the "
+	                     "2.0s timeout: killed\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* A GET against a POST scenario asserts nothing: exit 5, not 0; and --strict makes it a failure. */
+START_TEST(nothing_observed_is_not_a_pass)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "post-503", "--", "curl", "-s", "-o", "/dev/null",
+		                            "$RATELAB_URL/", NULL };
+	static const char *const STRICT[] = { "verify", "--scenario", "post-503", "--strict", "--", "curl", "-s", "-o",
+		                              "/dev/null", "$RATELAB_URL/", NULL };
+	struct test_run r;
+
+	run_verify(&r, ARGS, 10000);
+	ck_assert_msg(r.status == 5, "exit %d: %s", r.status, r.out);
+	ck_assert_has(r.out, "0 of 1 expectations hold, 1 not observed: nothing was observed, which is not a pass "
+	                     "(exit 5)\n");
+	testutil_run_free(&r);
+	run_verify(&r, STRICT, 10000);
+	ck_assert_int_eq(r.status, 1);
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* Every named scenario runs and is graded, repeated or in a comma list: a failing one fails the run. */
+START_TEST(every_named_scenario_is_graded)
+{
+	static const char *const REPEATED[] = { "verify", "--scenario", "post-503", "--scenario", "retry-after-seconds",
+		                                "--", "curl", "--retry", "3", "-s", "-X", "$RATELAB_METHOD", 
+		                                "$RATELAB_URL/", NULL };
+	static const char *const LISTED[] = { "verify", "--scenario", "post-503,retry-after-seconds", "--", "curl",
+		                              "--retry", "3", "-s", "-X", "$RATELAB_METHOD",
+		                              "$RATELAB_URL/", NULL };
+	const char *const *both[] = { REPEATED, LISTED };
+	struct test_run r;
+
+	for (size_t i = 0; i < 2; i++) {
+		run_verify(&r, both[i], 30000);
+		ck_assert_msg(r.status == 1, "case %zu: exit %d: %s", i, r.status, r.out);
+		ck_assert_has(r.out, "scenario               method succeeds honours attempts idempotent\n"
+		                     "post-503               POST   -        -       -        FAIL\n"
+		                     "retry-after-seconds    GET    pass     pass    pass     -\n"
+		                     "1 of 2 scenarios hold (0 of them with a verdict not observed)\n"
+		                     "FAIL  post-503 no-retry-non-idempotent: POST sent again ");
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
+/* --all --skip: the named built-ins are left out of the run, the table and the JSON. */
+START_TEST(skip_leaves_scenarios_out)
+{
+	char json_path[] = "/tmp/ratelab-skip-XXXXXX";
+	const char *const args[] = { "verify", "--all", "--skip", "slow-get,slow-post", "--skip", "post-503", "--json",
+		                     json_path, "--", "true", NULL };
+	struct test_run r;
+	json_t *root, *sc;
+	size_t i;
+
+	temp_path(json_path);
+	run_verify(&r, args, 30000);
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_has(r.out, "0 of 25 scenarios hold");
+	ck_assert_msg(!strstr(r.out, "slow-get") && !strstr(r.out, "post-503"), "%s", r.out);
+	testutil_run_free(&r);
+	root = json_load_file(json_path, 0, NULL);
+	unlink(json_path);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 25);
+	json_array_foreach(json_object_get(root, "scenarios"), i, sc)
+		ck_assert_str_ne(json_string_value(json_object_get(sc, "scenario")), "slow-post");
+	json_decref(root);
+}
+END_TEST
+
+/*
+ * --baseline: the accepted verdicts of one client (curl --retry 3: post-503
+ * fails) are written; the same client passes against them; a client that
+ * does not retry gets worse on retry-after-seconds (exit 1) and better on
+ * post-503, and both are said.
+ */
+START_TEST(baseline_fails_only_on_what_got_worse)
+{
+	char base[] = "/tmp/ratelab-base-XXXXXX";
+	const char *const write[] = { "verify", "--scenario", "post-503,retry-after-seconds", "--baseline", base,
+		                      "--write-baseline", "--", "curl", "--retry", "3", "-s", "-X", "$RATELAB_METHOD",
+		                      "$RATELAB_URL/", NULL };
+	const char *const same[] = { "verify", "--scenario", "post-503,retry-after-seconds", "--baseline", base, "--",
+		                     "curl", "--retry", "3", "-s", "-X", "$RATELAB_METHOD", "$RATELAB_URL/", NULL };
+	const char *const worse[] = { "verify", "--scenario", "post-503,retry-after-seconds", "--baseline", base, "--",
+		                      "curl", "-sf", "-X", "$RATELAB_METHOD", "$RATELAB_URL/", NULL };
+	struct test_run r;
+	json_t *root;
+
+	temp_path(base);
+	run_verify(&r, write, 30000);
+	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+	ck_assert_has(r.out, "post-503               POST   -        -       -        FAIL\n");
+	ck_assert_has(r.out, "baseline /tmp/ratelab-base-");
+	ck_assert_has(r.out, ": written (2 scenarios)\n");
+	testutil_run_free(&r);
+	root = json_load_file(base, 0, NULL);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(root, "verdicts"), "post-503"),
+	                                                   "no-retry-non-idempotent")), "fail");
+	json_decref(root);
+	run_verify(&r, same, 30000);
+	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+	ck_assert_has(r.out, ": 0 worse, 0 better, 4 the same\n");
+	testutil_run_free(&r);
+	run_verify(&r, worse, 30000);
+	unlink(base);
+	ck_assert_msg(r.status == 1, "exit %d: %s%s", r.status, r.out, r.err);
+	ck_assert_has(r.out, "better  post-503 no-retry-non-idempotent: fail -> pass\n");
+	ck_assert_has(r.out, "WORSE   retry-after-seconds succeeds: pass -> fail\n");
+	ck_assert_has(r.out, "WORSE   retry-after-seconds honours-retry-after: pass -> not observed\n");
+	ck_assert_has(r.out, ": 2 worse, 1 better, 1 the same\n");
 	testutil_run_free(&r);
 }
 END_TEST
@@ -500,7 +682,8 @@ START_TEST(too_long_wait_ends_when_settled)
 	ck_assert_has(r.out, "scenario retry-after-too-long: 1 arrivals; command stopped after 5.");
 	ck_assert_has(r.out, "s: a verdict had failed for good\n");
 	ck_assert_has(r.out, "FAIL  gives-up-within=5s       still running when verify stopped it at 5.");
-	ck_assert_has(r.out, "PASS  max-attempts<=1          attempts: 127.0.0.1=1\n");
+	ck_assert_has(r.out, "N/O   max-attempts<=1          attempts: 127.0.0.1=1; a lower bound: still running when "
+	                     "verify stopped it at 5.");
 	testutil_run_free(&r);
 }
 END_TEST
@@ -850,6 +1033,136 @@ START_TEST(hammer_presets_grade_as_the_table_says)
 }
 END_TEST
 
+/* Start `ratelab verify ARGS` with stdout to out_path and stderr to a socket (*err_fd, for testutil_raw_read_until); its
+ * pid. */
+static pid_t spawn_listening(const char *const *args, const char *out_path, int *err_fd)
+{
+	const char *argv[24];
+	int fds[2];
+	size_t n = 0;
+	pid_t pid;
+
+	argv[n++] = testutil_bin();
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	pid = fork();
+	if (pid == 0) {
+		int out = open(out_path, O_WRONLY | O_TRUNC);
+
+		dup2(out, STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	*err_fd = fds[0];
+	return pid;
+}
+
+/* Read fd until a line holding "listening on http://"; the URL that follows it into url (bounded: 10 s). */
+static void wait_listening(int fd, char *url, size_t len)
+{
+	char buf[2048];
+	size_t n = testutil_raw_read_until(fd, buf, sizeof(buf) - 1, "\n", 10000);
+	char *at;
+
+	buf[n] = '\0';
+	at = strstr(buf, "listening on ");
+	ck_assert_msg(at && strchr(at, '\n'), "no listening line: '%s'", buf);
+	snprintf(url, len, "%.*s", (int)(strchr(at, '\n') - at - 13), at + 13);
+}
+
+/* A python3 urllib client that honours Retry-After, three tries, as an app the test starts on its own. */
+static const char URLLIB_CLIENT[] =
+	"import sys, time, urllib.request, urllib.error\n"
+	"for i in range(3):\n"
+	"    try:\n"
+	"        urllib.request.urlopen(sys.argv[1] + '/api', timeout=5).read()\n"
+	"        sys.exit(0)\n"
+	"    except urllib.error.HTTPError as e:\n"
+	"        time.sleep(float(e.headers.get('Retry-After', '1')))\n"
+	"sys.exit(1)\n";
+
+/*
+ * --listen on port 0: verify prints the URL, a python3 app the test starts
+ * meets the scenario there, and once it has been idle 3 s verify grades it.
+ */
+START_TEST(listen_grades_an_app_it_did_not_start)
+{
+	char out_path[] = "/tmp/ratelab-listen-XXXXXX", url[128], text[4096];
+	static const char *const ARGS[] = { "verify", "--scenario", "retry-after-seconds", "--listen", "127.0.0.1:0",
+		                            "--until-idle", "3s", "--timeout", "40s", NULL };
+	int err_fd, st;
+	pid_t verify, app;
+	FILE *f;
+	size_t n;
+
+	temp_path(out_path);
+	verify = spawn_listening(ARGS, out_path, &err_fd);
+	wait_listening(err_fd, url, sizeof(url));
+	ck_assert_msg(strncmp(url, "http://127.0.0.1:", 17) == 0, "%s", url);
+	app = fork();
+	if (app == 0) {
+		execlp("python3", "python3", "-c", URLLIB_CLIENT, url, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(testutil_wait(app, 20000), 0);
+	st = testutil_wait(verify, 20000);
+	close(err_fd);
+	f = fopen(out_path, "r");
+	n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = '\0';
+	if (f)
+		fclose(f);
+	unlink(out_path);
+	ck_assert_msg(st == 0, "exit %d: %s", st, text);
+	ck_assert_has(text, "scenario retry-after-seconds: 3 arrivals; served ");
+	ck_assert_has(text, "s, until idle\n");
+	ck_assert_has(text, "GET    127.0.0.1          /api -> 429  (asked to wait 2.000s)\n");
+	ck_assert_has(text, "PASS  succeeds                 1 of 1 clients ended on a 2xx (seen from the server: no "
+	                    "command)\n");
+	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.0");
+	ck_assert_has(text, "PASS  max-attempts<=3          attempts: 127.0.0.1=3\n");
+}
+END_TEST
+
+/* SIGTERM ends serving and grades what came: here one curl that never retried. */
+START_TEST(listen_ends_on_a_signal)
+{
+	char out_path[] = "/tmp/ratelab-listen-XXXXXX", url[128], text[4096];
+	static const char *const ARGS[] = { "verify", "--scenario", "post-503,retry-after-seconds", "--listen",
+		                            "127.0.0.1:0", "--timeout", "40s", NULL };
+	int err_fd, st;
+	long status = 0;
+	pid_t verify;
+	FILE *f;
+	size_t n;
+
+	temp_path(out_path);
+	verify = spawn_listening(ARGS, out_path, &err_fd);
+	wait_listening(err_fd, url, sizeof(url));
+	ck_assert_has(url, "http://127.0.0.1:");
+	ck_assert_int_eq(testutil_http("POST", url, "{}", &status, NULL, NULL), 0);
+	ck_assert_int_eq(status, 503);
+	kill(verify, SIGTERM);
+	st = testutil_wait(verify, 20000);
+	close(err_fd);
+	f = fopen(out_path, "r");
+	n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = '\0';
+	if (f)
+		fclose(f);
+	unlink(out_path);
+	ck_assert_msg(st == 1, "exit %d: %s", st, text);
+	ck_assert_has(text, "post-503               POST   -        -       -        pass\n"
+	                    "retry-after-seconds    GET    FAIL     FAIL    FAIL     -\n");
+	ck_assert_has(text, "FAIL  retry-after-seconds succeeds: no request reached the server\n");
+}
+END_TEST
+
 Suite *verify_suite(void)
 {
 	Suite *s = suite_create("verify");
@@ -866,6 +1179,9 @@ Suite *verify_suite(void)
 	tcase_add_test(cli, detached_processes_are_stopped);
 	tcase_add_test(cli, thousand_detached_children_are_stopped);
 	tcase_add_test(cli, full_log_says_so);
+	tcase_add_test(cli, counts_go_on_past_the_log);
+	tcase_add_test(cli, nothing_observed_is_not_a_pass);
+	tcase_add_test(cli, skip_leaves_scenarios_out);
 	tcase_add_test(cli, junit_for_ci);
 	tcase_add_test(cli, all_scenarios_one_table);
 	tcase_set_timeout(cli, 90);
@@ -882,6 +1198,11 @@ Suite *verify_suite(void)
 	tcase_add_test(clients, ratelimit_only_wait);
 	tcase_add_test(clients, not_observed_is_not_a_pass);
 	tcase_add_test(clients, strict_fails_what_was_not_observed);
+	tcase_add_test(clients, killed_client_attempts_are_a_lower_bound);
+	tcase_add_test(clients, every_named_scenario_is_graded);
+	tcase_add_test(clients, baseline_fails_only_on_what_got_worse);
+	tcase_add_test(clients, listen_grades_an_app_it_did_not_start);
+	tcase_add_test(clients, listen_ends_on_a_signal);
 	tcase_set_timeout(clients, 60);
 	suite_add_tcase(s, clients);
 	tcase_add_test(grid, hammer_presets_grade_as_the_table_says);

@@ -220,7 +220,86 @@ START_TEST(stopped_runs)
 	                             "the 5.00s limit");
 	ck_assert_outcome(grade("succeeds", log, 1, &stopped), VERIFY_NOT_OBSERVED);
 	ck_assert_outcome(grade("stops-after-attempts", log, 1, &stopped), VERIFY_NOT_OBSERVED);
-	ck_assert_outcome(grade("max-attempts<=1", log, 1, &stopped), VERIFY_PASS);
+	v = grade("max-attempts<=1", log, 1, &stopped);
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	ck_assert_str_eq(v.evidence, "attempts: a=1; a lower bound: still running when verify stopped it at 5.01s "
+	                             "(the verdict was settled)");
+}
+END_TEST
+
+/* Killed at the timeout, the client might still have retried: an upper bound on attempts is not observed. */
+START_TEST(killed_runs_bound_attempts_from_below)
+{
+	struct scenario_arrival log[3] = { arrival("a", "GET", 0, 429, 3600000), arrival("a", "GET", 10, 429, 3600000),
+		                           arrival("a", "GET", 20, 429, 3600000) };
+	struct verify_grade_run killed = { .exit_status = 143, .killed = true, .wall_ns = 8 * NS_PER_SEC,
+		                           .timeout_ns = 8 * NS_PER_SEC };
+	struct verify_grade_verdict v = grade("max-attempts<=3", log, 3, &killed);
+
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	ck_assert_str_eq(v.evidence, "attempts: a=3; a lower bound: still running at the 8.0s timeout: killed");
+	v = grade("max-attempts<=2", log, 3, &killed);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "attempts: a=3");
+}
+END_TEST
+
+/* verify --listen has no command: succeeds is each client's last answer, gives-up-within can only fail. */
+START_TEST(listened_runs_grade_from_the_server)
+{
+	struct scenario_arrival log[4] = { arrival("a", "GET", 0, 429, 2000), arrival("b", "GET", 5, 429, 2000),
+		                           arrival("a", "GET", 2000, 200, -1), arrival("b", "GET", 7005, 429, 2000) };
+	struct verify_grade_run idle = { .listened = true, .wall_ns = 12 * NS_PER_SEC, .timeout_ns = 60 * NS_PER_SEC };
+	struct verify_grade_run timeout = idle;
+	struct verify_grade_verdict v;
+
+	for (size_t i = 0; i < 4; i++)
+		log[i].end = SCENARIO_END_SENT;
+	timeout.killed = true;
+	v = grade("succeeds", &log[2], 1, &idle);
+	ck_assert_outcome(v, VERIFY_PASS);
+	ck_assert_str_eq(v.evidence, "1 of 1 clients ended on a 2xx (seen from the server: no command)");
+	v = grade("succeeds", log, 4, &idle);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "b's last answer was 429; 1 of 2 clients ended on a 2xx (seen from the server: no "
+	                             "command)");
+	v = grade("succeeds", log, 4, &timeout);
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	v = grade("gives-up-within=5s", log, 4, &idle);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "attempts spanned 7.00s (limit 5.00s)");
+	v = grade("gives-up-within=5s", log, 3, &idle);
+	ck_assert_outcome(v, VERIFY_NOT_OBSERVED);
+	ck_assert_str_eq(v.evidence, "attempts spanned 2.00s (limit 5.00s); not observed: no command, so when the app "
+	                             "gave up is not seen");
+	ck_assert_outcome(grade("max-attempts<=2", log, 4, &idle), VERIFY_PASS);
+	ck_assert_outcome(grade("max-attempts<=2", log, 4, &timeout), VERIFY_NOT_OBSERVED);
+}
+END_TEST
+
+/* Past the log's cap the counts go on: count-based verdicts use every attempt, not the logged ones. */
+START_TEST(counts_past_the_log)
+{
+	static struct scenario_arrival log[400];
+	struct scenario_count counts[2] = { { "127.0.0.1", 5000 }, { "127.0.0.2", 3 } };
+	struct verify_grade_run run = RUN_OK;
+	struct verify_grade_verdict v;
+
+	for (size_t i = 0; i < 400; i++)
+		log[i] = arrival("127.0.0.1", "GET", i, 200, -1);
+	run.dropped = 4603;
+	run.counts = counts;
+	run.ncounts = 2;
+	v = grade("max-attempts<=4500", log, 400, &run);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "attempts: 127.0.0.1=5000 127.0.0.2=3 (every attempt counted; the log holds the "
+	                             "first 400 arrivals, 4603 more not logged)");
+	ck_assert_outcome(grade("max-attempts<=5000", log, 400, &run), VERIFY_PASS);
+	ck_assert(failed_now("max-attempts<=4500", log, 400, &run));
+	ck_assert(!failed_now("max-attempts<=5000", log, 400, &run));
+	v = grade("stops-after-attempts", log, 400, &run);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert(failed_now("stops-after-attempts", log, 400, &run));
 }
 END_TEST
 
@@ -583,6 +662,9 @@ Suite *verify_grade_suite(void)
 	tcase_add_test(tc, attempts_and_exit);
 	tcase_add_test(tc, timeout_before_the_limit_is_not_observed);
 	tcase_add_test(tc, stopped_runs);
+	tcase_add_test(tc, killed_runs_bound_attempts_from_below);
+	tcase_add_test(tc, counts_past_the_log);
+	tcase_add_test(tc, listened_runs_grade_from_the_server);
 	tcase_add_test(tc, failed_for_good_while_running);
 	tcase_add_test(tc, stopping_means_at_most_ten_attempts);
 	tcase_add_test(tc, non_idempotent_retries);
