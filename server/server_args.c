@@ -79,7 +79,16 @@ void server_usage(FILE *f)
 	        "                            the header falls back to its IP address)\n"
 	        "  --status 429|503          rejection status (default 429)\n"
 	        "  --retry-after seconds|http-date|none  (default seconds: the wait rounded up, never 0)\n"
-	        "  --headers ietf|legacy|both|none  RateLimit headers (default ietf)\n"
+	        "  --headers LIST            rate-limit fields, a comma list of ietf (RateLimit-Policy\n"
+	        "                            and RateLimit, t = seconds until more quota), draft-03\n"
+	        "                            (RateLimit-Limit/-Remaining/-Reset), x-ratelimit (Envoy's\n"
+	        "                            lowercase x-ratelimit-*), github (X-RateLimit-* with -Used,\n"
+	        "                            -Resource and -Reset in epoch seconds), legacy\n"
+	        "                            (X-RateLimit-Limit/-Remaining/-Reset, delta seconds),\n"
+	        "                            both (ietf,legacy); or retry-after-only, or none (not\n"
+	        "                            even Retry-After) (default ietf)\n"
+	        , limiter_names());
+	fprintf(f,   /* split: one string would pass the 4095 characters C11 promises to support */
 	        "  --threads N               listeners, one thread each, sharing the port (default 2)\n"
 	        "  --max-keys N              cap of each route's per-key state table, LRU-evicted\n"
 	        "                            (default 100000, or fewer when the limiter's state is\n"
@@ -111,7 +120,7 @@ void server_usage(FILE *f)
 	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
 	        "                            the most active first; the rest in one row (default 50)\n"
 	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n",
-	        limiter_names(), SERVER_CONNECTIONS_DEFAULT);
+	        SERVER_CONNECTIONS_DEFAULT);
 	fprintf(f,   /* two strings: one would pass the 4095 characters C11 promises to support */
 	        "  --capacity SPEC           a modelled backend behind the limiter, e.g.\n"
 	        "                            workers=4,service=10ms,queue=fifo:1000: virtual workers,\n"
@@ -248,7 +257,12 @@ static int opt_trigger(void *base, const struct cli_option *o, const char *v, ch
 }
 
 static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
-static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
+/* --headers LIST: rate-limit dialects (headers.h), e.g. ietf or draft-03,github. */
+static int opt_headers(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	(void)o;
+	return headers_parse_dialects(v, &((struct server_args *)base)->cfg.headers, why, wl);
+}
 
 #define SA(member) CLI_FIELD(struct server_args, member)
 
@@ -263,7 +277,7 @@ const struct cli_option server_args_options[] = {
 	{ "--key", CLI_CUSTOM, .fn = opt_key },
 	{ "--status", CLI_CUSTOM, .fn = opt_status },
 	{ "--retry-after", CLI_CHOICE, SA(cfg.retry_after), .words = RETRY_AFTER_WORDS },
-	{ "--headers", CLI_CHOICE, SA(cfg.headers), .words = HEADERS_WORDS },
+	{ "--headers", CLI_CUSTOM, .fn = opt_headers },
 	{ "--threads", CLI_U64, SA(cfg.threads), .min = 1, .max = 64 },
 	{ "--max-keys", CLI_U64, SA(cfg.max_keys), .min = 1, .max = 1ULL << 32,
 	  CLI_GIVEN(struct server_args, cfg.max_keys_set) },

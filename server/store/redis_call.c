@@ -85,11 +85,11 @@ redisReply *redis_call_run(struct store_redis *s, struct redis_conn *c, struct r
 
 int redis_call_decision(const redisReply *r, struct limiter_decision *d)
 {
-	long long v[7];
+	long long v[8];
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 8)
 		return -1;
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < 8; i++) {
 		if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0)
 			return -1;
 		v[i] = r->element[i]->integer;
@@ -101,6 +101,7 @@ int redis_call_decision(const redisReply *r, struct limiter_decision *d)
 	d->window_ns = (uint64_t)v[4];
 	d->reset_ns = (uint64_t)v[5];
 	d->layer = (int)v[6];
+	d->next_ns = (uint64_t)v[7];
 	return 0;
 }
 
