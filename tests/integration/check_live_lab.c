@@ -144,6 +144,37 @@ START_TEST(top_clients_in_stats_and_metrics)
 }
 END_TEST
 
+/* A client that names itself "others" gets a row of its own, never a second series of the aggregate's label. */
+START_TEST(client_named_others)
+{
+	const char *args[] = { "--limit", "100", "--top-clients", "1", "--quiet", NULL };
+	struct test_server s;
+	struct test_reply rep;
+	char url[128], *metrics = NULL;
+	CURL *c = curl_easy_init();
+	long code = 0;
+	int series = 0;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	snprintf(url, sizeof(url), "%s/", s.url);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(testutil_fire(c, "GET", url, i < 3 ? "X-Client-Name: others" : "X-Client-Name: bob", &rep),
+		                 CURLE_OK);
+		ck_assert_int_eq(rep.status, 200);
+	}
+	curl_easy_cleanup(c);
+	snprintf(url, sizeof(url), "%s/metrics", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, &metrics), 0);
+	for (const char *p = metrics; (p = strstr(p, "\nratelab_client_requests_total{client=\"others\"}")); p++)
+		series++;
+	ck_assert_msg(series == 1, "%d series of client=\"others\":\n%s", series, metrics);
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_requests_total{client=\"others\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_requests_total{client=\"others (a client)\"} 3\n"));
+	free(metrics);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 /* An /events reader: everything the stream sent in timeout_ms (at most 4 MB kept). */
 struct reader {
 	char url[128];
@@ -467,6 +498,7 @@ Suite *live_lab_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, early_retries_exact);
 	tcase_add_test(tc, top_clients_in_stats_and_metrics);
+	tcase_add_test(tc, client_named_others);
 	tcase_add_test(tc, events_four_a_second_under_load);
 	tcase_add_test(tc, events_outlive_the_header_deadline);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
