@@ -29,6 +29,7 @@ void server_config_defaults(struct server_config *c)
 	c->reject_status = 429;
 	c->retry_after = HEADERS_RA_SECONDS;
 	c->headers = HEADERS_IETF;
+	c->ipv6_prefix = 64;
 	c->threads = 2;
 	c->max_keys = SERVER_MAX_KEYS_DEFAULT;
 	c->max_key_memory = SERVER_KEY_MEMORY_DEFAULT;
@@ -100,6 +101,9 @@ void server_usage(FILE *f)
 	        "                            its hard value, at most %d)\n"
 	        "  --max-connections-per-ip N  connections one client address may hold (default:\n"
 	        "                            three quarters of --max-connections)\n"
+	        "  --ipv6-prefix N           an IPv6 client is its first N bits, for --key ip, the\n"
+	        "                            per-address connection cap and /events' share (default\n"
+	        "                            64: one host's /64 is one client; 128: every address)\n"
 	        "  --header-timeout DUR      a request head (request line and headers) must be in\n"
 	        "                            within DUR of the connection opening or of its\n"
 	        "                            previous answer, else the connection closes (default 10s)\n"
@@ -284,6 +288,7 @@ const struct cli_option server_args_options[] = {
 	{ "--max-key-memory", CLI_CUSTOM, .fn = opt_key_memory },
 	{ "--max-connections", CLI_U64, SA(cfg.max_connections), .min = 1, .max = 1000000 },
 	{ "--max-connections-per-ip", CLI_U64, SA(cfg.max_connections_per_ip), .min = 1, .max = 1000000 },
+	{ "--ipv6-prefix", CLI_U64, SA(cfg.ipv6_prefix), .min = 1, .max = 128 },
 	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX },
 	{ "--header-timeout", CLI_DURATION, SA(cfg.header_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC },
 	{ "--max-body", CLI_U64, SA(cfg.max_body), .max = 1ULL << 30 },
