@@ -123,7 +123,8 @@ void server_usage(FILE *f)
 	        "                            \"limit\":5,\"window\":\"1s\",\"burst\":10,\"key\":\"ip\"}]}\n"
 	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
 	        "                            the most active first; the rest in one row (default 50)\n"
-	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n",
+	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32),\n"
+	        "                            a quarter of them from one address\n",
 	        SERVER_CONNECTIONS_DEFAULT);
 	fprintf(f,   /* two strings: one would pass the 4095 characters C11 promises to support */
 	        "  --capacity SPEC           a modelled backend behind the limiter, e.g.\n"

@@ -298,7 +298,7 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
 	s->clients = new_clients(s);
-	s->events = events_new(s, s->cfg.max_subscribers);
+	s->events = events_new(s, s->cfg.max_subscribers, s->cfg.ipv6_prefix);
 	if (!s->stats || !s->clients || !s->events || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
