@@ -78,7 +78,8 @@ START_TEST(builtins_say_what_a_correct_client_does)
 	                       "  answers: 429 + Retry-After: 2, then 200, to a POST\n"
 	                       "  correct: a 429 was not processed, so even a POST may be retried: waits 2 s and "
 	                       "succeeds\n"
-	                       "  expects: succeeds,honours-retry-after,max-attempts<=2\n");
+	                       "  expects: succeeds,honours-retry-after,max-attempts<=2\n"
+	                       "  speaks:  retry-after-only\n");
 	free(text);
 }
 END_TEST

@@ -460,6 +460,65 @@ START_TEST(ratelimit_only_wait)
 END_TEST
 
 /*
+ * A client that reads every dialect's wait (python3's urllib): RateLimit t=,
+ * RateLimit-Reset, x-ratelimit-reset, X-RateLimit-Reset in delta seconds or,
+ * past 10^9, as a Unix second.  It honours each dialect's scenario, and
+ * verify --list names the dialect each speaks.
+ */
+static const char DIALECT_CLIENT[] =
+	"import re, sys, time, urllib.request, urllib.error\n"
+	"def wait_of(h):\n"
+	"    m = re.search(r';t=(\\d+)', h.get('RateLimit') or '')\n"
+	"    if m: return int(m.group(1))\n"
+	"    for name in ('RateLimit-Reset', 'X-RateLimit-Reset'):\n"
+	"        v = h.get(name)\n"
+	"        if v: return int(v) - time.time() if int(v) > 10**9 else int(v)\n"
+	"    return 1\n"
+	"for attempt in range(3):\n"
+	"    try:\n"
+	"        urllib.request.urlopen(sys.argv[1] + '/', timeout=10).read(); sys.exit(0)\n"
+	"    except urllib.error.HTTPError as e:\n"
+	"        if e.code != 429: sys.exit(1)\n"
+	"        time.sleep(max(wait_of(e.headers), 0) + 0.1)\n"
+	"sys.exit(1)\n";
+
+START_TEST(every_dialect_honoured_by_a_client_that_reads_it)
+{
+	static const char *const SCENARIOS[][2] = {
+		{ "ratelimit-only", "ietf" }, { "ratelimit-reset", "draft-03" }, { "x-ratelimit-reset", "legacy" },
+		{ "envoy-x-ratelimit", "x-ratelimit" }, { "github-reset", "github" },
+	};
+	static const char *const LIST[] = { "verify", "--list", NULL };
+	struct test_run r;
+	char head[80], want[80];
+
+	run_verify(&r, LIST, 15000);
+	ck_assert_int_eq(r.status, 0);
+	for (size_t i = 0; i < sizeof(SCENARIOS) / sizeof(SCENARIOS[0]); i++) {
+		const char *p, *sp;
+
+		snprintf(head, sizeof(head), "\n%s (GET)\n", SCENARIOS[i][0]);
+		snprintf(want, sizeof(want), "\n  speaks:  %s\n", SCENARIOS[i][1]);
+		p = strstr(r.out, head);
+		sp = p ? strstr(p + 1, "\n  speaks:  ") : NULL;
+		ck_assert_msg(sp && strncmp(sp, want, strlen(want)) == 0, "--list does not say %s speaks %s:\n%s",
+		              SCENARIOS[i][0], SCENARIOS[i][1], r.out);
+	}
+	testutil_run_free(&r);
+	for (size_t i = 0; i < sizeof(SCENARIOS) / sizeof(SCENARIOS[0]); i++) {
+		const char *const args[] = { "verify", "--scenario", SCENARIOS[i][0], "--", "python3", "-c", DIALECT_CLIENT,
+			                     "$RATELAB_URL", NULL };
+
+		run_verify(&r, args, 20000);
+		ck_assert_msg(r.status == 0, "%s: exit %d: %s%s", SCENARIOS[i][0], r.status, r.out, r.err);
+		ck_assert_has(r.out, "PASS  honours-ratelimit");
+		ck_assert_has(r.out, "PASS  succeeds");
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
+/*
  * A preset that does not retry a POST: succeeds fails and says why,
  * honours-retry-after is not observed (N/O, "pass": false in the JSON).
  */
@@ -576,14 +635,14 @@ START_TEST(all_scenarios_one_table)
 	                     "backs-off stops\n");
 	ck_assert_has(r.out, "retry-after-seconds    GET    FAIL     FAIL    FAIL     -      -          -        -  "
 	                     "       -\n");
-	ck_assert_has(r.out, "0 of 28 scenarios hold (0 of them with a verdict not observed)\n");
+	ck_assert_has(r.out, "0 of 30 scenarios hold (0 of them with a verdict not observed)\n");
 	ck_assert_has(r.out, "FAIL  slow-post no-retry-non-idempotent: the command never reached the server\n");
 	testutil_run_free(&r);
 	root = json_load_file(json_path, 0, NULL);
 	unlink(json_path);
 	ck_assert_ptr_nonnull(root);
 	ck_assert_int_eq(json_integer_value(json_object_get(root, "exit")), 4);
-	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 28);
+	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 30);
 	sc = json_array_get(json_object_get(root, "scenarios"), 4);
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "scenario")), "post-503");
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "method")), "POST");
@@ -771,7 +830,7 @@ START_TEST(hammer_presets_grade_as_the_table_says)
 		n++;
 	}
 	ck_assert_uint_eq(n, 7);
-	ck_assert_uint_eq(json_object_size(json_object_get(table, "scenarios")), 28);
+	ck_assert_uint_eq(json_object_size(json_object_get(table, "scenarios")), 30);
 	grid_run(runs, n);
 	/* A run that left no JSON (seen once under ThreadSanitizer with seven runs on two cores) runs once more, alone. */
 	for (i = 0; i < n; i++)
@@ -817,6 +876,7 @@ Suite *verify_suite(void)
 	tcase_add_test(clients, constant_delay_does_not_back_off);
 	tcase_add_test(clients, too_long_wait_ends_when_settled);
 	tcase_add_test(clients, ratelimit_only_wait);
+	tcase_add_test(clients, every_dialect_honoured_by_a_client_that_reads_it);
 	tcase_add_test(clients, not_observed_is_not_a_pass);
 	tcase_add_test(clients, strict_fails_what_was_not_observed);
 	tcase_set_timeout(clients, 60);
