@@ -650,7 +650,7 @@ START_TEST(all_scenarios_one_table)
 	json_decref(root);
 	ck_assert_msg(testutil_junit_read(xml_path, &xml) == 0, "not JUnit XML: %s", xml);
 	unlink(xml_path);
-	ck_assert_has(xml, "suites=28 tests=");
+	ck_assert_has(xml, "suites=30 tests=");
 	ck_assert_has(xml, "verify slow-get | ratelab.verify.slow-get | gives-up-within=6s | error | ");
 	free(xml);
 	run_verify(&r, CANNOT, 15000);
