@@ -182,6 +182,9 @@ static struct clients_row *shard_row(struct shard *sh, uint64_t hash, const stru
 	slot->hash = hash;
 	slot->row.clients = 1;
 	client_key_name(e->id, e->idlen, slot->row.name, sizeof(slot->row.name));
+	/* The aggregate's name is taken: a client called that is shown apart (one /metrics series each). */
+	if (strcmp(slot->row.name, CLIENTS_REST_NAME) == 0)
+		snprintf(slot->row.name, sizeof(slot->row.name), "%s", CLIENTS_REST_NAME " (a client)");
 	return &slot->row;
 }
 
@@ -303,7 +306,7 @@ int clients_snapshot(struct clients *c, size_t top, struct clients_snapshot *out
 	size_t n = 0;
 
 	memset(out, 0, sizeof(*out));
-	snprintf(out->rest.name, sizeof(out->rest.name), "others");
+	snprintf(out->rest.name, sizeof(out->rest.name), "%s", CLIENTS_REST_NAME);
 	if (!all)
 		return -1;
 	for (unsigned i = 0; i < used; i++)

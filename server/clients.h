@@ -32,6 +32,8 @@
  */
 
 #define CLIENTS_NAME_LEN 48
+/* The name of the row that sums everyone past the top; a client that calls itself this shows as "others (a client)". */
+#define CLIENTS_REST_NAME "others"
 #define CLIENTS_TOP_DEFAULT 50
 #define CLIENTS_MAX_ROUTES 16
 

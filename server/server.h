@@ -145,6 +145,7 @@ struct server_config {
 	int reject_status;               /* 429 or 503 */
 	enum headers_retry_after retry_after;
 	enum headers_mode headers;
+	unsigned ipv6_prefix;                /* IPv6 clients are keyed and counted by this prefix (1..128) */
 	unsigned threads;                /* listeners (MHD daemons, one thread each) on the port; default 2 */
 	uint64_t max_keys;               /* per route; default 100000, or what fits max_key_memory */
 	bool max_keys_set;               /* --max-keys given: refused, not lowered, when it does not fit */

@@ -29,6 +29,7 @@ void server_config_defaults(struct server_config *c)
 	c->reject_status = 429;
 	c->retry_after = HEADERS_RA_SECONDS;
 	c->headers = HEADERS_IETF;
+	c->ipv6_prefix = 64;
 	c->threads = 2;
 	c->max_keys = SERVER_MAX_KEYS_DEFAULT;
 	c->max_key_memory = SERVER_KEY_MEMORY_DEFAULT;
@@ -184,7 +185,17 @@ static const char *status_words(void)
 }
 
 static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
-static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
+
+static const char *headers_words(void)
+{
+	return "ietf, draft-03, x-ratelimit, github, legacy, both, retry-after-only, none";
+}
+/* --headers LIST: rate-limit dialects (headers.h), e.g. ietf or draft-03,github. */
+static int opt_headers(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	(void)o;
+	return headers_parse_dialects(v, &((struct server_args *)base)->cfg.headers, why, wl);
+}
 
 #define SA(member) CLI_FIELD(struct server_args, member)
 #define SERVER_STR_(x) #x
@@ -213,8 +224,13 @@ const struct cli_option server_args_options[] = {
 	  .help = "rejection status (default 429)" },
 	{ "--retry-after", CLI_CHOICE, SA(cfg.retry_after), .words = RETRY_AFTER_WORDS, .section = CLI_SEC_DOES, .arg = "seconds|http-date|none",
 	  .help = "the Retry-After of a rejection (default seconds: the wait rounded up, never 0)" },
-	{ "--headers", CLI_CHOICE, SA(cfg.headers), .words = HEADERS_WORDS, .section = CLI_SEC_DOES, .arg = "ietf|legacy|both|none",
-	  .help = "RateLimit headers (default ietf)" },
+	{ "--headers", CLI_CUSTOM, .fn = opt_headers, .values = headers_words, .section = CLI_SEC_DOES, .arg = "LIST",
+	  .help = "rate-limit fields, a comma list of ietf (RateLimit-Policy and RateLimit, t = "
+	          "seconds until more quota), draft-03 (RateLimit-Limit/-Remaining/-Reset), "
+	          "x-ratelimit (Envoy's lowercase x-ratelimit-*), github (X-RateLimit-* with -Used, "
+	          "-Resource and -Reset in epoch seconds), legacy (X-RateLimit-Limit/-Remaining/-Reset, "
+	          "delta seconds), both (ietf,legacy); or retry-after-only, or none (not even "
+	          "Retry-After) (default ietf)" },
 	{ "--threads", CLI_U64, SA(cfg.threads), .min = 1, .max = 64, .section = CLI_SEC_ADVANCED, .arg = "N",
 	  .help = "listeners, one thread each, sharing the port (default 2)" },
 	{ "--max-keys", CLI_U64, SA(cfg.max_keys), .min = 1, .max = 1ULL << 32,
@@ -232,6 +248,10 @@ const struct cli_option server_args_options[] = {
 	{ "--max-connections-per-ip", CLI_U64, SA(cfg.max_connections_per_ip), .min = 1, .max = 1000000, .section = CLI_SEC_ADVANCED, .arg = "N",
 	  .help = "connections one client address may hold (default: three quarters of "
 	          "--max-connections)" },
+	{ "--ipv6-prefix", CLI_U64, SA(cfg.ipv6_prefix), .min = 1, .max = 128, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "an IPv6 client is its first N bits, for --key ip, the per-address connection "
+	          "cap and /events' share (default 64: one host's /64 is one client; 128: every "
+	          "address)" },
 	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "idle connection timeout (default 30s)" },
 	{ "--header-timeout", CLI_DURATION, SA(cfg.header_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
@@ -272,7 +292,8 @@ const struct cli_option server_args_options[] = {
 	  .help = "clients /dashboard, /stats and /metrics show by name, the most active first; "
 	          "the rest in one row (default 50)" },
 	{ "--max-subscribers", CLI_U64, SA(cfg.max_subscribers), .min = 1, .max = 1024, .section = CLI_SEC_ADVANCED, .arg = "N",
-	  .help = "/events streams (open dashboards) at once (default 32)" },
+	  .help = "/events streams (open dashboards) at once (default 32), a quarter of them from "
+	          "one address" },
 	{ NULL },
 };
 

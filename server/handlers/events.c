@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "server/http/addr_count.h"
 #include "server/http/daemon.h"
 
 #define RATE_SAMPLES 6          /* totals kept for the rates: the last second at 200 ms */
@@ -31,6 +32,8 @@ struct subscriber {
 	enum sub_phase phase;
 	char *buf;                  /* EVENTS_BUFFER bytes, NULL once dropped */
 	size_t head, len;           /* unsent bytes are buf[head .. head+len) */
+	bool keyed;                 /* its client's address is known: addr holds it */
+	unsigned char addr[ADDR_COUNT_KEY_LEN];
 };
 
 struct events {
@@ -40,13 +43,15 @@ struct events {
 	struct subscriber *subs;    /* every stream still open, dropped ones included */
 	_Atomic unsigned fed;       /* streams fed now (changed under lock, read without) */
 	unsigned max;               /* the most fed at once */
+	unsigned share;             /* the most fed at once for one address */
+	unsigned v6_prefix;
 	bool stopping, started;
 	pthread_t tid;
 	struct live_totals samples[RATE_SAMPLES];
 	unsigned nsamples;          /* samples taken so far; the newest is samples[(nsamples-1) % RATE_SAMPLES] */
 };
 
-struct events *events_new(struct server *srv, unsigned max_subscribers)
+struct events *events_new(struct server *srv, unsigned max_subscribers, unsigned v6_prefix)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
 	pthread_condattr_t ca;
@@ -55,6 +60,8 @@ struct events *events_new(struct server *srv, unsigned max_subscribers)
 		return NULL;
 	ev->srv = srv;
 	ev->max = max_subscribers;
+	ev->share = max_subscribers / 4 ? max_subscribers / 4 : 1;
+	ev->v6_prefix = v6_prefix;
 	pthread_mutex_init(&ev->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -288,12 +295,36 @@ static void sub_free(void *ctx)
 	free(sb);
 }
 
+/* Streams fed now for sb's address.  Locked. */
+static unsigned fed_for(const struct events *ev, const struct subscriber *sb)
+{
+	unsigned n = 0;
+
+	for (const struct subscriber *o = ev->subs; o; o = o->next)
+		if (o->buf && o->keyed && memcmp(o->addr, sb->addr, ADDR_COUNT_KEY_LEN) == 0)
+			n++;
+	return n;
+}
+
+/* Link and count sb, unless the hub is stopping, full, or its address has its share.  Locked. */
+static bool sub_link(struct events *ev, struct subscriber *sb)
+{
+	if (ev->stopping || atomic_load(&ev->fed) >= ev->max || (sb->keyed && fed_for(ev, sb) >= ev->share))
+		return false;
+	sb->next = ev->subs;
+	ev->subs = sb;
+	ev->fed++;
+	return true;
+}
+
 /*
- * A new subscriber on conn, its buffer holding the stream's head and then
- * `first` (n bytes), linked and counted in one step, so no event can go out
- * ahead of `first`.  NULL when the hub is full or stopping, or out of memory.
+ * A new subscriber on conn from `client` (NULL: unknown), its buffer holding
+ * the stream's head and then `first` (n bytes), linked and counted in one
+ * step, so no event can go out ahead of `first`.  NULL when the hub is full
+ * or stopping, its address has its share, or out of memory.
  */
-static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn, const char *first, size_t n)
+static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn, const struct sockaddr *client,
+                                  const char *first, size_t n)
 {
 	struct subscriber *sb = calloc(1, sizeof(*sb));
 
@@ -305,20 +336,18 @@ static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn
 		return NULL;
 	sb->ev = ev;
 	sb->conn = conn;
+	sb->keyed = addr_count_key(client, ev->v6_prefix, sb->addr);
 	memcpy(sb->buf, STREAM_HEAD, sizeof(STREAM_HEAD) - 1);
 	sb->len = sizeof(STREAM_HEAD) - 1;
 	if (first)
 		sub_append(sb, first, n);
 	pthread_mutex_lock(&ev->lock);
-	if (ev->stopping || atomic_load(&ev->fed) >= ev->max) {
+	if (!sub_link(ev, sb)) {
 		pthread_mutex_unlock(&ev->lock);
 		free(sb->buf);
 		free(sb);
 		return NULL;
 	}
-	sb->next = ev->subs;
-	ev->subs = sb;
-	ev->fed++;
 	pthread_mutex_unlock(&ev->lock);
 	return sb;
 }
@@ -352,18 +381,18 @@ int events_subscribe(struct events *ev, const struct server_request *req, struct
 {
 	struct MHD_Connection *conn = req->conn;
 	struct subscriber *sb = NULL;
-	char why[96], *first;
+	char why[128], *first;
 	size_t n = 0;
 
 	/* A full hub refuses before building anything: refusals stay cheap. */
 	if (atomic_load(&ev->fed) < ev->max) {
 		first = history_text(ev, &n);
-		sb = sub_new(ev, conn, first, n);
+		sb = sub_new(ev, conn, req->client, first, n);
 		free(first);
 	}
 	if (!sb) {
-		snprintf(why, sizeof(why), "no room for another /events stream (at most %u; --max-subscribers)\n",
-		         ev->max);
+		snprintf(why, sizeof(why), "no room for another /events stream (at most %u, %u from one address; "
+		         "--max-subscribers)\n", ev->max, ev->share);
 		return refuse(out, why);
 	}
 	/* A healthy stream sends every EVENTS_PERIOD_NS: one that makes no progress this long is closed. */

@@ -15,7 +15,10 @@
  * subscriber's buffer.  A subscriber's connection sends from its buffer and,
  * once it has sent everything, is suspended until the next event resumes it,
  * so a stream holds no server thread.  Bounded: at most max_subscribers
- * streams (the next gets 503), each buffer EVENTS_BUFFER bytes.  A
+ * streams (the next gets 503), each buffer EVENTS_BUFFER bytes, and one
+ * client address (an IPv6 one by its prefix) at most a fair share of them,
+ * a quarter (at least 1): its next stream gets 503 while others still find
+ * room, so one client looping connect-read-close cannot keep the hub full.  A
  * subscriber whose buffer would overflow (it does not read) is dropped: its
  * buffer is freed, it no longer counts, and its stream ends; its connection
  * closes after EVENTS_STALL_S without progress.  Nothing waits for a
@@ -31,8 +34,12 @@ struct events;
 struct server_request;
 struct server_reply;
 
-/* A hub for server srv (its parts must outlive it) with room for max_subscribers; NULL when out of memory. */
-struct events *events_new(struct server *srv, unsigned max_subscribers);
+/*
+ * A hub for server srv (its parts must outlive it) with room for
+ * max_subscribers, addresses told apart as addr_count_key does with
+ * v6_prefix; NULL when out of memory.
+ */
+struct events *events_new(struct server *srv, unsigned max_subscribers, unsigned v6_prefix);
 
 /* Start the publisher thread.  Returns 0, or -1 when it cannot start. */
 int events_start(struct events *ev);

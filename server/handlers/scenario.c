@@ -71,9 +71,15 @@ const char *scenario_builtin_name(size_t i)
 void scenario_builtin_describe(size_t i, FILE *f)
 {
 	const struct scenario_builtin *b = &scenario_builtins[i];
+	struct scenario_step steps[SCENARIO_MAX_STEPS];
+	size_t n = 0;
+	char err[160];
 
 	fprintf(f, "%s (%s)\n  answers: %s\n  correct: %s\n  expects: %s%s\n", b->name, b->method, b->answers,
 	        b->correct, b->expect, b->stop_when_settled ? " (the run ends once one has failed for good)" : "");
+	/* The built-ins' scripts always parse (a unit test parses every one). */
+	if (scenario_script_parse(b->json, steps, &n, err, sizeof(err)) == 0)
+		fprintf(f, "  speaks:  %s\n", scenario_script_dialect(steps, n));
 }
 
 const char *scenario_fault_name(enum scenario_fault f)
@@ -301,6 +307,22 @@ static size_t render_retry_after(const struct scenario_step *st, uint64_t sent_w
 	return used;
 }
 
+/*
+ * st's epoch header into out->headers at `used`: the first whole second at or
+ * after the answer's time + N, so the wait it asks is never short; when it is
+ * the answer's wait, that wait runs to the instant.
+ */
+static void render_epoch(const struct scenario_step *st, uint64_t sent_wall, struct scenario_answer *out, size_t used)
+{
+	int64_t due = (int64_t)(sent_wall / NS_PER_SEC) + st->epoch_offset_s + (sent_wall % NS_PER_SEC != 0);
+
+	snprintf(out->headers + used, sizeof(out->headers) - used, "%s: %lld\n", st->epoch_name, (long long)due);
+	if (out->wait_source == st->header_wait && st->header_wait_epoch) {
+		out->wait_ns = (uint64_t)due * NS_PER_SEC - sent_wall;
+		out->wait_date = true;
+	}
+}
+
 /* Render step st's answer to a request that arrived at wall time wall_ns. */
 static void render(const struct scenario *sc, const struct scenario_step *st, unsigned pos, uint64_t wall_ns,
                    struct scenario_answer *out)
@@ -322,7 +344,9 @@ static void render(const struct scenario *sc, const struct scenario_step *st, un
 		out->wait_ns = st->header_wait_ns;
 	}
 	if (used < sizeof(out->headers))
-		snprintf(out->headers + used, sizeof(out->headers) - used, "%s", st->headers);
+		used += (size_t)snprintf(out->headers + used, sizeof(out->headers) - used, "%s", st->headers);
+	if (st->epoch_name[0] && used < sizeof(out->headers))
+		render_epoch(st, wall_ns + st->delay_ns, out, used);
 }
 
 /* Record one arrival; returns its token (0 past the log's end). */

@@ -146,7 +146,9 @@ const char *scenario_builtin_name(size_t i);
 
 /*
  * One built-in's lines for `ratelab verify --list`: name, method, what the
- * server answers, what a correct client does, the default expectations.
+ * server answers, what a correct client does, the default expectations, and
+ * the rate-limit dialect it speaks (serve --headers' names: ietf, draft-03,
+ * x-ratelimit, github, legacy, retry-after-only, none).
  */
 void scenario_builtin_describe(size_t i, FILE *f);
 

@@ -102,6 +102,19 @@ const struct scenario_builtin scenario_builtins[] = {
 	  "succeeds,honours-ratelimit,max-attempts<=2", false,
 	  "429 without Retry-After; X-RateLimit-Reset: 2 (delta seconds), then 200",
 	  "reads X-RateLimit-Reset, waits 2 s and succeeds" },
+	{ "envoy-x-ratelimit", "GET",
+	  "[{\"status\":429,\"headers\":{\"x-ratelimit-limit\":\"10\",\"x-ratelimit-remaining\":\"0\","
+	  "\"x-ratelimit-reset\":\"2\"}},{\"status\":200}]",
+	  "succeeds,honours-ratelimit,max-attempts<=2", false,
+	  "429 without Retry-After; Envoy's lowercase x-ratelimit-reset: 2 (delta seconds), then 200",
+	  "reads x-ratelimit-reset, waits 2 s and succeeds" },
+	{ "github-reset", "GET",
+	  "[{\"status\":429,\"headers\":{\"X-RateLimit-Limit\":\"10\",\"X-RateLimit-Remaining\":\"0\","
+	  "\"X-RateLimit-Used\":\"10\",\"X-RateLimit-Reset\":\"epoch:2\",\"X-RateLimit-Resource\":\"core\"}},"
+	  "{\"status\":200}]",
+	  "succeeds,honours-ratelimit,max-attempts<=2", false,
+	  "429 without Retry-After; GitHub's X-RateLimit-Reset: the Unix second 2 s ahead, then 200",
+	  "reads the epoch X-RateLimit-Reset, waits until that second and succeeds" },
 	{ "retry-after-zero", "GET", "[{\"status\":429,\"retry_after\":\"0\"},{\"status\":200}]",
 	  "succeeds,max-attempts<=2", false,
 	  "429 + Retry-After: 0, then 200", "retries (Retry-After: 0 asks for no wait) and succeeds" },
@@ -226,6 +239,23 @@ static void find_header_wait(struct scenario_step *st, const char *name, const c
 	}
 }
 
+/* A value "epoch:N" (N at most 9 digits): the header goes out as the Unix second N s after the answer. */
+static bool epoch_header(struct scenario_step *st, const char *name, const char *value)
+{
+	uint64_t ns;
+
+	if (strncmp(value, "epoch:", 6) != 0 || !delta_seconds(value + 6, &ns) || strlen(name) >= sizeof(st->epoch_name))
+		return false;
+	snprintf(st->epoch_name, sizeof(st->epoch_name), "%s", name);
+	st->epoch_offset_s = (int64_t)(ns / NS_PER_SEC);
+	if (strcasecmp(name, "X-RateLimit-Reset") == 0 && st->header_wait == SCENARIO_WAIT_NONE) {
+		st->header_wait = SCENARIO_WAIT_X_RATELIMIT_RESET;
+		st->header_wait_ns = ns;
+		st->header_wait_epoch = true;
+	}
+	return true;
+}
+
 static int parse_headers(json_t *v, struct scenario_step *st, size_t i, char *err, size_t errlen)
 {
 	const char *k;
@@ -242,6 +272,8 @@ static int parse_headers(json_t *v, struct scenario_step *st, size_t i, char *er
 
 		if (!s || !*k || strpbrk(k, ":\r\n \t") || strpbrk(s, "\r\n"))
 			return fail(err, errlen, i, "\"headers\": each name must be a token and each value one line");
+		if (!st->epoch_name[0] && epoch_header(st, k, s))
+			continue;
 		n = snprintf(st->headers + used, sizeof(st->headers) - used, "%s: %s\n", k, s);
 		if (n < 0 || (size_t)n >= sizeof(st->headers) - used)
 			return fail(err, errlen, i, "\"headers\" too long (320 bytes in all)");
@@ -249,6 +281,42 @@ static int parse_headers(json_t *v, struct scenario_step *st, size_t i, char *er
 		find_header_wait(st, k, s);
 	}
 	return 0;
+}
+
+/* Whether a "Name: value\n" list holds a header named `name`, spelt exactly so (case) when `exact`. */
+static bool has_header(const char *lines, const char *name, bool exact)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = lines; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0'))
+		if ((exact ? strncmp(l, name, n) : strncasecmp(l, name, n)) == 0 && l[n] == ':')
+			return true;
+	return false;
+}
+
+const char *scenario_script_dialect(const struct scenario_step *steps, size_t n)
+{
+	static const struct {
+		const char *name;
+		const char *header;
+		bool exact;
+	} BY_HEADER[] = {
+		{ "ietf", "RateLimit", false },
+		{ "draft-03", "RateLimit-Reset", false },
+		{ "github", "X-RateLimit-Used", false },
+		{ "x-ratelimit", "x-ratelimit-reset", true },
+		{ "legacy", "X-RateLimit-Reset", false },
+	};
+	bool ra = false;
+
+	for (size_t d = 0; d < sizeof(BY_HEADER) / sizeof(BY_HEADER[0]); d++)
+		for (size_t i = 0; i < n; i++)
+			if (has_header(steps[i].headers, BY_HEADER[d].header, BY_HEADER[d].exact) ||
+			    (d == 2 && strcasecmp(steps[i].epoch_name, "X-RateLimit-Reset") == 0))
+				return BY_HEADER[d].name;
+	for (size_t i = 0; i < n; i++)
+		ra |= steps[i].nra > 0;
+	return ra ? "retry-after-only" : "none";
 }
 
 static int parse_delay(json_t *v, struct scenario_step *st, size_t i, char *err, size_t errlen)

@@ -33,6 +33,10 @@ struct scenario_step {
 	/* A wait the extra headers give (RateLimit t=, RateLimit-Reset, X-RateLimit-Reset), found at parse time. */
 	enum scenario_wait_source header_wait;
 	uint64_t header_wait_ns;
+	bool header_wait_epoch;              /* it is epoch_name's instant: counted from the answer's time */
+	/* One extra header whose value is "epoch:N": sent as the Unix second N s after the answer (GitHub's reset). */
+	char epoch_name[40];
+	int64_t epoch_offset_s;
 };
 
 /* A built-in scenario: its script and what it expects of a client. */
@@ -49,6 +53,15 @@ struct scenario_builtin {
 /* The built-ins, in the order `ratelab verify --all` runs them. */
 extern const struct scenario_builtin scenario_builtins[];
 extern const size_t scenario_nbuiltins;
+
+/*
+ * The rate-limit dialect steps[0..n) speak, as serve --headers names them:
+ * "ietf" (RateLimit), "draft-03" (RateLimit-Reset), "github" (X-RateLimit-Used
+ * or an epoch X-RateLimit-Reset), "x-ratelimit" (lowercase x-ratelimit-reset),
+ * "legacy" (X-RateLimit-Reset), else "retry-after-only" when a step sends
+ * Retry-After, else "none".  Pure.
+ */
+const char *scenario_script_dialect(const struct scenario_step *steps, size_t n);
 
 /*
  * Parse a JSON array of steps into steps[0..*n).  Returns 0, or -1 with the

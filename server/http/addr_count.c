@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/http/client_key.h"
+
 struct slot {
 	unsigned char key[ADDR_COUNT_KEY_LEN];
 	unsigned count;                    /* 0: empty */
@@ -40,12 +42,15 @@ void addr_count_free(struct addr_count *t)
 	free(t);
 }
 
-bool addr_count_key(const struct sockaddr *sa, unsigned char key[ADDR_COUNT_KEY_LEN])
+bool addr_count_key(const struct sockaddr *sa, unsigned v6_prefix, unsigned char key[ADDR_COUNT_KEY_LEN])
 {
 	static const unsigned char v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 	if (sa && sa->sa_family == AF_INET6) {
-		memcpy(key, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, ADDR_COUNT_KEY_LEN);
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+		if (!client_key_ipv6_cut(a, v6_prefix, key))
+			memcpy(key, a, ADDR_COUNT_KEY_LEN);
 		return true;
 	}
 	if (sa && sa->sa_family == AF_INET) {

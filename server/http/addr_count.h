@@ -23,8 +23,11 @@ struct addr_count;
 struct addr_count *addr_count_new(size_t max_addrs, struct siphash_key key);
 void addr_count_free(struct addr_count *t);
 
-/* The key of an address: IPv6 as it is, IPv4 as ::ffff:a.b.c.d (so both spellings meet).  False for other families. */
-bool addr_count_key(const struct sockaddr *sa, unsigned char key[ADDR_COUNT_KEY_LEN]);
+/*
+ * The key of an address: IPv6 cut to its first v6_prefix bits (client_key.h;
+ * 128 keeps it whole), IPv4 as ::ffff:a.b.c.d (so both spellings meet).  False for other families.
+ */
+bool addr_count_key(const struct sockaddr *sa, unsigned v6_prefix, unsigned char key[ADDR_COUNT_KEY_LEN]);
 
 /* Connections counted for key (0 when absent). */
 unsigned addr_count_get(const struct addr_count *t, const unsigned char key[ADDR_COUNT_KEY_LEN]);

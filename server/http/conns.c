@@ -101,7 +101,7 @@ int conns_start(struct conns *cs)
 enum conns_verdict conns_admit(struct conns *cs, const struct sockaddr *sa)
 {
 	unsigned char key[ADDR_COUNT_KEY_LEN];
-	bool keyed = cs->cfg.per_ip > 0 && addr_count_key(sa, key);
+	bool keyed = cs->cfg.per_ip > 0 && addr_count_key(sa, cs->cfg.v6_prefix, key);
 	enum conns_verdict v = CONNS_ADMIT;
 
 	pthread_mutex_lock(&cs->lock);
@@ -119,7 +119,7 @@ void conns_open(struct conns *cs, struct conns_entry *e, const struct sockaddr *
 	atomic_store(&e->since_ns, now_ns);
 	atomic_store(&e->stage, CONNS_HEAD);
 	pthread_mutex_lock(&cs->lock);
-	e->counted = addr_count_key(sa, e->addr) && addr_count_add(cs->addrs, e->addr) == 0;
+	e->counted = addr_count_key(sa, cs->cfg.v6_prefix, e->addr) && addr_count_add(cs->addrs, e->addr) == 0;
 	e->prev = NULL;
 	e->next = cs->head;
 	if (cs->head)

@@ -55,6 +55,7 @@ struct conns_ops {
 struct conns_config {
 	uint64_t header_timeout_ns;          /* 0: heads have no deadline */
 	unsigned per_ip;                     /* connections one address may hold; 0: no cap */
+	unsigned v6_prefix;                  /* an IPv6 address counts by this prefix (addr_count_key) */
 	size_t max_conns;                    /* connections open at once, over every listener; 0: no cap */
 	struct siphash_key key;              /* the address table's hash key */
 	struct conns_ops ops;

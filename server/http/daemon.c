@@ -281,6 +281,7 @@ static int setup_conns(struct server *s, char *err, size_t errlen)
 	/* A limit given over the open-file limit is the caller's to refuse (serve does); here it stands. */
 	server_config_fit_connections(&s->cfg, nofile_limit(), msg, sizeof(msg));
 	cc.per_ip = s->cfg.max_connections_per_ip;
+	cc.v6_prefix = s->cfg.ipv6_prefix;
 	cc.max_conns = s->cfg.max_connections;
 	if (siphash_key_random(&cc.key) < 0 || !(s->conns = conns_new(&cc)) || conns_start(s->conns) < 0) {
 		snprintf(err, errlen, "cannot set up the connection table");
@@ -297,7 +298,7 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
 	s->clients = new_clients(s);
-	s->events = events_new(s, s->cfg.max_subscribers);
+	s->events = events_new(s, s->cfg.max_subscribers, s->cfg.ipv6_prefix);
 	if (!s->stats || !s->clients || !s->events || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -70,11 +70,17 @@ void framing_add(struct framing *f, const char *name, const char *value)
 		f->te++;
 		if (n != 7 || strncasecmp(v, "chunked", 7) != 0)
 			f->te_other = true;
+	} else if (strpbrk(name, " \t") || strncasecmp(name, "Transfer-Encoding", 17) == 0 ||
+	           strncasecmp(name, "Content-Length", 14) == 0) {
+		/* RFC 9112 5.1 and 5.2: refuse rather than guess which framing the sender meant. */
+		f->bad_name = true;
 	}
 }
 
 const char *framing_refusal(const struct framing *f, bool http10)
 {
+	if (f->bad_name)
+		return "whitespace before a header's colon, or a folded header line";
 	if (f->te > 0 && f->cl > 0)
 		return "Transfer-Encoding and Content-Length together";
 	if (f->cl_conflict)

@@ -17,12 +17,19 @@ struct framing {
 	unsigned cl;                 /* Content-Length values (each of a comma list counts) */
 	bool cl_conflict;            /* two of them differ */
 	uint64_t length;             /* the first Content-Length value (0 when none or not a number) */
+	bool bad_name;               /* a name with whitespace, or Transfer-Encoding/Content-Length run on */
 };
 
 /* An empty framing (no header seen). */
 void framing_init(struct framing *f);
 
-/* Take one header (name case-insensitive; other headers are ignored). */
+/*
+ * Take one header (name case-insensitive; other headers are ignored, except
+ * that a name holding a space or tab, or one that starts with
+ * Transfer-Encoding or Content-Length and goes on, marks the head bad: MHD
+ * hands `Transfer-Encoding : chunked` over as the name "Transfer-Encoding "
+ * and an obs-folded `Transfer-Encoding:\r\n chunked` as "Transfer-Encodingchunked").
+ */
 void framing_add(struct framing *f, const char *name, const char *value);
 
 /*
@@ -32,6 +39,7 @@ void framing_add(struct framing *f, const char *name, const char *value);
  *   "Content-Length values that differ"
  *   "a Transfer-Encoding other than one chunked"
  *   "Transfer-Encoding in an HTTP/1.0 request"   (http10: the request is HTTP/1.0)
+ *   "whitespace before a header's colon, or a folded header line"
  */
 const char *framing_refusal(const struct framing *f, bool http10);
 

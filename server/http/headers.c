@@ -8,6 +8,9 @@
 #include "common/httpdate.h"
 #include "common/parse.h"
 
+/* The draft's problem types live in IANA's HTTP Problem Types registry. */
+#define HEADERS_PROBLEM_BASE "https://iana.org/assignments/http-problem-types#"
+
 /* A bounded appender: snprintf costs more than the rest of a rejection, so text is built by hand. */
 struct hbuf {
 	char *p;
@@ -130,6 +133,123 @@ uint64_t headers_reset_secs(const struct limiter_decision *d)
 	return d->admitted ? headers_ceil_secs(d->reset_ns) : headers_retry_after_secs(d->wait_ns);
 }
 
+uint64_t headers_next_secs(const struct limiter_decision *d)
+{
+	return d->admitted ? headers_ceil_secs(d->next_ns) : headers_retry_after_secs(d->wait_ns);
+}
+
+/* The dialect words and their bits; `none` and `retry-after-only` stand alone. */
+static const struct {
+	const char *word;
+	enum headers_mode bits;
+} DIALECTS[] = {
+	{ "ietf", HEADERS_IETF },
+	{ "draft-03", HEADERS_DRAFT03 },
+	{ "x-ratelimit", HEADERS_XRATELIMIT },
+	{ "github", HEADERS_GITHUB },
+	{ "legacy", HEADERS_LEGACY },
+	{ "both", HEADERS_BOTH },
+	{ "retry-after-only", HEADERS_NONE },
+	{ "none", HEADERS_SILENT },
+};
+
+const char *headers_dialect_names(void)
+{
+	return "ietf, draft-03, x-ratelimit, github, legacy, both, retry-after-only, none";
+}
+
+/* The bits of one word, or -1. */
+static int dialect_bits(const char *w, size_t n)
+{
+	for (size_t i = 0; i < sizeof(DIALECTS) / sizeof(DIALECTS[0]); i++)
+		if (strlen(DIALECTS[i].word) == n && memcmp(DIALECTS[i].word, w, n) == 0)
+			return (int)DIALECTS[i].bits;
+	return -1;
+}
+
+int headers_parse_dialects(const char *list, enum headers_mode *mode, char *why, size_t wl)
+{
+	/* legacy, x-ratelimit and github all send X-RateLimit-Limit (field names ignore case). */
+	const unsigned x_names = HEADERS_LEGACY | HEADERS_XRATELIMIT | HEADERS_GITHUB;
+	unsigned m = 0, words = 0;
+	bool alone = false;
+
+	for (const char *s = list;; s++) {
+		size_t n = strcspn(s, ",");
+		int bits = dialect_bits(s, n);
+
+		if (bits < 0 && n == strlen(list))
+			return snprintf(why, wl, "is not one of %s", headers_dialect_names()), -1;
+		if (bits < 0)
+			return snprintf(why, wl, "has '%.*s', not one of %s", (int)n, s, headers_dialect_names()), -1;
+		if ((unsigned)bits & x_names && m & x_names)
+			return snprintf(why, wl, "sends X-RateLimit-Limit twice (legacy, x-ratelimit and github "
+			                "each send it: pick one)"), -1;
+		alone |= bits == HEADERS_NONE || bits == HEADERS_SILENT;
+		m |= (unsigned)bits;
+		words++;
+		s += n;
+		if (*s == '\0')
+			break;
+	}
+	if (alone && words > 1)
+		return snprintf(why, wl, "mixes none or retry-after-only with another dialect (they go alone)"), -1;
+	*mode = (enum headers_mode)m;
+	return 0;
+}
+
+/* Next field of out: its name and a number as its value. */
+static void field_u64(struct headers_field *f, const char *name, uint64_t v)
+{
+	f->name = name;
+	headers_format_u64(v, f->buf, sizeof(f->buf));
+	f->value = f->buf;
+}
+
+/* The three fields of a Limit/Remaining/Reset dialect, names in that order. */
+static size_t trio(struct headers_field *out, const char *const names[3], const struct limiter_decision *d)
+{
+	field_u64(&out[0], names[0], d->limit);
+	field_u64(&out[1], names[1], d->remaining);
+	field_u64(&out[2], names[2], headers_reset_secs(d));
+	return 3;
+}
+
+size_t headers_fields(enum headers_mode mode, const struct limiter_params *p, bool layered, const char *policy,
+                      const struct limiter_decision *d, int64_t now_wall_s, struct headers_field *out)
+{
+	static const char *const draft03[3] = { "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset" };
+	static const char *const envoy[3] = { "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset" };
+	static const char *const legacy[3] = { "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset" };
+	size_t n = 0;
+
+	if (mode & HEADERS_IETF) {
+		out[n++] = (struct headers_field){ .name = "RateLimit-Policy", .value = policy };
+		if (headers_ratelimit(p, layered, d, out[n].buf, sizeof(out[n].buf)) == 0) {
+			out[n].name = "RateLimit";
+			out[n].value = out[n].buf;
+			n++;
+		}
+	}
+	if (mode & HEADERS_DRAFT03)
+		n += trio(out + n, draft03, d);
+	if (mode & HEADERS_XRATELIMIT)
+		n += trio(out + n, envoy, d);
+	if (mode & HEADERS_LEGACY)
+		n += trio(out + n, legacy, d);
+	if (mode & HEADERS_GITHUB) {
+		field_u64(&out[n++], "X-RateLimit-Limit", d->limit);
+		field_u64(&out[n++], "X-RateLimit-Remaining", d->remaining);
+		field_u64(&out[n++], "X-RateLimit-Used", d->limit > d->remaining ? d->limit - d->remaining : 0);
+		field_u64(&out[n++], "X-RateLimit-Reset", (uint64_t)now_wall_s + headers_reset_secs(d));
+		out[n].name = "X-RateLimit-Resource";
+		headers_policy_name(p, layered, d->layer, out[n].buf, sizeof(out[n].buf));
+		out[n].value = out[n].buf;
+		n++;
+	}
+	return n;
+}
+
 int headers_ratelimit(const struct limiter_params *p, bool layered, const struct limiter_decision *d,
                       char *buf, size_t len)
 {
@@ -142,7 +262,7 @@ int headers_ratelimit(const struct limiter_params *p, bool layered, const struct
 	put(&b, "\";r=", 4);
 	putu(&b, d->remaining);
 	put(&b, ";t=", 3);
-	putu(&b, headers_reset_secs(d));
+	putu(&b, headers_next_secs(d));
 	return b.over ? -1 : 0;
 }
 
@@ -174,11 +294,15 @@ int headers_problem_head(int status, const char *limiter, const struct limiter_p
 
 	headers_policy_name(p, layered, d->layer, name, sizeof(name));
 	if (status == 503)
-		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":");
+		PUT_LIT(&b, "{\"type\":\"" HEADERS_PROBLEM_BASE "temporary-reduced-capacity\","
+		            "\"title\":\"Service Unavailable\",\"status\":");
 	else
-		PUT_LIT(&b, "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":");
+		PUT_LIT(&b, "{\"type\":\"" HEADERS_PROBLEM_BASE "quota-exceeded\","
+		            "\"title\":\"Too Many Requests\",\"status\":");
 	putu(&b, (uint64_t)status);
-	PUT_LIT(&b, ",\"limiter\":\"");
+	PUT_LIT(&b, ",\"violated-policies\":[\"");
+	puts_lit(&b, name);
+	PUT_LIT(&b, "\"],\"limiter\":\"");
 	puts_lit(&b, limiter);
 	PUT_LIT(&b, "\",\"policy\":{\"name\":\"");
 	puts_lit(&b, name);

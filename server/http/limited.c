@@ -145,7 +145,7 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 		e.idlen = client_key_named(own, name, strlen(name));
 		e.id = own;
 	} else if (rq->keylen == 0 || rt->key == CONFIG_KEY_GLOBAL) {
-		e.idlen = routes_client_address(c, own);
+		e.idlen = routes_client_address(c, s->cfg.ipv6_prefix, own);
 		e.id = own;
 	}
 	if (!rq->d.admitted)

@@ -54,7 +54,7 @@ static struct MHD_Response *constant_response(const char *body, size_t len)
 int responses_init(struct responses *rs, const struct server_config *cfg, uint64_t gen)
 {
 	rs->headers = cfg->headers;
-	rs->retry_after = cfg->retry_after;
+	rs->retry_after = cfg->headers & HEADERS_SILENT ? HEADERS_RA_NONE : cfg->retry_after;
 	rs->reject_status = cfg->reject_status;
 	rs->gen = gen;
 	rs->ok = constant_response(OK_BODY, sizeof(OK_BODY) - 1);
@@ -90,29 +90,20 @@ void responses_rejection_destroy(struct responses_rejection *rj)
 	rj->r = NULL;
 }
 
-static void add_u64(struct MHD_Response *r, const char *name, uint64_t v)
+/* The wall clock's second for an epoch reset (github), else 0: the clock is read only when it is said. */
+static int64_t fields_wall_s(const struct responses *rs)
 {
-	char buf[24];
-
-	headers_format_u64(v, buf, sizeof(buf));
-	MHD_add_response_header(r, name, buf);
+	return rs->headers & HEADERS_GITHUB ? (int64_t)(clock_wall_ns() / NS_PER_SEC) : 0;
 }
 
 static void add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
-                          struct MHD_Response *r)
+                          int64_t wall_s, struct MHD_Response *r)
 {
-	char field[HEADERS_FIELD_LEN];
+	struct headers_field f[HEADERS_MAX_FIELDS];
+	size_t n = headers_fields(rs->headers, &rt->params, rt->ops->layered, rt->policy, d, wall_s, f);
 
-	if (rs->headers & HEADERS_IETF) {
-		MHD_add_response_header(r, "RateLimit-Policy", rt->policy);
-		if (headers_ratelimit(&rt->params, rt->ops->layered, d, field, sizeof(field)) == 0)
-			MHD_add_response_header(r, "RateLimit", field);
-	}
-	if (rs->headers & HEADERS_LEGACY) {
-		add_u64(r, "X-RateLimit-Limit", d->limit);
-		add_u64(r, "X-RateLimit-Remaining", d->remaining);
-		add_u64(r, "X-RateLimit-Reset", headers_reset_secs(d));
-	}
+	for (size_t i = 0; i < n; i++)
+		MHD_add_response_header(r, f[i].name, f[i].value);
 }
 
 /* This thread's admitted-response slot for rs, or NULL past RESPONSES_CACHE_SLOTS threads. */
@@ -130,27 +121,29 @@ static struct responses_slot *thread_slot(struct responses *rs)
 enum MHD_Result responses_admitted(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
                                    int route, const struct limiter_decision *d)
 {
-	uint64_t reset_s = headers_reset_secs(d);
+	uint64_t reset_s = headers_reset_secs(d), next_s = headers_next_secs(d);
+	int64_t wall_s;
 	struct responses_slot *sl;
 	struct MHD_Response *r;
 
-	if (rs->headers == HEADERS_NONE)
+	if ((rs->headers & ~(unsigned)HEADERS_SILENT) == HEADERS_NONE)
 		return MHD_queue_response(c, MHD_HTTP_OK, rs->ok);
+	wall_s = fields_wall_s(rs);
 	sl = thread_slot(rs);
 	if (sl && sl->r && sl->route == route && sl->layer == d->layer && sl->remaining == d->remaining &&
-	    sl->reset_s == reset_s)
+	    sl->reset_s == reset_s && sl->next_s == next_s && sl->wall_s == wall_s)
 		return MHD_queue_response(c, MHD_HTTP_OK, sl->r);
 	r = MHD_create_response_from_buffer(sizeof(OK_BODY) - 1, (void *)OK_BODY, MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-	add_ratelimit(rs, rt, d, r);
+	add_ratelimit(rs, rt, d, wall_s, r);
 	if (!sl)
 		return responses_send(c, MHD_HTTP_OK, r);
 	if (sl->r)
 		MHD_destroy_response(sl->r);
 	*sl = (struct responses_slot){ .r = r, .route = route, .layer = d->layer, .remaining = d->remaining,
-	                               .reset_s = reset_s };
+	                               .reset_s = reset_s, .next_s = next_s, .wall_s = wall_s };
 	return MHD_queue_response(c, MHD_HTTP_OK, r);
 }
 
@@ -177,7 +170,7 @@ uint64_t responses_announced_ns(const struct responses *rs, const struct request
 /* A rejection response over body (len bytes, kept or copied per mode), with its headers. */
 static struct MHD_Response *rejection_new(const struct responses *rs, const struct route *rt,
                                           const struct limiter_decision *d, char *body, size_t len,
-                                          const char *ra, enum MHD_ResponseMemoryMode mode)
+                                          const char *ra, int64_t wall_s, enum MHD_ResponseMemoryMode mode)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
 
@@ -186,7 +179,7 @@ static struct MHD_Response *rejection_new(const struct responses *rs, const stru
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
 	if (ra)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
-	add_ratelimit(rs, rt, d, r);
+	add_ratelimit(rs, rt, d, wall_s, r);
 	return r;
 }
 
@@ -209,9 +202,10 @@ static bool rejection_head_kept(const struct responses_rejection *rj, int route,
 
 /* The kept response can go out again: same head, same headers, same body length. */
 static bool rejection_reusable(const struct responses_rejection *rj, int route, const struct limiter_decision *d,
-                               uint64_t reset_s, size_t len, bool has_ra, const char *ra)
+                               uint64_t reset_s, int64_t wall_s, size_t len, bool has_ra, const char *ra)
 {
-	return rejection_head_kept(rj, route, d) && rj->reset_s == reset_s && rj->len == len &&
+	/* An epoch reset (github) changes with the wall second, which fields_wall_s gives: compare it too. */
+	return rejection_head_kept(rj, route, d) && rj->reset_s == reset_s && rj->wall_s == wall_s && rj->len == len &&
 	       rj->has_ra == has_ra && (!has_ra || strcmp(rj->ra, ra) == 0);
 }
 
@@ -264,7 +258,8 @@ static enum MHD_Result rejected_alone(struct responses *rs, struct MHD_Connectio
 	if (len < 0)
 		return MHD_NO;
 	return responses_send(c, (unsigned)rs->reject_status,
-	                      rejection_new(rs, rt, &rq->d, own, (size_t)len, ra, MHD_RESPMEM_MUST_COPY));
+	                      rejection_new(rs, rt, &rq->d, own, (size_t)len, ra, fields_wall_s(rs),
+	                                    MHD_RESPMEM_MUST_COPY));
 }
 
 enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
@@ -272,6 +267,7 @@ enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *
 {
 	char ra[40];
 	bool has_ra = rejection_retry_after(rs, rq, ra, sizeof(ra));
+	int64_t wall_s = fields_wall_s(rs);
 	uint64_t reset_s = headers_reset_secs(&rq->d);
 	struct responses_rejection *rj = &rq->rej;
 	struct MHD_Response *r;
@@ -292,15 +288,17 @@ enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *
 		rejection_pad(rj->body, (size_t)len, rj->len);
 		len = (int)rj->len;
 	}
-	if (!rejection_reusable(rj, rq->route, &rq->d, reset_s, (size_t)len, has_ra, ra)) {
+	if (!rejection_reusable(rj, rq->route, &rq->d, reset_s, wall_s, (size_t)len, has_ra, ra)) {
 		int slack = len + REJECTION_SLACK < HEADERS_BODY_LEN ? REJECTION_SLACK : 0;
 
 		rejection_pad(rj->body, (size_t)len, (size_t)(len + slack));
 		len += slack;
-		r = rejection_new(rs, rt, &rq->d, rj->body, (size_t)len, has_ra ? ra : NULL, MHD_RESPMEM_PERSISTENT);
+		r = rejection_new(rs, rt, &rq->d, rj->body, (size_t)len, has_ra ? ra : NULL, wall_s,
+		                  MHD_RESPMEM_PERSISTENT);
 		if (!r)
 			return MHD_NO;
 		rejection_keep(rj, r, rq, reset_s, (size_t)len, has_ra, ra);
+		rj->wall_s = wall_s;
 	}
 	return MHD_queue_response(c, (unsigned)rs->reject_status, rj->r);
 }

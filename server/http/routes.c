@@ -30,6 +30,7 @@ static int route_setup(struct route *r, const struct config_route *cr, const str
 	r->stateless = r->ops->stateless && !cfg->store_new;
 	r->key = cr->key_set ? cr->key : cfg->key;
 	r->key_header = cr->key_set ? cr->key_header : cfg->key_header;
+	r->v6_prefix = cfg->ipv6_prefix;
 	headers_policy(&r->params, r->ops->layered, r->policy, sizeof(r->policy));
 	if (r->key == CONFIG_KEY_HEADER)
 		snprintf(r->key_name, sizeof(r->key_name), "header:%s", r->key_header);
@@ -104,14 +105,14 @@ size_t routes_client_key(const struct route *rt, struct MHD_Connection *c, char 
 		return client_key_global(key);
 	if (rt->key == CONFIG_KEY_HEADER && (v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, rt->key_header)))
 		return client_key_header(key, v, strlen(v));
-	return routes_client_address(c, key);
+	return routes_client_address(c, rt->v6_prefix, key);
 }
 
-size_t routes_client_address(struct MHD_Connection *c, char key[CLIENT_KEY_LEN])
+size_t routes_client_address(struct MHD_Connection *c, unsigned v6_prefix, char key[CLIENT_KEY_LEN])
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
-	return client_key_address(key, ci ? ci->client_addr : NULL);
+	return client_key_address(key, ci ? ci->client_addr : NULL, v6_prefix);
 }
 
 bool routes_any_async(const struct routes *rs)

@@ -30,6 +30,7 @@ struct route {
 	bool releases;               /* the limiter gives slots back when a request ends */
 	enum config_key key;
 	const char *key_header;
+	unsigned v6_prefix;          /* --key ip: an IPv6 client is keyed by this prefix (client_key.h) */
 	struct store *store;
 	bool stateless;              /* a stateless limiter on the memory store: decide without a key */
 	bool async;                  /* the store queues decisions (Redis): suspend while it works */
@@ -66,7 +67,7 @@ int routes_match(const struct routes *rs, const char *path, size_t len);
 size_t routes_client_key(const struct route *rt, struct MHD_Connection *c, char key[CLIENT_KEY_LEN]);
 
 /* The client key of c's address (client_key_address) into key; returns its length. */
-size_t routes_client_address(struct MHD_Connection *c, char key[CLIENT_KEY_LEN]);
+size_t routes_client_address(struct MHD_Connection *c, unsigned v6_prefix, char key[CLIENT_KEY_LEN]);
 
 /* True when some route's store answers asynchronously (connections are suspended meanwhile). */
 bool routes_any_async(const struct routes *rs);

@@ -36,6 +36,7 @@ struct limiter_decision {
 	uint64_t window_ns;  /* window of the binding policy (layer) */
 	uint64_t reset_ns;   /* time until the quota is whole again */
 	int layer;           /* binding layer index (layered), else 0 */
+	uint64_t next_ns;    /* time until remaining grows (more quota is available); 0 when it is whole */
 };
 
 struct limiter_ops {

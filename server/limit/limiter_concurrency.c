@@ -40,6 +40,7 @@ static void cc_decide(const struct limiter_params *p, void *state, uint64_t now,
 	d->wait_ns = d->admitted ? 0 : LIMITER_CONCURRENCY_WAIT_NS;
 	d->remaining = p->limit - c->in_flight;
 	d->reset_ns = c->in_flight > 0 ? LIMITER_CONCURRENCY_WAIT_NS : 0;
+	d->next_ns = d->reset_ns;  /* a slot frees when a request ends: unknown, so the retry hint */
 }
 
 static void cc_release(const struct limiter_params *p, void *state)
@@ -93,7 +94,7 @@ static const char REDIS_SCRIPT[] =
 	"expire(last)\n"
 	"local reset = 0\n"
 	"if n > 0 then reset = 1000000000 end\n"
-	"return {adm, wait, limit - n, limit, win, reset, 0}\n";
+	"return {adm, wait, limit - n, limit, win, reset, 0, reset}\n";
 
 const struct limiter_ops limiter_concurrency_ops = {
 	.name = "concurrency",

@@ -47,6 +47,7 @@ static void fw_decide(const struct limiter_params *p, void *state, uint64_t now,
 	d->wait_ns = d->admitted ? 0 : fw->start + p->window_ns - now;
 	d->remaining = p->limit - fw->count;
 	d->reset_ns = fw->count > 0 ? fw->start + p->window_ns - now : 0;
+	d->next_ns = d->reset_ns;  /* quota comes back only when the window ends */
 }
 
 static bool fw_idle(const struct limiter_params *p, const void *state, uint64_t now)
@@ -70,7 +71,7 @@ static const char REDIS_SCRIPT[] =
 	"local reset = 0\n"
 	"if count > 0 then reset = start + win - now end\n"
 	"keep(reset, 's', num(start), 'n', num(count))\n"
-	"return {adm, wait, limit - count, limit, win, reset, 0}\n";
+	"return {adm, wait, limit - count, limit, win, reset, 0, reset}\n";
 
 const struct limiter_ops limiter_fixed_window_ops = {
 	.name = "fixed-window",

@@ -62,6 +62,8 @@ static void gcra_decide(const struct limiter_params *p, void *state, uint64_t no
 	}
 	d->remaining = (tol - ttl) / p->window_ns;
 	d->reset_ns = limiter_ceil_div(ttl, p->limit);
+	/* remaining grows when tol - ttl reaches the next whole window_ns (ttl shrinks at `limit` per ns). */
+	d->next_ns = ttl > 0 ? limiter_ceil_div(p->window_ns - (tol - ttl) % p->window_ns, p->limit) : 0;
 }
 
 static bool gcra_idle(const struct limiter_params *p, const void *state, uint64_t now)
@@ -86,8 +88,10 @@ static const char REDIS_SCRIPT[] =
 	"elseif cost > burst then wait = win\n"
 	"else wait = cdiv(ttl + inc - tol, limit) end\n"
 	"local reset = cdiv(ttl, limit)\n"
+	"local nxt = 0\n"
+	"if ttl > 0 then nxt = cdiv(win - ((tol - ttl) - fdiv(tol - ttl, win) * win), limit) end\n"
 	"keep(reset, 't', num(tn), 'f', num(tf))\n"
-	"return {adm, wait, fdiv(tol - ttl, win), burst, win, reset, 0}\n";
+	"return {adm, wait, fdiv(tol - ttl, win), burst, win, reset, 0, nxt}\n";
 
 const struct limiter_ops limiter_gcra_ops = {
 	.name = "gcra",

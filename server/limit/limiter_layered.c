@@ -43,6 +43,26 @@ static uint64_t ly_roll(const struct limiter_layer *l, struct layered_window *w,
 	return now > w->start ? w->start + l->window_ns - now : l->window_ns;
 }
 
+/*
+ * Time until the least remaining grows: every layer at that minimum must roll
+ * (the longest of their waits), and never while one of them is still unused.
+ */
+static uint64_t ly_next(const struct limiter_params *p, const struct layered_window *lw, const uint64_t *left,
+                        uint64_t remaining)
+{
+	uint64_t next = 0;
+
+	for (size_t i = 0; i < p->nlayers; i++) {
+		if (p->layers[i].limit - lw[i].count != remaining)
+			continue;
+		if (lw[i].count == 0)
+			return 0;
+		if (left[i] > next)
+			next = left[i];
+	}
+	return next;
+}
+
 static void ly_decide(const struct limiter_params *p, void *state, uint64_t now, uint64_t cost,
                       struct limiter_decision *d)
 {
@@ -72,6 +92,7 @@ static void ly_decide(const struct limiter_params *p, void *state, uint64_t now,
 	d->window_ns = p->layers[bind].window_ns;
 	d->remaining = p->layers[tight].limit - lw[tight].count;
 	d->reset_ns = lw[bind].count > 0 ? left[bind] : 0;
+	d->next_ns = ly_next(p, lw, left, d->remaining);
 }
 
 static bool ly_idle(const struct limiter_params *p, const void *state, uint64_t now)
@@ -143,8 +164,15 @@ static const char REDIS_SCRIPT[] =
 	"if adm == 1 then bind = tight end\n"
 	"local reset = 0\n"
 	"if C[bind] > 0 then reset = left[bind] end\n"
+	"local nxt = 0\n"
+	"for i = 1, nl do\n"
+	"  if L[i] - C[i] == L[tight] - C[tight] then\n"
+	"    if C[i] == 0 then nxt = 0; break end\n"
+	"    if left[i] > nxt then nxt = left[i] end\n"
+	"  end\n"
+	"end\n"
 	"keep(ttl, unpack(out))\n"
-	"return {adm, wait, L[tight] - C[tight], L[bind], W[bind], reset, bind - 1}\n";
+	"return {adm, wait, L[tight] - C[tight], L[bind], W[bind], reset, bind - 1, nxt}\n";
 
 const struct limiter_ops limiter_layered_ops = {
 	.name = "layered",

@@ -67,6 +67,8 @@ static void lb_decide(const struct limiter_params *p, void *state, uint64_t now,
 	}
 	d->remaining = (max - lb->level) / unit;
 	d->reset_ns = limiter_ceil_div(lb->level, p->limit);
+	/* remaining grows when the level drains to the next whole unit below it. */
+	d->next_ns = lb->level > 0 ? limiter_ceil_div(lb->level % unit ? lb->level % unit : unit, p->limit) : 0;
 }
 
 static bool lb_idle(const struct limiter_params *p, const void *state, uint64_t now)
@@ -93,8 +95,11 @@ static const char REDIS_SCRIPT[] =
 	"elseif level + cost * win <= max then adm = 1; level = level + cost * win\n"
 	"else wait = cdiv(level + cost * win - max, limit) end\n"
 	"local reset = cdiv(level, limit)\n"
+	"local nxt, part = 0, level - fdiv(level, win) * win\n"
+	"if part == 0 then part = win end\n"
+	"if level > 0 then nxt = cdiv(part, limit) end\n"
 	"keep(reset, 'v', num(level), 'l', num(last))\n"
-	"return {adm, wait, fdiv(max - level, win), limit, win, reset, 0}\n";
+	"return {adm, wait, fdiv(max - level, win), limit, win, reset, 0, nxt}\n";
 
 const struct limiter_ops limiter_leaky_bucket_ops = {
 	.name = "leaky-bucket",

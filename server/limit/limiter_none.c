@@ -46,7 +46,7 @@ static int none_check_params(const struct limiter_ops *ops, struct limiter_param
  * prelude in server/store/redis_scripts.h.
  */
 static const char REDIS_SCRIPT[] =
-	"return {1, 0, 0, 0, win, 0, 0}\n";
+	"return {1, 0, 0, 0, win, 0, 0, 0}\n";
 
 const struct limiter_ops limiter_none_ops = {
 	.name = "none",

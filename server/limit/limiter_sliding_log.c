@@ -62,6 +62,7 @@ static void sl_decide(const struct limiter_params *p, void *state, uint64_t now,
 	}
 	d->remaining = p->limit - sl->n;
 	d->reset_ns = sl->n > 0 ? sl_at(p, sl, sl->n - 1) + p->window_ns - now : 0;
+	d->next_ns = sl->n > 0 ? sl_at(p, sl, 0) + p->window_ns - now : 0;  /* the oldest entry leaves */
 }
 
 static bool sl_idle(const struct limiter_params *p, const void *state, uint64_t now)
@@ -108,8 +109,10 @@ static const char REDIS_SCRIPT[] =
 	"redis.call('ZREMRANGEBYRANK', key, 0, -(limit + 1))\n"
 	"local reset = 0\n"
 	"if n > 0 then reset = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) + win - now end\n"
+	"local nxt = 0\n"
+	"if n > 0 then nxt = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]) + win - now end\n"
 	"expire(reset)\n"
-	"return {adm, wait, limit - n, limit, win, reset, 0}\n";
+	"return {adm, wait, limit - n, limit, win, reset, 0, nxt}\n";
 
 const struct limiter_ops limiter_sliding_log_ops = {
 	.name = "sliding-log",

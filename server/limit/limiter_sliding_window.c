@@ -52,6 +52,28 @@ static uint64_t sw_fit_offset(const struct limiter_params *p, uint64_t prev, uin
 	return w - room / prev;
 }
 
+/*
+ * Time from offset e until remaining r grows, with counts (prev, cur) and no
+ * new arrivals: used = prev * (w - e) + cur * w must fall to (limit - r - 1) * w,
+ * first while prev's weight shrinks, else after the roll as cur's does.
+ */
+static uint64_t sw_next(const struct limiter_params *p, uint64_t prev, uint64_t cur, uint64_t e, uint64_t r)
+{
+	uint64_t w = p->window_ns, target, used;
+
+	if (r >= p->limit)
+		return 0;
+	target = (p->limit - r - 1) * w;
+	used = prev * (w - e) + cur * w;
+	if (used <= target)
+		return 0;
+	if (prev > 0 && used - target <= prev * (w - e))
+		return limiter_ceil_div(used - target, prev);
+	if (cur * w <= target)
+		return w - e;
+	return (w - e) + (w - target / cur);
+}
+
 static void sw_decide(const struct limiter_params *p, void *state, uint64_t now, uint64_t cost,
                       struct limiter_decision *d)
 {
@@ -77,6 +99,7 @@ static void sw_decide(const struct limiter_params *p, void *state, uint64_t now,
 	used = sw->prev * (w - e) + sw->cur * w;
 	d->remaining = used >= p->limit * w ? 0 : (p->limit * w - used) / w;
 	d->reset_ns = sw->cur > 0 ? 2 * w - e : sw->prev > 0 ? w - e : 0;
+	d->next_ns = sw_next(p, sw->prev, sw->cur, e, d->remaining);
 }
 
 static bool sw_idle(const struct limiter_params *p, const void *state, uint64_t now)
@@ -117,8 +140,17 @@ static const char REDIS_SCRIPT[] =
 	"if used < limit * win then rem = fdiv(limit * win - used, win) end\n"
 	"local reset = 0\n"
 	"if cur > 0 then reset = 2 * win - e elseif prev > 0 then reset = win - e end\n"
+	"local nxt = 0\n"
+	"if rem < limit then\n"
+	"  local target = (limit - rem - 1) * win\n"
+	"  local drop = used - target\n"
+	"  if drop <= 0 then nxt = 0\n"
+	"  elseif prev > 0 and drop <= prev * (win - e) then nxt = cdiv(drop, prev)\n"
+	"  elseif cur * win <= target then nxt = win - e\n"
+	"  else nxt = (win - e) + (win - fdiv(target, cur)) end\n"
+	"end\n"
 	"keep(reset, 's', num(start), 'c', num(cur), 'p', num(prev))\n"
-	"return {adm, wait, rem, limit, win, reset, 0}\n";
+	"return {adm, wait, rem, limit, win, reset, 0, nxt}\n";
 
 const struct limiter_ops limiter_sliding_window_ops = {
 	.name = "sliding-window",

@@ -65,6 +65,8 @@ static void tb_decide(const struct limiter_params *p, void *state, uint64_t now,
 	}
 	d->remaining = tb->credit / p->window_ns;
 	d->reset_ns = limiter_ceil_div(cap - tb->credit, p->limit);
+	/* The next whole token: credit is counted in window_ns units per token. */
+	d->next_ns = tb->credit < cap ? limiter_ceil_div(p->window_ns - tb->credit % p->window_ns, p->limit) : 0;
 }
 
 static bool tb_idle(const struct limiter_params *p, const void *state, uint64_t now)
@@ -92,8 +94,10 @@ static const char REDIS_SCRIPT[] =
 	"elseif credit >= need then credit = credit - need; adm = 1\n"
 	"else wait = cdiv(need - credit, limit) end\n"
 	"local reset = cdiv(cap - credit, limit)\n"
+	"local nxt = 0\n"
+	"if credit < cap then nxt = cdiv(win - (credit - fdiv(credit, win) * win), limit) end\n"
 	"keep(reset, 'c', num(credit), 'l', num(last))\n"
-	"return {adm, wait, fdiv(credit, win), limit, win, reset, 0}\n";
+	"return {adm, wait, fdiv(credit, win), limit, win, reset, 0, nxt}\n";
 
 const struct limiter_ops limiter_token_bucket_ops = {
 	.name = "token-bucket",

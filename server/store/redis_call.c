@@ -86,9 +86,9 @@ redisReply *redis_call_run(struct store_redis *s, struct redis_conn *c, struct r
 
 int redis_call_decision(const redisReply *r, struct limiter_decision *d, bool *was_corrupt)
 {
-	long long v[8] = { 0 };
+	long long v[9] = { 0 };
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || (r->elements != 7 && r->elements != 8))
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || (r->elements != 8 && r->elements != 9))
 		return -1;
 	for (size_t i = 0; i < r->elements; i++) {
 		if (r->element[i] == NULL || r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0 ||
@@ -96,7 +96,7 @@ int redis_call_decision(const redisReply *r, struct limiter_decision *d, bool *w
 			return -1;
 		v[i] = r->element[i]->integer;
 	}
-	*was_corrupt = v[7] != 0;
+	*was_corrupt = v[8] != 0;
 	d->admitted = v[0] != 0;
 	d->wait_ns = (uint64_t)v[1];
 	d->remaining = (uint64_t)v[2];
@@ -104,6 +104,7 @@ int redis_call_decision(const redisReply *r, struct limiter_decision *d, bool *w
 	d->window_ns = (uint64_t)v[4];
 	d->reset_ns = (uint64_t)v[5];
 	d->layer = (int)v[6];
+	d->next_ns = (uint64_t)v[7];
 	return 0;
 }
 

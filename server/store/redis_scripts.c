@@ -82,16 +82,16 @@ static const char STATE_CHECK[] =
 	"local function body()\n";
 
 /*
- * After the body: its answer is used only when it is 7 whole numbers from
+ * After the body: its answer is used only when it is 8 whole numbers from
  * 0 to 2^62; otherwise (or when the state was corrupt, or the body failed
  * on it) the key is deleted and the body runs again on a fresh state, and
- * the answer carries an 8th element, 1: the store counts and logs it.
+ * the answer carries a 9th element, 1: the store counts and logs it.
  */
 static const char STATE_RESET[] =
 	"\nend\n"
 	"local function sane(r)\n"
-	"  if type(r) ~= 'table' or #r ~= 7 then return false end\n"
-	"  for i = 1, 7 do\n"
+	"  if type(r) ~= 'table' or #r ~= 8 then return false end\n"
+	"  for i = 1, 8 do\n"
 	"    local x = r[i]\n"
 	"    if type(x) ~= 'number' or not (x >= 0 and x <= BIG) or x ~= math.floor(x) then return false end\n"
 	"  end\n"
@@ -103,7 +103,7 @@ static const char STATE_RESET[] =
 	"now = now0\n"
 	"redis.call('DEL', key)\n"
 	"r = body()\n"
-	"r[8] = 1\n"
+	"r[9] = 1\n"
 	"return r\n";
 
 char *redis_scripts_source(const struct limiter_ops *ops)

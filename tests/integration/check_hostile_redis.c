@@ -161,17 +161,19 @@ static void store_shape(const char *scan, const char *eval, long want)
 /* SCAN's cursor as an integer (killed serve on POST /reset), keys not an array, a key an array; odd script replies. */
 START_TEST(store_reply_shapes)
 {
-	static const char *const ok7 = "*7\\r\\n:1\\r\\n:0\\r\\n:4\\r\\n:5\\r\\n:1000000000\\r\\n:0\\r\\n:0\\r\\n";
+	static const char *const ok8 = "*8\\r\\n:1\\r\\n:0\\r\\n:4\\r\\n:5\\r\\n:1000000000\\r\\n:0\\r\\n:0\\r\\n:0\\r\\n";
 
-	store_shape("*2\\r\\n:0\\r\\n*0\\r\\n", ok7, 200);
-	store_shape("*2\\r\\n$1\\r\\n0\\r\\n:5\\r\\n", ok7, 200);
-	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*1\\r\\n*0\\r\\n", ok7, 200);
-	store_shape("*1\\r\\n$1\\r\\n0\\r\\n", ok7, 200);
-	/* a script reply that is not 7 or 8 integers fails the decision: closed, 503 */
+	store_shape("*2\\r\\n:0\\r\\n*0\\r\\n", ok8, 200);
+	store_shape("*2\\r\\n$1\\r\\n0\\r\\n:5\\r\\n", ok8, 200);
+	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*1\\r\\n*0\\r\\n", ok8, 200);
+	store_shape("*1\\r\\n$1\\r\\n0\\r\\n", ok8, 200);
+	/* a script reply that is not 8 or 9 integers fails the decision: closed, 503 */
 	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*0\\r\\n", "*7\\r\\n*1\\r\\n:1\\r\\n:0\\r\\n:4\\r\\n:5\\r\\n:1\\r\\n:0\\r\\n:0\\r\\n", 503);
 	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*0\\r\\n", "$-1\\r\\n", 503);
 	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*0\\r\\n", "*7\\r\\n$1\\r\\n1\\r\\n:0\\r\\n:4\\r\\n:5\\r\\n:1\\r\\n:0\\r\\n:0\\r\\n", 503);
-	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*0\\r\\n", "*7\\r\\n:1\\r\\n:0\\r\\n:4\\r\\n:5\\r\\n:1\\r\\n:0\\r\\n:99\\r\\n", 503);
+	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*0\\r\\n", "*8\\r\\n:1\\r\\n:0\\r\\n:4\\r\\n:5\\r\\n:1\\r\\n:0\\r\\n:99\\r\\n:0\\r\\n", 503);
+	/* the 7 elements of an older script are not enough */
+	store_shape("*2\\r\\n$1\\r\\n0\\r\\n*0\\r\\n", "*7\\r\\n:1\\r\\n:0\\r\\n:4\\r\\n:5\\r\\n:1\\r\\n:0\\r\\n:0\\r\\n", 503);
 }
 END_TEST
 

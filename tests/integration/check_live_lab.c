@@ -144,6 +144,37 @@ START_TEST(top_clients_in_stats_and_metrics)
 }
 END_TEST
 
+/* A client that names itself "others" gets a row of its own, never a second series of the aggregate's label. */
+START_TEST(client_named_others)
+{
+	const char *args[] = { "--limit", "100", "--top-clients", "1", "--quiet", NULL };
+	struct test_server s;
+	struct test_reply rep;
+	char url[128], *metrics = NULL;
+	CURL *c = curl_easy_init();
+	long code = 0;
+	int series = 0;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	snprintf(url, sizeof(url), "%s/", s.url);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(testutil_fire(c, "GET", url, i < 3 ? "X-Client-Name: others" : "X-Client-Name: bob", &rep),
+		                 CURLE_OK);
+		ck_assert_int_eq(rep.status, 200);
+	}
+	curl_easy_cleanup(c);
+	snprintf(url, sizeof(url), "%s/metrics", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, &metrics), 0);
+	for (const char *p = metrics; (p = strstr(p, "\nratelab_client_requests_total{client=\"others\"}")); p++)
+		series++;
+	ck_assert_msg(series == 1, "%d series of client=\"others\":\n%s", series, metrics);
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_requests_total{client=\"others\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_requests_total{client=\"others (a client)\"} 3\n"));
+	free(metrics);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 /* An /events reader: everything the stream sent in timeout_ms (at most 4 MB kept). */
 struct reader {
 	char url[128];
@@ -327,15 +358,20 @@ static long rss_kb(pid_t pid)
 	return kb;
 }
 
-/* A socket that asks for /events and never reads: a receive buffer as small as the kernel allows. */
-static int idle_subscriber(int port)
+/* A socket from 127.0.0.<src> that asks for /events and never reads: a receive buffer as small as the kernel allows. */
+static int idle_subscriber(int port, int src)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in from = { .sin_family = AF_INET };
 	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 1024;
 	static const char req[] = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	char a[32];
 
 	ck_assert_int_ge(fd, 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	snprintf(a, sizeof(a), "127.0.0.%d", src);
+	inet_pton(AF_INET, a, &from.sin_addr);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
@@ -361,9 +397,68 @@ static void wait_subscribers(const struct test_server *s, long long subs, long l
 	ck_abort_msg("subscribers %lld (want %lld), 503s %lld (want %lld)", got_subs, subs, got_refused, refused);
 }
 
+/* The status line of the answer on fd (at most 5 s), "" when it closed first. */
+static void status_line(int fd, char *line, size_t len)
+{
+	size_t n = testutil_raw_read_until(fd, line, len, "\r\n", 5000);
+	char *eol = strstr(line, "\r\n");
+
+	line[n] = '\0';
+	if (eol)
+		*eol = '\0';
+}
+
 /*
- * 100 subscribers that never read: 32 are fed (the default cap), 68 get
- * 503.  A normal client's p99 stays under 5 ms while they sit there, and
+ * One address gets at most its fair share of the /events slots (a quarter,
+ * so 2 of 8): its third and later streams get 503 while the hub has room, so
+ * a second address still gets a stream; and when the first address's
+ * streams close (a connect-read-close loop), the slots come back.
+ */
+START_TEST(events_fair_share_per_address)
+{
+	const char *args[] = { "--max-subscribers", "8", "--quiet", NULL };
+	struct test_server s;
+	int fds[6], other[2];
+	char line[256];
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	for (int i = 0; i < 6; i++) {
+		fds[i] = idle_subscriber(s.port, 2);
+		status_line(fds[i], line, sizeof(line));
+		ck_assert_str_eq(line, i < 2 ? "HTTP/1.1 200 OK" : "HTTP/1.1 503 Service Unavailable");
+	}
+	wait_subscribers(&s, 2, 4);
+	for (int i = 0; i < 2; i++) {
+		other[i] = idle_subscriber(s.port, 3);
+		status_line(other[i], line, sizeof(line));
+		ck_assert_str_eq(line, "HTTP/1.1 200 OK");
+	}
+	wait_subscribers(&s, 4, 4);
+	/* A loop of connect, read the head, close, from the first address: never more than its share. */
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 2; i++)
+			close(fds[i]);
+		wait_subscribers(&s, 2, 4 + 4 * (long long)round);
+		for (int i = 0; i < 6; i++) {
+			if (i >= 2)
+				close(fds[i]);
+			fds[i] = idle_subscriber(s.port, 2);
+			status_line(fds[i], line, sizeof(line));
+			ck_assert_str_eq(line, i < 2 ? "HTTP/1.1 200 OK" : "HTTP/1.1 503 Service Unavailable");
+		}
+		wait_subscribers(&s, 4, 8 + 4 * (long long)round);
+	}
+	for (int i = 0; i < 6; i++)
+		close(fds[i]);
+	for (int i = 0; i < 2; i++)
+		close(other[i]);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/*
+ * 100 subscribers that never read, from eight addresses: 32 are fed (the
+ * default cap), 68 get 503.  A normal client's p99 stays under 5 ms while they sit there, and
  * the server's memory grows by no more than their bounded buffers.
  */
 START_TEST(idle_subscribers_cost_nothing)
@@ -378,7 +473,7 @@ START_TEST(idle_subscribers_cost_nothing)
 	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
 	before = rss_kb(s.pid);
 	for (int i = 0; i < IDLE_SUBSCRIBERS; i++)
-		fds[i] = idle_subscriber(s.port);
+		fds[i] = idle_subscriber(s.port, 2 + i % 8);
 	wait_subscribers(&s, 32, IDLE_SUBSCRIBERS - 32);
 	h = hammer(&s, "normal", load);
 	lat = json_object_get(h, "latency_ms");
@@ -467,6 +562,8 @@ Suite *live_lab_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, early_retries_exact);
 	tcase_add_test(tc, top_clients_in_stats_and_metrics);
+	tcase_add_test(tc, client_named_others);
+	tcase_add_test(tc, events_fair_share_per_address);
 	tcase_add_test(tc, events_four_a_second_under_load);
 	tcase_add_test(tc, events_outlive_the_header_deadline);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);

@@ -159,13 +159,13 @@ static void assert_same(const char *what, int i, const struct limiter_decision *
 {
 	ck_assert_msg(m->admitted == r->admitted && m->wait_ns == r->wait_ns && m->remaining == r->remaining &&
 	              m->limit == r->limit && m->window_ns == r->window_ns && m->reset_ns == r->reset_ns &&
-	              m->layer == r->layer,
+	              m->layer == r->layer && m->next_ns == r->next_ns,
 	              "%s arrival %d: memory {adm %d wait %" PRIu64 " rem %" PRIu64 " lim %" PRIu64
-	              " win %" PRIu64 " reset %" PRIu64 " layer %d} redis {adm %d wait %" PRIu64
-	              " rem %" PRIu64 " lim %" PRIu64 " win %" PRIu64 " reset %" PRIu64 " layer %d}",
+	              " win %" PRIu64 " reset %" PRIu64 " layer %d next %" PRIu64 "} redis {adm %d wait %" PRIu64
+	              " rem %" PRIu64 " lim %" PRIu64 " win %" PRIu64 " reset %" PRIu64 " layer %d next %" PRIu64 "}",
 	              what, i, m->admitted, m->wait_ns, m->remaining, m->limit, m->window_ns, m->reset_ns,
-	              m->layer, r->admitted, r->wait_ns, r->remaining, r->limit, r->window_ns, r->reset_ns,
-	              r->layer);
+	              m->layer, m->next_ns, r->admitted, r->wait_ns, r->remaining, r->limit, r->window_ns,
+	              r->reset_ns, r->layer, r->next_ns);
 }
 
 /* Drive both stores through the same seeded arrivals (3 keys, costs 1..burst+1, releases); returns admitted. */

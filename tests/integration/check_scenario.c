@@ -34,7 +34,7 @@ START_TEST(builtins_load_with_defaults)
 		                             "unauthorized-401", "not-found-404", "not-implemented-501",
 		                             "connection-reset", "close-mid-body", "malformed-answer", "slow-get",
 		                             "slow-post", "ratelimit-only", "ratelimit-reset", "x-ratelimit-reset",
-		                             "retry-after-zero", "retry-after-fraction", "retry-after-past-date",
+		                             "envoy-x-ratelimit", "github-reset", "retry-after-zero", "retry-after-fraction", "retry-after-past-date",
 		                             "retry-after-garbage", "retry-after-twice", "payload-too-large" };
 	char err[300];
 
@@ -78,7 +78,8 @@ START_TEST(builtins_say_what_a_correct_client_does)
 	                       "  answers: 429 + Retry-After: 2, then 200, to a POST\n"
 	                       "  correct: a 429 was not processed, so even a POST may be retried: waits 2 s and "
 	                       "succeeds\n"
-	                       "  expects: succeeds,honours-retry-after,max-attempts<=2\n");
+	                       "  expects: succeeds,honours-retry-after,max-attempts<=2\n"
+	                       "  speaks:  retry-after-only\n");
 	free(text);
 }
 END_TEST
@@ -216,6 +217,7 @@ START_TEST(ratelimit_header_waits)
 		{ "ratelimit-only", SCENARIO_WAIT_RATELIMIT },
 		{ "ratelimit-reset", SCENARIO_WAIT_RATELIMIT_RESET },
 		{ "x-ratelimit-reset", SCENARIO_WAIT_X_RATELIMIT_RESET },
+		{ "envoy-x-ratelimit", SCENARIO_WAIT_X_RATELIMIT_RESET },
 		{ "layered", SCENARIO_WAIT_RETRY_AFTER },
 	};
 	char err[300];
@@ -233,6 +235,29 @@ START_TEST(ratelimit_header_waits)
 		scenario_free(sc);
 	}
 	ck_assert_str_eq(scenario_wait_source_name(SCENARIO_WAIT_X_RATELIMIT_RESET), "X-RateLimit-Reset");
+}
+END_TEST
+
+/*
+ * GitHub's reset: "epoch:2" goes out as the first whole second at or after
+ * the answer's time + 2 s, and the wait runs to it (the answer leaves at
+ * WALL0 + 1 s: 1700000001.25 s, so 1700000004, 2.75 s away).
+ */
+START_TEST(github_epoch_reset)
+{
+	char err[300];
+	struct scenario *sc = scenario_new("github-reset", err, sizeof(err));
+	struct scenario_answer a;
+
+	ck_assert_ptr_nonnull(sc);
+	ask(sc, IP1, sizeof(IP1), "GET", "/", NS_PER_SEC, &a);
+	ck_assert_int_eq(a.status, 429);
+	ck_assert_str_eq(a.headers, "X-RateLimit-Limit: 10\nX-RateLimit-Remaining: 0\nX-RateLimit-Used: 10\n"
+	                            "X-RateLimit-Resource: core\nX-RateLimit-Reset: 1700000004\n");
+	ck_assert(a.has_wait && a.wait_date);
+	ck_assert_int_eq(a.wait_source, SCENARIO_WAIT_X_RATELIMIT_RESET);
+	ck_assert_uint_eq(a.wait_ns, 2750 * NS_PER_MS);
+	scenario_free(sc);
 }
 END_TEST
 
@@ -639,6 +664,7 @@ Suite *scenario_suite(void)
 	tcase_add_test(tc, date_counts_from_the_answer);
 	tcase_add_test(tc, odd_retry_after_values);
 	tcase_add_test(tc, ratelimit_header_waits);
+	tcase_add_test(tc, github_epoch_reset);
 	tcase_add_test(tc, retry_after_seconds_steps_then_stays);
 	tcase_add_test(tc, clients_walk_separately);
 	tcase_add_test(tc, date_asks_at_least_n_seconds);

@@ -83,7 +83,7 @@ START_TEST(usage_errors_exit_2)
 		"no-retry-after, retry-after-too-long, post-503, post-429, server-errors, persistent-429, layered, "
 		"maintenance-503, bad-request-400, unauthorized-401, not-found-404, not-implemented-501, connection-reset, "
 		"close-mid-body, malformed-answer, slow-get, slow-post, ratelimit-only, ratelimit-reset, x-ratelimit-reset, "
-		"retry-after-zero, retry-after-fraction, retry-after-past-date, retry-after-garbage, retry-after-twice, "
+		"envoy-x-ratelimit, github-reset, retry-after-zero, retry-after-fraction, retry-after-past-date, retry-after-garbage, retry-after-twice, "
 		"payload-too-large)\n",
 		"ratelab verify: --write-baseline needs --baseline FILE\n",
 		"ratelab verify: --baseline: '/nonexistent-dir/b.json' cannot be read (No such file or directory)\n",
@@ -607,13 +607,13 @@ START_TEST(skip_leaves_scenarios_out)
 	temp_path(json_path);
 	run_verify(&r, args, 30000);
 	ck_assert_int_eq(r.status, 4);
-	ck_assert_has(r.out, "0 of 25 scenarios hold");
+	ck_assert_has(r.out, "0 of 27 scenarios hold");
 	ck_assert_msg(!strstr(r.out, "slow-get") && !strstr(r.out, "post-503"), "%s", r.out);
 	testutil_run_free(&r);
 	root = json_load_file(json_path, 0, NULL);
 	unlink(json_path);
 	ck_assert_ptr_nonnull(root);
-	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 25);
+	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 27);
 	json_array_foreach(json_object_get(root, "scenarios"), i, sc)
 		ck_assert_str_ne(json_string_value(json_object_get(sc, "scenario")), "slow-post");
 	json_decref(root);
@@ -701,6 +701,65 @@ START_TEST(ratelimit_only_wait)
 	ck_assert_has(r.out, "FAIL  honours-ratelimit        127.0.0.1: asked 2.000s, waited 1.0");
 	ck_assert_has(r.out, "(too early) [1 of 1 retries too early; tolerance 50ms]\n");
 	testutil_run_free(&r);
+}
+END_TEST
+
+/*
+ * A client that reads every dialect's wait (python3's urllib): RateLimit t=,
+ * RateLimit-Reset, x-ratelimit-reset, X-RateLimit-Reset in delta seconds or,
+ * past 10^9, as a Unix second.  It honours each dialect's scenario, and
+ * verify --list names the dialect each speaks.
+ */
+static const char DIALECT_CLIENT[] =
+	"import re, sys, time, urllib.request, urllib.error\n"
+	"def wait_of(h):\n"
+	"    m = re.search(r';t=(\\d+)', h.get('RateLimit') or '')\n"
+	"    if m: return int(m.group(1))\n"
+	"    for name in ('RateLimit-Reset', 'X-RateLimit-Reset'):\n"
+	"        v = h.get(name)\n"
+	"        if v: return int(v) - time.time() if int(v) > 10**9 else int(v)\n"
+	"    return 1\n"
+	"for attempt in range(3):\n"
+	"    try:\n"
+	"        urllib.request.urlopen(sys.argv[1] + '/', timeout=10).read(); sys.exit(0)\n"
+	"    except urllib.error.HTTPError as e:\n"
+	"        if e.code != 429: sys.exit(1)\n"
+	"        time.sleep(max(wait_of(e.headers), 0) + 0.1)\n"
+	"sys.exit(1)\n";
+
+START_TEST(every_dialect_honoured_by_a_client_that_reads_it)
+{
+	static const char *const SCENARIOS[][2] = {
+		{ "ratelimit-only", "ietf" }, { "ratelimit-reset", "draft-03" }, { "x-ratelimit-reset", "legacy" },
+		{ "envoy-x-ratelimit", "x-ratelimit" }, { "github-reset", "github" },
+	};
+	static const char *const LIST[] = { "verify", "--list", NULL };
+	struct test_run r;
+	char head[80], want[80];
+
+	run_verify(&r, LIST, 15000);
+	ck_assert_int_eq(r.status, 0);
+	for (size_t i = 0; i < sizeof(SCENARIOS) / sizeof(SCENARIOS[0]); i++) {
+		const char *p, *sp;
+
+		snprintf(head, sizeof(head), "\n%s (GET)\n", SCENARIOS[i][0]);
+		snprintf(want, sizeof(want), "\n  speaks:  %s\n", SCENARIOS[i][1]);
+		p = strstr(r.out, head);
+		sp = p ? strstr(p + 1, "\n  speaks:  ") : NULL;
+		ck_assert_msg(sp && strncmp(sp, want, strlen(want)) == 0, "--list does not say %s speaks %s:\n%s",
+		              SCENARIOS[i][0], SCENARIOS[i][1], r.out);
+	}
+	testutil_run_free(&r);
+	for (size_t i = 0; i < sizeof(SCENARIOS) / sizeof(SCENARIOS[0]); i++) {
+		const char *const args[] = { "verify", "--scenario", SCENARIOS[i][0], "--", "python3", "-c", DIALECT_CLIENT,
+			                     "$RATELAB_URL", NULL };
+
+		run_verify(&r, args, 20000);
+		ck_assert_msg(r.status == 0, "%s: exit %d: %s%s", SCENARIOS[i][0], r.status, r.out, r.err);
+		ck_assert_has(r.out, "PASS  honours-ratelimit");
+		ck_assert_has(r.out, "PASS  succeeds");
+		testutil_run_free(&r);
+	}
 }
 END_TEST
 
@@ -821,14 +880,14 @@ START_TEST(all_scenarios_one_table)
 	                     "backs-off stops\n");
 	ck_assert_has(r.out, "retry-after-seconds    GET    FAIL     FAIL    FAIL     -      -          -        -  "
 	                     "       -\n");
-	ck_assert_has(r.out, "0 of 28 scenarios hold (0 of them with a verdict not observed)\n");
+	ck_assert_has(r.out, "0 of 30 scenarios hold (0 of them with a verdict not observed)\n");
 	ck_assert_has(r.out, "FAIL  slow-post no-retry-non-idempotent: the command never reached the server\n");
 	testutil_run_free(&r);
 	root = json_load_file(json_path, 0, NULL);
 	unlink(json_path);
 	ck_assert_ptr_nonnull(root);
 	ck_assert_int_eq(json_integer_value(json_object_get(root, "exit")), 4);
-	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 28);
+	ck_assert_uint_eq(json_array_size(json_object_get(root, "scenarios")), 30);
 	sc = json_array_get(json_object_get(root, "scenarios"), 4);
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "scenario")), "post-503");
 	ck_assert_str_eq(json_string_value(json_object_get(sc, "method")), "POST");
@@ -836,7 +895,7 @@ START_TEST(all_scenarios_one_table)
 	json_decref(root);
 	ck_assert_msg(testutil_junit_read(xml_path, &xml) == 0, "not JUnit XML: %s", xml);
 	unlink(xml_path);
-	ck_assert_has(xml, "suites=28 tests=");
+	ck_assert_has(xml, "suites=30 tests=");
 	ck_assert_has(xml, "verify slow-get | ratelab.verify.slow-get | gives-up-within=6s | error | ");
 	free(xml);
 	run_verify(&r, CANNOT, 15000);
@@ -1016,7 +1075,7 @@ START_TEST(hammer_presets_grade_as_the_table_says)
 		n++;
 	}
 	ck_assert_uint_eq(n, 7);
-	ck_assert_uint_eq(json_object_size(json_object_get(table, "scenarios")), 28);
+	ck_assert_uint_eq(json_object_size(json_object_get(table, "scenarios")), 30);
 	grid_run(runs, n);
 	/* A run that left no JSON (seen once under ThreadSanitizer with seven runs on two cores) runs once more, alone. */
 	for (i = 0; i < n; i++)
@@ -1196,6 +1255,7 @@ Suite *verify_suite(void)
 	tcase_add_test(clients, constant_delay_does_not_back_off);
 	tcase_add_test(clients, too_long_wait_ends_when_settled);
 	tcase_add_test(clients, ratelimit_only_wait);
+	tcase_add_test(clients, every_dialect_honoured_by_a_client_that_reads_it);
 	tcase_add_test(clients, not_observed_is_not_a_pass);
 	tcase_add_test(clients, strict_fails_what_was_not_observed);
 	tcase_add_test(clients, killed_client_attempts_are_a_lower_bound);

@@ -14,7 +14,7 @@ static void key4(const char *text, unsigned char key[ADDR_COUNT_KEY_LEN])
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 
 	ck_assert_int_eq(inet_pton(AF_INET, text, &sa.sin_addr), 1);
-	ck_assert(addr_count_key((struct sockaddr *)&sa, key));
+	ck_assert(addr_count_key((struct sockaddr *)&sa, 128, key));
 }
 
 static void key6(const char *text, unsigned char key[ADDR_COUNT_KEY_LEN])
@@ -22,7 +22,7 @@ static void key6(const char *text, unsigned char key[ADDR_COUNT_KEY_LEN])
 	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };
 
 	ck_assert_int_eq(inet_pton(AF_INET6, text, &sa.sin6_addr), 1);
-	ck_assert(addr_count_key((struct sockaddr *)&sa, key));
+	ck_assert(addr_count_key((struct sockaddr *)&sa, 128, key));
 }
 
 START_TEST(counts_per_address)
@@ -61,8 +61,8 @@ START_TEST(other_families_have_no_key)
 	struct sockaddr sa = { .sa_family = AF_UNIX };
 	unsigned char k[16];
 
-	ck_assert(!addr_count_key(&sa, k));
-	ck_assert(!addr_count_key(NULL, k));
+	ck_assert(!addr_count_key(&sa, 64, k));
+	ck_assert(!addr_count_key(NULL, 64, k));
 }
 END_TEST
 

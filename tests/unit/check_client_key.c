@@ -69,26 +69,57 @@ START_TEST(address_keys)
 	size_t n;
 
 	inet_pton(AF_INET, "10.0.0.2", &in4.sin_addr);
-	n = client_key_address(key, (struct sockaddr *)&in4);
+	n = client_key_address(key, (struct sockaddr *)&in4, 64);
 	ck_assert_uint_eq(n, 5);
 	ck_assert_int_eq(memcmp(key, "i\x0a\x00\x00\x02", 5), 0);
 	name_of(key, n, name, sizeof(name));
 	ck_assert_str_eq(name, "10.0.0.2");
 	inet_pton(AF_INET6, "2001:db8::7", &in6.sin6_addr);
-	n = client_key_address(key, (struct sockaddr *)&in6);
+	n = client_key_address(key, (struct sockaddr *)&in6, 128);
 	ck_assert_uint_eq(n, 17);
 	name_of(key, n, name, sizeof(name));
 	ck_assert_str_eq(name, "2001:db8::7");
-	n = client_key_address(key, (struct sockaddr *)&un);
+	n = client_key_address(key, (struct sockaddr *)&un, 64);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(memcmp(key, "i?", 2), 0);
 	name_of(key, n, name, sizeof(name));
 	ck_assert_str_eq(name, "?");
-	ck_assert_uint_eq(client_key_address(key, NULL), 2);
+	ck_assert_uint_eq(client_key_address(key, NULL, 64), 2);
 	/* A buffer too small for the address: "?" rather than garbage. */
-	n = client_key_address(key, (struct sockaddr *)&in6);
+	n = client_key_address(key, (struct sockaddr *)&in6, 128);
 	name_of(key, n, name, 4);
 	ck_assert_str_eq(name, "?");
+}
+END_TEST
+
+/* IPv6 by prefix: one host's /64 is one key, named as the prefix; an IPv4-mapped address stays whole. */
+START_TEST(ipv6_prefix_keys)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6 }, b = a;
+	char ka[CLIENT_KEY_LEN], kb[CLIENT_KEY_LEN], name[64];
+	size_t na, nb;
+
+	inet_pton(AF_INET6, "2001:db8:1:2:aaaa::7", &a.sin6_addr);
+	inet_pton(AF_INET6, "2001:db8:1:2:bbbb::9", &b.sin6_addr);
+	na = client_key_address(ka, (struct sockaddr *)&a, 64);
+	nb = client_key_address(kb, (struct sockaddr *)&b, 64);
+	ck_assert_uint_eq(na, 18);
+	ck_assert(na == nb && memcmp(ka, kb, na) == 0);
+	name_of(ka, na, name, sizeof(name));
+	ck_assert_str_eq(name, "2001:db8:1:2::/64");
+	na = client_key_address(ka, (struct sockaddr *)&a, 56);
+	name_of(ka, na, name, sizeof(name));
+	ck_assert_str_eq(name, "2001:db8:1::/56");
+	na = client_key_address(ka, (struct sockaddr *)&a, 68);
+	nb = client_key_address(kb, (struct sockaddr *)&b, 68);
+	ck_assert(memcmp(ka, kb, na) != 0);   /* aaaa and bbbb first differ in bit 67 */
+	na = client_key_address(ka, (struct sockaddr *)&a, 128);
+	ck_assert_uint_eq(na, 17);
+	inet_pton(AF_INET6, "::ffff:10.0.0.2", &a.sin6_addr);
+	na = client_key_address(ka, (struct sockaddr *)&a, 64);
+	ck_assert_uint_eq(na, 17);
+	name_of(ka, na, name, sizeof(name));
+	ck_assert_str_eq(name, "::ffff:10.0.0.2");
 }
 END_TEST
 
@@ -98,6 +129,7 @@ Suite *client_key_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, global_and_header_keys);
+	tcase_add_test(tc, ipv6_prefix_keys);
 	tcase_add_test(tc, long_header_values_end_in_a_hash);
 	tcase_add_test(tc, address_keys);
 	suite_add_tcase(s, tc);

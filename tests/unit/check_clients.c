@@ -183,7 +183,7 @@ START_TEST(identities_apart)
 	decide(c, &h, true, 0, 5 * MS);
 	decide(c, &a, true, 0, 6 * MS);
 	inet_pton(AF_INET, "10.1.2.3", &in4.sin_addr);
-	h.len = client_key_address(h.id, (struct sockaddr *)&in4);
+	h.len = client_key_address(h.id, (struct sockaddr *)&in4, 64);
 	decide(c, &h, true, 0, 7 * MS);
 	r = row_of(c, "10.1.2.3");
 	ck_assert_uint_eq(r.requests, 1);

@@ -32,6 +32,13 @@ START_TEST(refused_heads)
 		  "a Transfer-Encoding other than one chunked" },
 		{ { "Transfer-Encoding", "xchunked", NULL }, false, "a Transfer-Encoding other than one chunked" },
 		{ { "Transfer-Encoding", "chunked", NULL }, true, "Transfer-Encoding in an HTTP/1.0 request" },
+		/* what MHD hands over for `Transfer-Encoding : chunked` and a folded `Transfer-Encoding:\r\n chunked` */
+		{ { "Transfer-Encoding ", "chunked", "Content-Length", "41", NULL }, false,
+		  "whitespace before a header's colon, or a folded header line" },
+		{ { "Transfer-Encodingchunked", "", "Content-Length", "41", NULL }, false,
+		  "whitespace before a header's colon, or a folded header line" },
+		{ { "Content-Length\t", "5", NULL }, false, "whitespace before a header's colon, or a folded header line" },
+		{ { "X-Other Name", "1", NULL }, false, "whitespace before a header's colon, or a folded header line" },
 	};
 	struct framing f;
 

@@ -54,10 +54,10 @@ END_TEST
 START_TEST(ratelimit_field)
 {
 	struct limiter_params p = single(5, NS_PER_SEC);
-	struct limiter_decision rej = { false, 200 * NS_PER_MS, 0, 5, NS_PER_SEC, NS_PER_SEC, 0 };
-	struct limiter_decision adm = { true, 0, 3, 5, NS_PER_SEC, 600 * NS_PER_MS, 0 };
-	struct limiter_decision full = { true, 0, 4, 5, NS_PER_SEC, 0, 0 };
-	struct limiter_decision lay = { false, 61 * NS_PER_SEC, 0, 500, 3600 * NS_PER_SEC, 3600 * NS_PER_SEC, 1 };
+	struct limiter_decision rej = { false, 200 * NS_PER_MS, 0, 5, NS_PER_SEC, NS_PER_SEC, 0, 0 };
+	struct limiter_decision adm = { true, 0, 3, 5, NS_PER_SEC, 600 * NS_PER_MS, 0, 400 * NS_PER_MS };
+	struct limiter_decision full = { true, 0, 4, 5, NS_PER_SEC, 0, 0, 0 };
+	struct limiter_decision lay = { false, 61 * NS_PER_SEC, 0, 500, 3600 * NS_PER_SEC, 3600 * NS_PER_SEC, 1, 0 };
 	char buf[HEADERS_FIELD_LEN];
 
 	ck_assert_int_eq(headers_ratelimit(&p, false, &rej, buf, sizeof(buf)), 0);
@@ -120,7 +120,7 @@ END_TEST
 START_TEST(problem_body_fields)
 {
 	struct limiter_params p = single(5, NS_PER_SEC);
-	struct limiter_decision rej = { false, 187500000, 0, 5, NS_PER_SEC, NS_PER_SEC, 0 };
+	struct limiter_decision rej = { false, 187500000, 0, 5, NS_PER_SEC, NS_PER_SEC, 0, 0 };
 	char buf[HEADERS_BODY_LEN];
 	json_error_t je;
 	json_t *j, *pol;
@@ -148,12 +148,13 @@ END_TEST
 START_TEST(problem_body_text_and_tail)
 {
 	struct limiter_params p = single(5, NS_PER_SEC);
-	struct limiter_decision rej = { false, 24735597, 0, 5, NS_PER_SEC, NS_PER_SEC, 0 };
+	struct limiter_decision rej = { false, 24735597, 0, 5, NS_PER_SEC, NS_PER_SEC, 0, 0 };
 	char full[HEADERS_BODY_LEN], split[HEADERS_BODY_LEN];
 	int head, tail, n;
 
 	n = headers_problem_body(429, "token-bucket", &p, false, &rej, full, sizeof(full));
-	ck_assert_str_eq(full, "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
+	ck_assert_str_eq(full, "{\"type\":\"https://iana.org/assignments/http-problem-types#quota-exceeded\","
+	                       "\"title\":\"Too Many Requests\",\"status\":429,\"violated-policies\":[\"default\"],"
 	                       "\"limiter\":\"token-bucket\",\"policy\":{\"name\":\"default\",\"quota\":5,"
 	                       "\"window_s\":1},\"remaining\":0,\"layer\":0,\"retry_after_s\":1,"
 	                       "\"wait_ms\":24.735597,\"detail\":\"rate limit exceeded: retry in 24.735597 ms "
@@ -172,6 +173,88 @@ START_TEST(problem_body_text_and_tail)
 }
 END_TEST
 
+/* 429 spent quota, 503 reduced capacity; violated-policies names the binding layer. */
+START_TEST(problem_types_and_violated_policy)
+{
+	struct limiter_params p = single(5, NS_PER_SEC);
+	struct limiter_decision lay = { false, 61 * NS_PER_SEC, 0, 500, 3600 * NS_PER_SEC, 3600 * NS_PER_SEC, 1, 0 };
+	char buf[HEADERS_BODY_LEN];
+	json_t *j;
+
+	p.nlayers = 2;
+	p.layers[0] = (struct limiter_layer){ 30, 60 * NS_PER_SEC };
+	p.layers[1] = (struct limiter_layer){ 500, 3600 * NS_PER_SEC };
+	ck_assert_int_gt(headers_problem_body(429, "layered", &p, true, &lay, buf, sizeof(buf)), 0);
+	j = json_loads(buf, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "type")),
+	                 "https://iana.org/assignments/http-problem-types#quota-exceeded");
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "violated-policies")), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "violated-policies"), 0)), "l1");
+	json_decref(j);
+	ck_assert_int_gt(headers_problem_body(503, "layered", &p, true, &lay, buf, sizeof(buf)), 0);
+	j = json_loads(buf, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "type")),
+	                 "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity");
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(dialect_lists)
+{
+	enum headers_mode m;
+	char why[256];
+
+	ck_assert_int_eq(headers_parse_dialects("ietf", &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(m, HEADERS_IETF);
+	ck_assert_int_eq(headers_parse_dialects("legacy", &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(m, HEADERS_LEGACY);
+	ck_assert_int_eq(headers_parse_dialects("both", &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(m, HEADERS_IETF | HEADERS_LEGACY);
+	ck_assert_int_eq(headers_parse_dialects("ietf,draft-03,github", &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(m, HEADERS_IETF | HEADERS_DRAFT03 | HEADERS_GITHUB);
+	ck_assert_int_eq(headers_parse_dialects("retry-after-only", &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(m, HEADERS_NONE);
+	ck_assert_int_eq(headers_parse_dialects("none", &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(m, HEADERS_SILENT);
+	ck_assert_int_eq(headers_parse_dialects("x-ratelimit,github", &m, why, sizeof(why)), -1);
+	ck_assert_str_eq(why, "sends X-RateLimit-Limit twice (legacy, x-ratelimit and github each send it: pick one)");
+	ck_assert_int_eq(headers_parse_dialects("none,ietf", &m, why, sizeof(why)), -1);
+	ck_assert_int_eq(headers_parse_dialects("ietf,", &m, why, sizeof(why)), -1);
+	ck_assert_str_eq(why, "has '', not one of ietf, draft-03, x-ratelimit, github, legacy, both, retry-after-only, none");
+}
+END_TEST
+
+/* Each dialect's exact fields for one admission: 60/min, 2 used, full again in 2 s, a token in 1 s. */
+START_TEST(dialect_fields)
+{
+	struct limiter_params p = single(60, 60 * NS_PER_SEC);
+	struct limiter_decision d = { true, 0, 58, 60, 60 * NS_PER_SEC, 2 * NS_PER_SEC, 0, 1 * NS_PER_SEC };
+	struct headers_field f[HEADERS_MAX_FIELDS];
+	char all[1024];
+	size_t n;
+
+	n = headers_fields(HEADERS_IETF | HEADERS_DRAFT03 | HEADERS_GITHUB, &p, false, "\"default\";q=60;w=60", &d,
+	                   1700000000, f);
+	all[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s: %s\n", f[i].name, f[i].value);
+	ck_assert_str_eq(all, "RateLimit-Policy: \"default\";q=60;w=60\n"
+	                      "RateLimit: \"default\";r=58;t=1\n"
+	                      "RateLimit-Limit: 60\nRateLimit-Remaining: 58\nRateLimit-Reset: 2\n"
+	                      "X-RateLimit-Limit: 60\nX-RateLimit-Remaining: 58\nX-RateLimit-Used: 2\n"
+	                      "X-RateLimit-Reset: 1700000002\nX-RateLimit-Resource: default\n");
+	n = headers_fields(HEADERS_XRATELIMIT, &p, false, "", &d, 0, f);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(f[0].name, "x-ratelimit-limit");
+	ck_assert_str_eq(f[2].name, "x-ratelimit-reset");
+	ck_assert_str_eq(f[2].value, "2");
+	ck_assert_uint_eq(headers_fields(HEADERS_NONE, &p, false, "", &d, 0, f), 0);
+	ck_assert_uint_eq(headers_fields(HEADERS_SILENT, &p, false, "", &d, 0, f), 0);
+}
+END_TEST
+
 Suite *headers_suite(void)
 {
 	Suite *s = suite_create("headers");
@@ -184,6 +267,9 @@ Suite *headers_suite(void)
 	tcase_add_test(tc, problem_body_text_and_tail);
 	tcase_add_test(tc, wait_ms_is_exact);
 	tcase_add_test(tc, problem_body_fields);
+	tcase_add_test(tc, problem_types_and_violated_policy);
+	tcase_add_test(tc, dialect_lists);
+	tcase_add_test(tc, dialect_fields);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -162,6 +162,30 @@ START_TEST(connection_defaults)
 }
 END_TEST
 
+/* --headers takes a comma list of dialects; --ipv6-prefix is 64 unless given, within 1..128. */
+START_TEST(dialects_and_ipv6_prefix)
+{
+	char *none[] = { "serve", NULL };
+	char *given[] = { "serve", "--headers", "draft-03,github", "--ipv6-prefix", "48", NULL };
+	char *too_long[] = { "serve", "--ipv6-prefix", "129", NULL };
+	char *clash[] = { "serve", "--headers", "legacy,x-ratelimit", NULL };
+	struct server_config cfg;
+	char err[256];
+
+	parse(&cfg, none);
+	ck_assert_int_eq(cfg.headers, HEADERS_IETF);
+	ck_assert_uint_eq(cfg.ipv6_prefix, 64);
+	parse(&cfg, given);
+	ck_assert_int_eq(cfg.headers, HEADERS_DRAFT03 | HEADERS_GITHUB);
+	ck_assert_uint_eq(cfg.ipv6_prefix, 48);
+	ck_assert_int_eq(server_config_from_args(&cfg, 3, too_long, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "ratelab serve: --ipv6-prefix: '129' is not a number from 1 to 128");
+	ck_assert_int_eq(server_config_from_args(&cfg, 3, clash, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "ratelab serve: --headers: 'legacy,x-ratelimit' sends X-RateLimit-Limit twice "
+	                      "(legacy, x-ratelimit and github each send it: pick one)");
+}
+END_TEST
+
 Suite *serve_args_suite(void)
 {
 	Suite *s = suite_create("serve_args");
@@ -173,6 +197,7 @@ Suite *serve_args_suite(void)
 	tcase_add_test(tc, key_memory_counts_every_route);
 	tcase_add_test(tc, connections_fit_open_files);
 	tcase_add_test(tc, connection_defaults);
+	tcase_add_test(tc, dialects_and_ipv6_prefix);
 	suite_add_tcase(s, tc);
 	return s;
 }

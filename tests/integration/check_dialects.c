@@ -1,0 +1,203 @@
+/*
+ * serve --headers, one case per dialect: the exact rate-limit fields (and
+ * Retry-After) of an admission and of a rejection, from the real server on
+ * port 0 over libcurl.  A token bucket of 2 per hour: after two requests the
+ * next token comes in 1800 s and the bucket is full in 3600 s, so the IETF
+ * t (more quota) and the older -Reset fields (quota whole again) differ.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "tests/harness/testutil.h"
+
+#define FIELDS_LEN 1024
+#define BODY_LEN sizeof(((struct test_reply *)0)->body)
+
+/* The Retry-After and rate-limit lines of a raw header block, "Name: value\n" each, in order. */
+static void limit_lines(const char *headers, char *out, size_t len)
+{
+	static const char *const prefixes[] = { "retry-after:", "ratelimit", "x-ratelimit" };
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (const char *l = headers; *l; ) {
+		size_t n = strcspn(l, "\r\n");
+
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+			if (n >= strlen(prefixes[i]) && strncasecmp(l, prefixes[i], strlen(prefixes[i])) == 0 &&
+			    used + n + 2 < len) {
+				memcpy(out + used, l, n);
+				used += n;
+				out[used++] = '\n';
+				out[used] = '\0';
+				break;
+			}
+		l += n;
+		l += strspn(l, "\r\n");
+	}
+}
+
+/* Serve with `--headers dialect`, GET / three times; the fields of answers 2 (200) and 3 (429). */
+static void two_answers(const char *dialect, char *adm, char *rej, size_t len, char *body, size_t blen)
+{
+	const char *const args[] = { "--limiter", "token-bucket", "--limit", "2", "--window", "1h",
+	                             "--headers", dialect, NULL };
+	struct test_server s;
+	struct test_reply r;
+	CURL *c = curl_easy_init();
+	char url[128];
+
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "server did not start (bin %s)", testutil_bin());
+	snprintf(url, sizeof(url), "%s/", s.url);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+		ck_assert_int_eq(r.status, i < 2 ? 200 : 429);
+		if (i == 1)
+			limit_lines(r.headers, adm, len);
+	}
+	limit_lines(r.headers, rej, len);
+	ck_assert_uint_eq(blen, sizeof(r.body));
+	memcpy(body, r.body, sizeof(r.body));
+	curl_easy_cleanup(c);
+	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
+}
+
+START_TEST(ietf)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN];
+	json_t *j;
+
+	two_answers("ietf", adm, rej, sizeof(adm), body, sizeof(body));
+	ck_assert_str_eq(adm, "RateLimit-Policy: \"default\";q=2;w=3600\n"
+	                      "RateLimit: \"default\";r=0;t=1800\n");
+	ck_assert_str_eq(rej, "Retry-After: 1800\n"
+	                      "RateLimit-Policy: \"default\";q=2;w=3600\n"
+	                      "RateLimit: \"default\";r=0;t=1800\n");
+	j = json_loads(body, 0, NULL);
+	ck_assert_msg(j != NULL, "not JSON: %s", body);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "type")),
+	                 "https://iana.org/assignments/http-problem-types#quota-exceeded");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "violated-policies"), 0)), "default");
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(draft_03)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN];
+
+	two_answers("draft-03", adm, rej, sizeof(adm), body, sizeof(body));
+	ck_assert_str_eq(adm, "RateLimit-Limit: 2\nRateLimit-Remaining: 0\nRateLimit-Reset: 3600\n");
+	ck_assert_str_eq(rej, "Retry-After: 1800\nRateLimit-Limit: 2\nRateLimit-Remaining: 0\nRateLimit-Reset: 1800\n");
+}
+END_TEST
+
+START_TEST(x_ratelimit)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN];
+
+	two_answers("x-ratelimit", adm, rej, sizeof(adm), body, sizeof(body));
+	ck_assert_str_eq(adm, "x-ratelimit-limit: 2\nx-ratelimit-remaining: 0\nx-ratelimit-reset: 3600\n");
+	ck_assert_str_eq(rej, "Retry-After: 1800\n"
+	                      "x-ratelimit-limit: 2\nx-ratelimit-remaining: 0\nx-ratelimit-reset: 1800\n");
+}
+END_TEST
+
+/* GitHub's Reset is an instant: epoch seconds, within the second the answer was made. */
+START_TEST(github)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN], want[FIELDS_LEN];
+	time_t before = time(NULL), after;
+	const char *reset;
+	long long epoch;
+
+	two_answers("github", adm, rej, sizeof(adm), body, sizeof(body));
+	after = time(NULL);
+	reset = strstr(rej, "X-RateLimit-Reset: ");
+	ck_assert_ptr_nonnull(reset);
+	epoch = atoll(reset + strlen("X-RateLimit-Reset: "));
+	ck_assert_msg(epoch >= before + 1800 && epoch <= after + 1800, "reset %lld, now %lld", epoch,
+	              (long long)after);
+	snprintf(want, sizeof(want), "Retry-After: 1800\nX-RateLimit-Limit: 2\nX-RateLimit-Remaining: 0\n"
+	         "X-RateLimit-Used: 2\nX-RateLimit-Reset: %lld\nX-RateLimit-Resource: default\n", epoch);
+	ck_assert_str_eq(rej, want);
+	reset = strstr(adm, "X-RateLimit-Reset: ");
+	ck_assert_ptr_nonnull(reset);
+	epoch = atoll(reset + strlen("X-RateLimit-Reset: "));
+	ck_assert_msg(epoch >= before + 3600 && epoch <= after + 3600, "reset %lld", epoch);
+	snprintf(want, sizeof(want), "X-RateLimit-Limit: 2\nX-RateLimit-Remaining: 0\nX-RateLimit-Used: 2\n"
+	         "X-RateLimit-Reset: %lld\nX-RateLimit-Resource: default\n", epoch);
+	ck_assert_str_eq(adm, want);
+}
+END_TEST
+
+/* legacy is today's X-RateLimit-* trio in title case, delta seconds (x-ratelimit's values). */
+START_TEST(legacy)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN];
+
+	two_answers("legacy", adm, rej, sizeof(adm), body, sizeof(body));
+	ck_assert_str_eq(adm, "X-RateLimit-Limit: 2\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 3600\n");
+	ck_assert_str_eq(rej, "Retry-After: 1800\nX-RateLimit-Limit: 2\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 1800\n");
+}
+END_TEST
+
+START_TEST(retry_after_only)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN];
+
+	two_answers("retry-after-only", adm, rej, sizeof(adm), body, sizeof(body));
+	ck_assert_str_eq(adm, "");
+	ck_assert_str_eq(rej, "Retry-After: 1800\n");
+}
+END_TEST
+
+START_TEST(none)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN];
+
+	two_answers("none", adm, rej, sizeof(adm), body, sizeof(body));
+	ck_assert_str_eq(adm, "");
+	ck_assert_str_eq(rej, "");
+	ck_assert_ptr_nonnull(strstr(body, "\"retry_after_s\":1800"));
+}
+END_TEST
+
+START_TEST(comma_list)
+{
+	char adm[FIELDS_LEN], rej[FIELDS_LEN], body[BODY_LEN];
+
+	two_answers("ietf,draft-03", adm, rej, sizeof(adm), body, sizeof(body));
+	ck_assert_str_eq(adm, "RateLimit-Policy: \"default\";q=2;w=3600\n"
+	                      "RateLimit: \"default\";r=0;t=1800\n"
+	                      "RateLimit-Limit: 2\nRateLimit-Remaining: 0\nRateLimit-Reset: 3600\n");
+	ck_assert_str_eq(rej, "Retry-After: 1800\n"
+	                      "RateLimit-Policy: \"default\";q=2;w=3600\n"
+	                      "RateLimit: \"default\";r=0;t=1800\n"
+	                      "RateLimit-Limit: 2\nRateLimit-Remaining: 0\nRateLimit-Reset: 1800\n");
+}
+END_TEST
+
+Suite *dialects_suite(void)
+{
+	Suite *s = suite_create("dialects");
+	TCase *tc = tcase_create("serve");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, ietf);
+	tcase_add_test(tc, draft_03);
+	tcase_add_test(tc, x_ratelimit);
+	tcase_add_test(tc, github);
+	tcase_add_test(tc, legacy);
+	tcase_add_test(tc, retry_after_only);
+	tcase_add_test(tc, none);
+	tcase_add_test(tc, comma_list);
+	suite_add_tcase(s, tc);
+	return s;
+}
