@@ -76,8 +76,9 @@ static void set_poke(struct listeners *ls, const struct sockaddr_storage *sa)
 int listeners_start(struct listeners *ls, size_t n, const struct sockaddr_storage *sa, listeners_start_fn start,
                     void *ctx, char *err, size_t errlen)
 {
-	struct sockaddr_storage at = *sa;
+	struct sockaddr_storage *at = &ls->addr;
 
+	*at = *sa;
 	if (n < 1 || n > LISTENERS_MAX) {
 		snprintf(err, errlen, "%zu listeners: from 1 to %d", n, LISTENERS_MAX);
 		return -1;
@@ -91,15 +92,15 @@ int listeners_start(struct listeners *ls, size_t n, const struct sockaddr_storag
 		l->owner = ctx;
 		l->fd = MHD_INVALID_SOCKET;
 		atomic_init(&l->phase, LISTENER_SERVING);
-		if (!(l->daemon = start(ctx, l, (const struct sockaddr *)&at, n > 1)))
+		if (!(l->daemon = start(ctx, l, (const struct sockaddr *)at, n > 1)))
 			goto in_use;
 		if (ls->n == 0) {
 			di = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_BIND_PORT);
 			ls->port = di ? (int)di->port : port_of(sa);
-			set_port(&at, ls->port);
+			set_port(at, ls->port);
 		}
 	}
-	set_poke(ls, &at);
+	set_poke(ls, at);
 	return 0;
 in_use:
 	listeners_stop(ls);

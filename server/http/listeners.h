@@ -42,6 +42,7 @@ struct listeners {
 	struct listener l[LISTENERS_MAX];
 	size_t n;
 	int port;
+	struct sockaddr_storage addr;      /* the address given to the daemons: MHD keeps the pointer */
 	struct sockaddr_storage poke;      /* where the drain connects to wake a daemon */
 	socklen_t poke_len;
 };
