@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -606,4 +607,39 @@ Suite *testutil_suite_per_test(const char *name, const struct testutil_case *tes
 		suite_add_tcase(s, tc);
 	}
 	return s;
+}
+
+/* Run `ratelab ARGS...` quietly, at most 30 s (polled): its exit status and its peak RSS in KB; -1 when it could not start or was killed at 30 s. */
+int testutil_run_rss(const char *const *args, long *maxrss_kb)
+{
+	const char *argv[16] = { testutil_bin() };
+	struct rusage ru;
+	pid_t pid;
+	int st = 0, n = 1;
+
+	while (args[n - 1] != NULL && n < 15) {
+		argv[n] = args[n - 1];
+		n++;
+	}
+	argv[n] = NULL;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		freopen("/dev/null", "w", stdout);
+		freopen("/dev/null", "w", stderr);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	/* bounded: 30 s of 5 ms polls */
+	for (int i = 0; i < 6000; i++) {
+		if (wait4(pid, &st, WNOHANG, &ru) == pid) {
+			*maxrss_kb = ru.ru_maxrss;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
+		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
 }

@@ -17,6 +17,9 @@
 /* Path of the ratelab binary under test. */
 const char *testutil_bin(void);
 
+/* Run `ratelab ARGS...` quietly, at most 30 s: its exit status and its peak RSS in KB (-1: not started, or killed at 30 s). */
+int testutil_run_rss(const char *const *args, long *maxrss_kb);
+
 /* Path of a file under the source tree ($RATELAB_ROOT or "."). Static buffer per call site is not kept: copy it. */
 const char *testutil_path(const char *rel, char *buf, size_t len);
 

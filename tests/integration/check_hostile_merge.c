@@ -134,42 +134,6 @@ START_TEST(corrupt_files_left_out)
 }
 END_TEST
 
-/* Run `ratelab merge ARGS...` quietly; its exit status and its peak RSS in KB. */
-static int merge_rss(const char *const *args, long *maxrss_kb)
-{
-	const char *argv[16] = { testutil_bin() };
-	struct rusage ru;
-	struct timespec pause = { 0, 5 * 1000 * 1000 };
-	pid_t pid;
-	int st = 0, n = 1;
-
-	while (args[n - 1] != NULL && n < 15) {
-		argv[n] = args[n - 1];
-		n++;
-	}
-	argv[n] = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		freopen("/dev/null", "w", stdout);
-		freopen("/dev/null", "w", stderr);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	/* bounded: 30 s of 5 ms polls */
-	for (int i = 0; i < 6000; i++) {
-		if (wait4(pid, &st, WNOHANG, &ru) == pid) {
-			*maxrss_kb = ru.ru_maxrss;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		}
-		nanosleep(&pause, NULL);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	ck_abort_msg("merge did not end within 30 s");
-	return -1;
-}
-
 /* A file of n timeline rows [0,0,0,0] (10 bytes each) around the good result's members. */
 static void rows_file(const char *good, const char *path, long n)
 {
@@ -216,11 +180,11 @@ START_TEST(huge_files_bounded)
 	rows_file(good, huge, 4200000);
 	rows_file(good, dense, 700000);
 	rows_file(good, most, 199000);
-	rc = merge_rss((const char *[]){ "merge", good, huge, "--expect", "requests>=1", NULL }, &rss);
+	rc = testutil_run_rss((const char *[]){ "merge", good, huge, "--expect", "requests>=1", NULL }, &rss);
 	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 64 * 1024), "42 MB file: exit %d, %ld KB", rc, rss);
-	rc = merge_rss((const char *[]){ "merge", good, dense, "--expect", "requests>=1", NULL }, &rss);
+	rc = testutil_run_rss((const char *[]){ "merge", good, dense, "--expect", "requests>=1", NULL }, &rss);
 	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 64 * 1024), "2.8M values: exit %d, %ld KB", rc, rss);
-	rc = merge_rss((const char *[]){ "merge", good, most, "--expect", "requests>=1", NULL }, &rss);
+	rc = testutil_run_rss((const char *[]){ "merge", good, most, "--expect", "requests>=1", NULL }, &rss);
 	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss < 200 * 1024), "a million values: exit %d, %ld KB", rc, rss);
 	remove_dir(dir);
 }

@@ -332,41 +332,6 @@ START_TEST(corrupt_node_result)
 }
 END_TEST
 
-/* Run `ratelab ARGS...` quietly; its exit status and its peak RSS in KB. */
-static int run_rss(const char *const *args, long *maxrss_kb)
-{
-	const char *argv[16] = { testutil_bin() };
-	struct rusage ru;
-	pid_t pid;
-	int st = 0, n = 1;
-
-	while (args[n - 1] != NULL && n < 15) {
-		argv[n] = args[n - 1];
-		n++;
-	}
-	argv[n] = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		freopen("/dev/null", "w", stdout);
-		freopen("/dev/null", "w", stderr);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	/* bounded: 30 s of 5 ms polls */
-	for (int i = 0; i < 6000; i++) {
-		if (wait4(pid, &st, WNOHANG, &ru) == pid) {
-			*maxrss_kb = ru.ru_maxrss;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		}
-		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	ck_abort_msg("merge did not end within 30 s");
-	return -1;
-}
-
 /* A 62 MB result (it took node 0 to 2.2 GB) is not even read: merge stays under 64 MB and names it. */
 START_TEST(huge_node_result)
 {
@@ -385,7 +350,7 @@ START_TEST(huge_node_result)
 	snprintf(k, sizeof(k), "ratelab:join:huge-%d:result:0", (int)getpid());
 	freeReplyObject(must(c, redisCommand(c, "SET %s %b EX 600", k, big, len)));
 	free(big);
-	rc = run_rss((const char *[]){ "merge", url, "--timeout", "2s", NULL }, &rss);
+	rc = testutil_run_rss((const char *[]){ "merge", url, "--timeout", "2s", NULL }, &rss);
 	ck_assert_msg(rc == 4 && (!RSS_CHECKED || rss < 64 * 1024), "exit %d, %ld KB", rc, rss);
 	freeReplyObject(must(c, redisCommand(c, "DEL %s", k)));
 	redisFree(c);
@@ -449,7 +414,7 @@ START_TEST(many_results_at_the_bound)
 		freeReplyObject(must(c, redisCommand(c, "SET %s %b EX 600", k, text, strlen(text))));
 		free(text);
 	}
-	rc = run_rss((const char *[]){ "merge", url, "--timeout", "2s", "--expect", "requests=0", NULL }, &rss);
+	rc = testutil_run_rss((const char *[]){ "merge", url, "--timeout", "2s", "--expect", "requests=0", NULL }, &rss);
 	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss < 300 * 1024), "exit %d, %ld KB", rc, rss);
 	for (int i = 0; i < 12; i++) {
 		snprintf(k, sizeof(k), "ratelab:join:many-%d:result:%d", (int)getpid(), i);
