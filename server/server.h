@@ -104,6 +104,26 @@ const char *server_request_header(const struct server_request *r, const char *na
 const char *server_request_query(const struct server_request *r, const char *name);
 
 /*
+ * Call fn(ctx) every period_ns on the server's timer thread, from now until
+ * server_drain (never after it returns).  fn must be quick: every timer
+ * of the server waits for it.  Returns 0, or -1 when out of room.
+ */
+int server_every(struct server *srv, uint64_t period_ns, void (*fn)(void *ctx), void *ctx);
+
+/*
+ * A handler's parked answer (a stream waiting for its next bytes): park
+ * suspends the request on conn (server_request.conn), called on the thread
+ * the server runs it on, until server_wake; false (not parked) once the
+ * server drains.  A wake is once per park; true for the call that woke
+ * it.  Thread-safe.
+ */
+struct server_park;
+struct server_park *server_park_new(void);
+void server_park_free(struct server_park *p);
+bool server_park(struct server *srv, struct server_park *p, void *conn);
+bool server_wake(struct server_park *p);
+
+/*
  * A special handler: answers `path` exactly (any method).  Fills *out and
  * returns 0, or returns -1 to close the connection without an answer.
  * Called from the server's threads concurrently: it must be thread-safe.

@@ -126,16 +126,12 @@ static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c,
 	/*
 	 * Draining: a new request on a kept-alive connection is not taken in
 	 * (closed unanswered, uncounted), so the drain ends once the requests
-	 * already taken in are answered, and every one of those is.  Counted in
-	 * flight before stopping is read, both sequentially consistent: either
-	 * server_drain sees this request in flight and waits for it, or this
-	 * request sees the drain.  (Read first, a request could slip past a drain
-	 * that had seen none in flight and be suspended on a store or a delay
-	 * after MHD_stop_daemon began, which aborts.)
+	 * already taken in are answered, and every one of those is.
 	 */
-	atomic_fetch_add(&s->inflight, 1);
-	if (atomic_load(&s->stopping) || (!rq && !(rq = request_begin(c)))) {
-		atomic_fetch_sub(&s->inflight, 1);
+	if (!lifecycle_begin(&s->life))
+		return MHD_NO;
+	if (!rq && !(rq = request_begin(c))) {
+		lifecycle_end(&s->life);
 		return MHD_NO;
 	}
 	*con_cls = rq;
@@ -248,7 +244,7 @@ void callbacks_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	 */
 	limited_end(s, rq);
 	if (rq->phase != REQUEST_LINE)
-		atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+		lifecycle_end(&s->life);
 	if (rq->pooled && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		conns_wait_head(&rq->tracked, clock_monotonic_ns());
 	request_end(rq);

@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 #include "server/http/conns.h"
-#include "server/http/delayq.h"
+#include "server/http/lifecycle.h"
+#include "server/http/sched.h"
 #include "server/http/hooks.h"
 #include "server/http/listeners.h"
 #include "server/http/responses.h"
@@ -35,7 +36,9 @@ struct server {
 	struct stats *stats;
 	struct clients *clients;             /* the per-client figures (server/clients.h) */
 	struct events *events;               /* the /events hub (server/handlers/events.h) */
-	struct delayq *delays;               /* NULL when no answer is ever held */
+	struct sched *sched;                 /* the one timer thread: delays, deadlines, ticks */
+	struct lifecycle life;               /* requests in flight and parked; the drain */
+	struct server_every *ticks;          /* server_every's timers */
 	struct conns *conns;                 /* open connections: per-address counts, head deadlines */
 	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
 	/*
@@ -46,18 +49,8 @@ struct server {
 	 */
 	uint64_t epoch_ns;
 	_Atomic unsigned streams;            /* PRNG streams handed to threads so far */
-	_Atomic long inflight;
-	_Atomic bool stopping;
 	int port;
 };
-
-/*
- * Suspend c until deadline (monotonic ns); MHD calls the access handler again
- * once it is resumed.  False (not suspended) when there is no delay queue or
- * the server is stopping.  When the queue is full the connection is resumed
- * at once and the answer goes out on the next call.
- */
-bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t deadline);
 
 /*
  * The parts the live figures are made of (server/live.h), with the routes'

@@ -107,13 +107,13 @@ static void add_reply_headers(struct MHD_Response *r, char *lines)
 /*
  * Keep a handler's answer r (or, r NULL, its scripted failure of `kind`) and
  * suspend the connection for delay_ns; MHD calls the handler again once
- * resumed and the kept answer goes out then.  False (nothing kept) when there
- * is no delay queue or the server is stopping.
+ * woken and the kept answer goes out then (at once when the server
+ * drains).  False (nothing kept) when the server drains.
  */
 static bool hold_reply(struct server *s, struct MHD_Connection *c, struct request *rq, struct MHD_Response *r,
                        const struct server_reply *out)
 {
-	if (!daemon_suspend_until(s, c, clock_monotonic_ns() + out->delay_ns))
+	if (!lifecycle_park_until(&s->life, &rq->park, c, LIFECYCLE_DELAY, clock_monotonic_ns() + out->delay_ns))
 		return false;
 	rq->phase = REQUEST_HELD;
 	rq->kept = r;

@@ -57,20 +57,23 @@ static void take_store_answer(struct request *rq, int rc)
 	rq->holds_slot = rc == 0 && rq->d.admitted;
 }
 
-/* The store's thread is done with rq->d: wake the connection so the handler answers. */
+/* The store's thread is done with rq->d: wake the request so the handler answers. */
 static void on_decided(void *arg, int rc)
 {
 	struct request *rq = arg;
 
+	if (!lifecycle_claim(&rq->park))
+		return;
 	take_store_answer(rq, rc);
-	MHD_resume_connection(rq->conn);
+	lifecycle_resume(&rq->park, LIFECYCLE_DUE);
 }
 
 /*
  * Decide once per request.  True when the connection was suspended until an
  * asynchronous store (Redis) answers; MHD calls the handler again then.
  */
-static bool decide(const struct route *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
+static bool decide(struct server *s, const struct route *rt, struct MHD_Connection *c, struct request *rq,
+                   uint64_t now)
 {
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
@@ -78,15 +81,14 @@ static bool decide(const struct route *rt, struct MHD_Connection *c, struct requ
 		return false;
 	}
 	rq->keylen = routes_client_key(rt, c, rq->key);
-	if (rt->async) {
-		/* Before submit: the store's thread may answer (on_decided) before submit returns. */
+	/* Parked before submit: the store's thread may answer (on_decided) before submit returns. */
+	if (rt->async && lifecycle_park(&s->life, &rq->park, c, LIFECYCLE_STORE)) {
 		rq->phase = REQUEST_DECIDING;
 		rq->conn = c;
-		MHD_suspend_connection(c);
 		if (rt->store->ops->submit(rt->store, rq->key, rq->keylen, now, 1, &rq->d, on_decided, rq) == 0)
 			return true;
 		/* Not queued (stopping): decide on this thread. */
-		MHD_resume_connection(c);
+		lifecycle_wake(&rq->park, LIFECYCLE_DUE);
 	}
 	take_store_answer(rq, rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d));
 	return false;
@@ -95,7 +97,8 @@ static bool decide(const struct route *rt, struct MHD_Connection *c, struct requ
 /* Once the decision is in: true when the answer must wait for a delay fault (connection suspended). */
 static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
-	if (rq->fault.delay_ns == 0 || !daemon_suspend_until(s, c, now + rq->fault.delay_ns))
+	if (rq->fault.delay_ns == 0 ||
+	    !lifecycle_park_until(&s->life, &rq->park, c, LIFECYCLE_DELAY, now + rq->fault.delay_ns))
 		return false;
 	rq->phase = REQUEST_HELD;
 	return true;
@@ -108,8 +111,7 @@ static bool enter_backend(struct server *s, struct MHD_Connection *c, struct req
 
 	if (b == NULL || !rq->d.admitted || rq->fault.status)
 		return false;
-	backend_enter(b, c, rq);
-	return true;
+	return backend_enter(b, &s->life, c, rq);
 }
 
 /*
@@ -202,9 +204,14 @@ enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct
 			abort_connection(c);
 			return MHD_NO;
 		}
-		if (decide(&s->routes.r[rq->route], c, rq, now - s->epoch_ns))
+		if (decide(s, &s->routes.r[rq->route], c, rq, now - s->epoch_ns))
 			return MHD_YES;
 	}
+	/* Woken by the drain in a virtual worker's hands: its service ends early, answered as served. */
+	if (rq->phase == REQUEST_SERVING)
+		rq->phase = REQUEST_SERVED;
+	else if (rq->phase == REQUEST_QUEUED)
+		rq->phase = REQUEST_SHED;
 	if (rq->phase == REQUEST_DECIDED && hold(s, c, rq, now))
 		return MHD_YES;
 	if ((rq->phase == REQUEST_DECIDED || rq->phase == REQUEST_HELD) && enter_backend(s, c, rq))
