@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "common/clock.h"
-#include "server/http/daemon.h"
+#include "server/live.h"
 
 #define RATE_SAMPLES 6          /* totals kept for the rates: the last second at 200 ms */
 #define STREAM_HEAD "retry: 2000\n\n"
@@ -60,7 +60,7 @@ struct events *events_new(struct server *srv, unsigned max_subscribers)
 /* The parts an event is made of, read now (ri must outlive *p). */
 static void parts_now(struct events *ev, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p)
 {
-	daemon_live_parts(ev->srv, ri, p);
+	server_live_parts(ev->srv, ri, p);
 }
 
 /* The oldest sample of the last second (the rates' start), or `now` itself when there is none. Locked. */

@@ -84,7 +84,7 @@ bool server_wake(struct server_park *p)
 	return lifecycle_wake(&p->p, LIFECYCLE_DUE);
 }
 
-void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p)
+void server_live_parts(struct server *s, struct stats_route_info *ri, struct live_parts *p)
 {
 	p->stats = s->stats;
 	p->clients = s->clients;
@@ -92,24 +92,24 @@ void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_R
 	p->routes = ri;
 	p->nroutes = routes_infos(&s->routes, ri);
 	p->reject_status = s->cfg.reject_status;
-	p->subscribers = events_subscribers(s->events);
+	p->subscribers = s->plugin && s->cfg.plugin->streams ? s->cfg.plugin->streams(s->plugin) : 0;
 }
 
-char *daemon_stats_json(struct server *s)
+char *server_stats_json(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
 	struct live_parts p;
 
-	daemon_live_parts(s, ri, &p);
+	server_live_parts(s, ri, &p);
 	return live_stats_json(&p, clock_monotonic_ns());
 }
 
-char *daemon_stats_metrics(struct server *s)
+char *server_stats_metrics(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
 	struct live_parts p;
 
-	daemon_live_parts(s, ri, &p);
+	server_live_parts(s, ri, &p);
 	return live_metrics(&p, clock_monotonic_ns());
 }
 
@@ -284,7 +284,8 @@ static void free_parts(struct server *s)
 	routes_free(&s->routes);
 	stats_free(s->stats);
 	clients_free(s->clients);
-	events_free(s->events);
+	if (s->plugin && s->cfg.plugin->free)
+		s->cfg.plugin->free(s->plugin);
 	sched_free(s->sched);
 	if (s->life.sched)
 		lifecycle_destroy(&s->life);
@@ -338,16 +339,30 @@ static int setup_conns(struct server *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* The plugin's handlers (the built-ins) after the config's; 0, or -1 with a one-line reason in err. */
+static int start_plugin(struct server *s, char *err, size_t errlen)
+{
+	struct server_handler h[SERVER_MAX_PLUGIN_HANDLERS];
+	int n = 0;
+
+	memset(h, 0, sizeof(h));
+	if (s->cfg.plugin && (n = s->cfg.plugin->start(s, &s->cfg, h, SERVER_MAX_PLUGIN_HANDLERS, &s->plugin)) < 0) {
+		s->plugin = NULL;
+		snprintf(err, errlen, "cannot start the built-in handlers");
+		return -1;
+	}
+	hooks_setup(&s->hooks, &s->cfg, h, (size_t)n);
+	return 0;
+}
+
 /* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
 static int setup_parts(struct server *s, char *err, size_t errlen)
 {
 	if (routes_setup(&s->routes, &s->cfg, err, errlen) < 0 || setup_conns(s, err, errlen) < 0)
 		return -1;
-	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
 	s->clients = new_clients(s);
-	s->events = events_new(s, s->cfg.max_subscribers);
-	if (!s->stats || !s->clients || !s->events || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
+	if (!s->stats || !s->clients || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -356,7 +371,7 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 		return -1;
 	}
 	routes_start_backends(&s->routes, &s->life);
-	return 0;
+	return start_plugin(s, err, errlen);
 }
 
 struct server *server_start(const struct server_config *c, char *err, size_t errlen)
@@ -375,11 +390,6 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 		free_parts(s);
 		return NULL;
 	}
-	if (events_start(s->events) < 0) {
-		snprintf(err, errlen, "cannot start the /events thread");
-		server_stop(s);
-		return NULL;
-	}
 	return s;
 }
 
@@ -389,7 +399,8 @@ void server_drain(struct server *s)
 		return;
 	lifecycle_close(&s->life);
 	/* Streams end now: they would hold the drain, and none may stay suspended when the daemon stops. */
-	events_stop(s->events);
+	if (s->plugin && s->cfg.plugin->stop)
+		s->cfg.plugin->stop(s->plugin);
 	listeners_quiesce(&s->listeners);
 	/* A body still arriving gets its 503 now rather than hold the drain to its deadline. */
 	conns_drain(s->conns, clock_monotonic_ns());

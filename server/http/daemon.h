@@ -14,7 +14,6 @@
 #include "server/http/responses.h"
 #include "server/http/routes.h"
 #include "server/clients.h"
-#include "server/handlers/events.h"
 #include "server/live.h"
 #include "server/server.h"
 #include "server/stats.h"
@@ -22,8 +21,8 @@
 /*
  * The server behind server/server.h: the MHD daemon and its callbacks, and
  * the parts a request goes through (routes, special handlers, responses,
- * statistics, the delay queue).  Private to server/http/ and the built-in
- * handlers.
+ * statistics, the scheduler and the lifecycle).  Private to server/http/:
+ * handlers see the server through server/server.h only.
  */
 
 struct server {
@@ -35,7 +34,7 @@ struct server {
 	struct responses resp;
 	struct stats *stats;
 	struct clients *clients;             /* the per-client figures (server/clients.h) */
-	struct events *events;               /* the /events hub (server/handlers/events.h) */
+	void *plugin;                        /* the plugin's state (cfg.plugin) */
 	struct sched *sched;                 /* the one timer thread: delays, deadlines, ticks */
 	struct lifecycle life;               /* requests in flight and parked; the drain */
 	struct server_every *ticks;          /* server_every's timers */
@@ -51,15 +50,5 @@ struct server {
 	_Atomic unsigned streams;            /* PRNG streams handed to threads so far */
 	int port;
 };
-
-/*
- * The parts the live figures are made of (server/live.h), with the routes'
- * infos read now into ri (which must outlive *p).
- */
-void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p);
-
-/* /stats as JSON and /metrics as Prometheus text, now: malloc'd (the caller frees), NULL when out of memory. */
-char *daemon_stats_json(struct server *s);
-char *daemon_stats_metrics(struct server *s);
 
 #endif

@@ -53,13 +53,13 @@ bool server_admin_refused(struct server *srv, const struct server_request *req, 
 	return true;
 }
 
-void hooks_setup(struct hooks *hk, const struct server_config *cfg)
+void hooks_setup(struct hooks *hk, const struct server_config *cfg, const struct server_handler *plugin, size_t n)
 {
 	/* The config's handlers come first, so they can take over a built-in path. */
 	for (size_t i = 0; i < cfg->nhandlers; i++)
 		hk->h[hk->n++] = cfg->handlers[i];
-	builtin_handlers(&hk->h[hk->n]);
-	hk->n += BUILTIN_HANDLERS;
+	for (size_t i = 0; i < n && i < SERVER_MAX_PLUGIN_HANDLERS; i++)
+		hk->h[hk->n++] = plugin[i];
 	hk->limited = cfg->limited.fn ? &cfg->limited : NULL;
 }
 

@@ -4,7 +4,6 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
-#include "server/handlers/builtin.h"
 #include "server/server.h"
 
 /*
@@ -15,15 +14,15 @@
  */
 
 struct hooks {
-	struct server_handler h[SERVER_MAX_HANDLERS + BUILTIN_HANDLERS];
+	struct server_handler h[SERVER_MAX_HANDLERS + SERVER_MAX_PLUGIN_HANDLERS];
 	size_t n;
 	const struct server_handler *limited;   /* cfg->limited when its fn is set, else NULL */
 };
 
 struct request;
 
-/* Fill hk from cfg (which must outlive it): cfg's handlers, then the built-ins. */
-void hooks_setup(struct hooks *hk, const struct server_config *cfg);
+/* Fill hk from cfg (which must outlive it): cfg's handlers, then the plugin's n in plugin (copied). */
+void hooks_setup(struct hooks *hk, const struct server_config *cfg, const struct server_handler *plugin, size_t n);
 
 /* The handler of path url (exact match), or NULL. */
 const struct server_handler *hooks_match(const struct hooks *hk, const char *url);
