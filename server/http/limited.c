@@ -137,10 +137,11 @@ static void abort_connection(struct MHD_Connection *c)
  * address.
  */
 static void count_client(struct server *s, struct MHD_Connection *c, const struct route *rt,
-                         const struct request *rq, uint64_t now)
+                         const struct request *rq, uint64_t announced_ns, uint64_t now)
 {
 	const char *name = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Client-Name");
-	struct clients_event e = { rq->key, rq->keylen, rq->route, rq->d.admitted, 0, rq->d.remaining, rq->d.limit };
+	struct clients_event e = { rq->key, rq->keylen, rq->route, rq->d.admitted, announced_ns, rq->d.remaining,
+		                   rq->d.limit };
 	char own[CLIENT_KEY_LEN];
 
 	if (name) {
@@ -150,9 +151,6 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 		e.idlen = routes_client_address(c, own);
 		e.id = own;
 	}
-	if (!rq->d.admitted)
-		e.announced_ns = responses_announced_ns(&s->resp, rq,
-		                                        s->resp.retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0);
 	clients_record(s->clients, &e, now);
 }
 
@@ -160,6 +158,8 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
 	const struct route *rt = &s->routes.r[rq->route];
+	struct responses_verdict v = { rq->route, &rq->d, rq->fault.no_retry_after, rq->pooled ? &rq->rej : NULL };
+	uint64_t announced = 0;
 	enum MHD_Result ret;
 	int status;
 
@@ -173,7 +173,9 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->resp.overloaded);
 	}
 	if (!rq->d.admitted) {
-		ret = responses_rejected(&s->resp, c, rt, rq);
+		ret = responses_rejected(&s->resp, c, rt, &v);
+		announced = responses_announced_ns(&s->resp, &v,
+		                                   s->resp.retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0);
 		status = s->cfg.reject_status;
 	} else if (rq->fault.status) {
 		ret = responses_fault(c, rq->fault.status);
@@ -184,7 +186,7 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 		status = MHD_HTTP_OK;
 	}
 	stats_record(s->stats, rq->route, status, rq->d.admitted ? STATS_ADMITTED : STATS_REJECTED, now);
-	count_client(s, c, rt, rq, now);
+	count_client(s, c, rt, rq, announced, now);
 	return ret;
 }
 
