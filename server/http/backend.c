@@ -1,4 +1,4 @@
-/* A route's modelled backend: requests suspended in the capacity model, services ended by the delay queue. */
+/* A route's modelled backend: requests parked in the capacity model, services ended by the scheduler. */
 #include "server/http/backend.h"
 
 #include <errno.h>
