@@ -62,7 +62,10 @@ static void park_due(void *arg)
 bool lifecycle_park(struct lifecycle *lc, struct lifecycle_park *p, struct MHD_Connection *c,
                     enum lifecycle_reason why)
 {
-	if (atomic_load(&lc->draining))
+	/* A store's park is never shed: its store answers within its own timeout, drain or not. */
+	bool sheddable = why != LIFECYCLE_STORE;
+
+	if (sheddable && atomic_load(&lc->draining))
 		return false;
 	p->lc = lc;
 	p->conn = c;
@@ -72,7 +75,7 @@ bool lifecycle_park(struct lifecycle *lc, struct lifecycle_park *p, struct MHD_C
 	/* Suspended before anyone can see it parked: a wake may come from another thread at once. */
 	MHD_suspend_connection(c);
 	pthread_mutex_lock(&lc->lock);
-	if (atomic_load(&lc->draining)) {
+	if (sheddable && atomic_load(&lc->draining)) {
 		pthread_mutex_unlock(&lc->lock);
 		MHD_resume_connection(c);
 		return false;

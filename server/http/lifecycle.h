@@ -98,7 +98,7 @@ bool lifecycle_draining(struct lifecycle *lc);
 /*
  * Park the request on connection c (call on the thread MHD runs it on):
  * suspend c until lifecycle_wake.  False (not parked, c not suspended) once
- * draining: the caller answers now.
+ * draining, except for the store (never shed): the caller answers now.
  */
 bool lifecycle_park(struct lifecycle *lc, struct lifecycle_park *p, struct MHD_Connection *c,
                     enum lifecycle_reason why);
