@@ -330,7 +330,7 @@ static int setup_conns(struct server *s, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	lifecycle_init(&s->life, s->sched);
+	lifecycle_init(&s->life, s->sched, NULL);
 	cc.sched = s->sched;
 	if (siphash_key_random(&cc.key) < 0 || !(s->conns = conns_new(&cc))) {
 		snprintf(err, errlen, "cannot set up the connection table");

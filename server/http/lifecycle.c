@@ -5,12 +5,25 @@
 
 #include "common/clock.h"
 
-void lifecycle_init(struct lifecycle *lc, struct sched *s)
+static void mhd_suspend(struct MHD_Connection *c)
+{
+	MHD_suspend_connection(c);
+}
+
+static void mhd_resume(struct MHD_Connection *c)
+{
+	MHD_resume_connection(c);
+}
+
+static const struct lifecycle_conn_ops mhd_ops = { mhd_suspend, mhd_resume };
+
+void lifecycle_init(struct lifecycle *lc, struct sched *s, const struct lifecycle_conn_ops *ops)
 {
 	pthread_condattr_t ca;
 
 	lc->parked = NULL;
 	lc->sched = s;
+	lc->ops = ops ? ops : &mhd_ops;
 	atomic_store(&lc->inflight, 0);
 	atomic_store(&lc->draining, false);
 	pthread_mutex_init(&lc->lock, NULL);
@@ -73,11 +86,11 @@ bool lifecycle_park(struct lifecycle *lc, struct lifecycle_park *p, struct MHD_C
 	p->outcome = LIFECYCLE_DUE;
 	sched_timer_init(&p->timer, park_due, p);
 	/* Suspended before anyone can see it parked: a wake may come from another thread at once. */
-	MHD_suspend_connection(c);
+	lc->ops->suspend(c);
 	pthread_mutex_lock(&lc->lock);
 	if (sheddable && atomic_load(&lc->draining)) {
 		pthread_mutex_unlock(&lc->lock);
-		MHD_resume_connection(c);
+		lc->ops->resume(c);
 		return false;
 	}
 	atomic_store(&p->state, LIFECYCLE_PARKED);
@@ -152,7 +165,7 @@ void lifecycle_resume(struct lifecycle_park *p, enum lifecycle_outcome o)
 	unlink_park(lc, p);
 	pthread_mutex_unlock(&lc->lock);
 	sched_cancel(lc->sched, &p->timer);
-	MHD_resume_connection(p->conn);
+	lc->ops->resume(p->conn);
 }
 
 /* Take every sheddable parked request off the list, marked woken; returns them linked by next. */
@@ -195,7 +208,7 @@ long lifecycle_drain(struct lifecycle *lc, uint64_t deadline_ns)
 	for (p = take_sheddable(lc); p; p = next) {
 		next = p->next;
 		sched_cancel(lc->sched, &p->timer);
-		MHD_resume_connection(p->conn);
+		lc->ops->resume(p->conn);
 	}
 	pthread_mutex_lock(&lc->lock);
 	while ((left = atomic_load(&lc->inflight)) > 0)

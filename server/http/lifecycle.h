@@ -60,6 +60,12 @@ enum lifecycle_park_state {
 
 struct lifecycle;
 
+/* How a connection is suspended and resumed: libmicrohttpd's, or a test's. */
+struct lifecycle_conn_ops {
+	void (*suspend)(struct MHD_Connection *c);
+	void (*resume)(struct MHD_Connection *c);
+};
+
 /* One parked request (owned by the caller: its request, or its stream). */
 struct lifecycle_park {
 	struct lifecycle_park *prev, *next;  /* the parked list, under the lifecycle's lock */
@@ -78,12 +84,16 @@ struct lifecycle {
 	pthread_cond_t idle;                 /* signalled when the last request in flight ends while draining */
 	struct lifecycle_park *parked;
 	struct sched *sched;
+	const struct lifecycle_conn_ops *ops;
 	_Atomic long inflight;
 	_Atomic bool draining;
 };
 
-/* Set up lc on the scheduler s (which must outlive it). */
-void lifecycle_init(struct lifecycle *lc, struct sched *s);
+/*
+ * Set up lc on the scheduler s (which must outlive it); ops NULL:
+ * MHD_suspend_connection and MHD_resume_connection.
+ */
+void lifecycle_init(struct lifecycle *lc, struct sched *s, const struct lifecycle_conn_ops *ops);
 void lifecycle_destroy(struct lifecycle *lc);
 
 /* A request is taken in: counted in flight.  False (not counted) once draining. */
