@@ -145,18 +145,6 @@ static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c,
 	return MHD_YES;
 }
 
-/* A special handler's call: with the request's normalised path. */
-static enum MHD_Result serve_hook(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
-                                  struct request *rq)
-{
-	char path[SERVER_PATH_CAP];
-	size_t len;
-
-	if (path_normalize(url, strlen(url), path, sizeof(path), &len) < 0)
-		snprintf(path, sizeof(path), "%s", url);
-	return hooks_serve(s, c, path, method, rq);
-}
-
 enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -183,7 +171,7 @@ enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const cha
 	if (rq->phase == REQUEST_TOO_BIG)
 		return refuse_body(s, c);
 	if (rq->handler)
-		return serve_hook(s, c, url, method, rq);
+		return hooks_serve(s, c, url, method, rq);
 	if (rq->route < 0) {
 		stats_record(s->stats, -1, MHD_HTTP_NOT_FOUND, STATS_NONE, clock_monotonic_ns());
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->resp.no_route);

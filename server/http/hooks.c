@@ -8,6 +8,8 @@
 
 #include "common/clock.h"
 #include "server/http/admin.h"
+#include "server/http/callbacks.h"
+#include "server/http/path.h"
 #include "server/http/daemon.h"
 #include "server/http/request.h"
 #include "server/http/responses.h"
@@ -247,13 +249,18 @@ enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const ch
                             struct request *rq)
 {
 	const union MHD_ConnectionInfo *peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	struct server_request req = { method, url, rq->body ? rq->body : "", rq->body_len, c,
+	char path[SERVER_PATH_CAP];
+	struct server_request req = { method, path, rq->body ? rq->body : "", rq->body_len, c,
 	                              rq->keylen ? rq->key : NULL, rq->keylen, peer ? peer->client_addr : NULL };
 	struct server_reply out;
 	struct MHD_Response *r;
+	size_t len;
 
 	if (rq->phase == REQUEST_HELD)
 		return send_kept(s, c, rq);
+	/* The handler sees the path in normal form; a target that is not one, as sent. */
+	if (path_normalize(url, strlen(url), path, sizeof(path), &len) < 0)
+		snprintf(path, sizeof(path), "%s", url);
 	memset(&out, 0, sizeof(out));
 	if (rq->handler->fn(s, rq->handler->ctx, &req, &out) < 0) {
 		free(out.body);

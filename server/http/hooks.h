@@ -31,8 +31,9 @@ const struct server_handler *hooks_match(const struct hooks *hk, const char *url
 void hooks_reset(const struct hooks *hk);
 
 /*
- * Answer rq with its handler (rq->handler): call it, or send the answer it
- * left held.  The last call of a request, and again once a held one resumes.
+ * Answer rq (target url as sent) with its handler (rq->handler), which sees
+ * the path in normal form: call it, or send the answer it left held.  The
+ * last call of a request, and again once a held one is woken.
  */
 enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                             struct request *rq);
