@@ -1,4 +1,4 @@
-/* The MHD callbacks of one request and one connection: judge the head, route it, take the upload, end it. */
+/* The MHD callbacks of one request and one connection: its slot, judge the head, route it, take the upload, end it. */
 #include "server/http/callbacks.h"
 
 #include <stdio.h>
@@ -12,6 +12,74 @@
 #include "server/http/limited.h"
 #include "server/http/path.h"
 #include "server/http/request.h"
+
+/* A connection's request slot, allocated when it opens; NULL when memory is short. */
+static struct request *request_slot_new(void)
+{
+	return calloc(1, sizeof(struct request));
+}
+
+/* Free a connection's slot, with its kept rejection, when it closes.  NULL is a no-op. */
+static void request_slot_free(struct request *rq)
+{
+	if (rq)
+		responses_rejection_destroy(&rq->rej);
+	free(rq);
+}
+
+/* A cleared request for connection c: its slot, or a fresh allocation; NULL when out of memory. */
+static struct request *request_begin(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct request *rq = ci ? ci->socket_context : NULL;
+
+	if (!rq)
+		return calloc(1, sizeof(*rq));
+	/* The key is written before it is read; clearing 128 bytes a request is not free. */
+	memset(rq, 0, offsetof(struct request, key));
+	rq->pooled = true;
+	return rq;
+}
+
+/* Free what rq holds (its upload, a kept answer), and rq itself when it is not its connection's slot. */
+static void request_end(struct request *rq)
+{
+	if (rq->kept)
+		MHD_destroy_response(rq->kept);
+	free(rq->raw);
+	free(rq->body);
+	if (!rq->pooled)
+		free(rq);
+}
+
+/*
+ * Take n bytes of upload: kept for a special handler, only counted for other
+ * paths.  Past max_body in all (or when memory is short) the phase becomes
+ * REQUEST_TOO_BIG and later bytes are dropped.
+ */
+static void request_take_upload(struct request *rq, size_t max_body, const char *data, size_t n)
+{
+	if (rq->phase == REQUEST_TOO_BIG || rq->body_len + n > max_body) {
+		rq->phase = REQUEST_TOO_BIG;
+		return;
+	}
+	if (rq->handler && rq->body_len + n + 1 > rq->body_cap) {
+		size_t cap = (rq->body_len + n + 1) * 2;
+		char *nb = realloc(rq->body, cap);
+
+		if (!nb) {
+			rq->phase = REQUEST_TOO_BIG;
+			return;
+		}
+		rq->body = nb;
+		rq->body_cap = cap;
+	}
+	if (rq->handler) {
+		memcpy(rq->body + rq->body_len, data, n);
+		rq->body[rq->body_len + n] = '\0';
+	}
+	rq->body_len += n;
+}
 
 static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {

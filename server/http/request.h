@@ -16,7 +16,8 @@
 /*
  * One request's state between the calls MHD makes for it.  It lives in its
  * connection's socket context (one allocation per connection, not per
- * request); request_begin clears it up to `key` when a request starts.
+ * request); callbacks.c begins, feeds and ends it (it clears it up to `key`
+ * when a request starts).
  */
 
 struct backend;
@@ -50,27 +51,5 @@ struct request {
 	struct responses_rejection rej;
 	struct conns_entry tracked;  /* the connection in the server's table (conns.h) */
 };
-
-/*
- * A connection's request slot, allocated when it opens; NULL when memory is
- * short (its requests are then allocated one by one).
- */
-struct request *request_slot_new(void);
-
-/* Free a connection's slot, with its kept rejection, when it closes.  NULL is a no-op. */
-void request_slot_free(struct request *rq);
-
-/* A cleared request for connection c: its slot, or a fresh allocation; NULL when out of memory. */
-struct request *request_begin(struct MHD_Connection *c);
-
-/* Free what rq holds (its upload, a kept answer), and rq itself when it is not its connection's slot. */
-void request_end(struct request *rq);
-
-/*
- * Take n bytes of upload: kept for a special handler, only counted for other
- * paths.  Past max_body in all (or when memory is short) the phase becomes
- * REQUEST_TOO_BIG and later bytes are dropped.
- */
-void request_take_upload(struct request *rq, size_t max_body, const char *data, size_t n);
 
 #endif
