@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/server.h"
+#include "server/server_args.h"
 #include "server/handlers/occ.h"
 #include "server/handlers/scenario.h"
 #include "server/store/store_redis.h"

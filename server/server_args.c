@@ -1,5 +1,5 @@
 /* `ratelab serve` options: defaults, parsing and --help (the rest of server.h is in server.c). */
-#include "server/server.h"
+#include "server/server_args.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/clients.h"
+#include "server/handlers/builtin.h"
 #include "server/store/store.h"
 
 #define SERVER_MAX_KEYS_DEFAULT   100000
@@ -39,6 +40,7 @@ void server_config_defaults(struct server_config *c)
 	c->seed = 1;
 	c->top_clients = CLIENTS_TOP_DEFAULT;
 	c->max_subscribers = SERVER_SUBSCRIBERS_DEFAULT;
+	c->plugin = &builtin_plugin;
 }
 
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx)

@@ -8,12 +8,13 @@
  * server/handlers/dashboard.h), GET /events (its figures as Server-Sent
  * Events, server/handlers/events.h), GET /stats (JSON), GET /metrics
  * (Prometheus), POST /reset and GET /healthz.  Each acts on the server it is
- * called with (ctx unused) and is thread-safe.
+ * called with through server/server.h and is thread-safe.  They plug into
+ * every server as one plugin (struct server_plugin), which owns the
+ * /events hub; server_config_defaults sets it.
  */
 
 #define BUILTIN_HANDLERS 6
 
-/* The built-in handlers into out (room for BUILTIN_HANDLERS). */
-void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS]);
+extern const struct server_plugin builtin_plugin;
 
 #endif

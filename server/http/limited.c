@@ -57,20 +57,23 @@ static void take_store_answer(struct request *rq, int rc)
 	rq->holds_slot = rc == 0 && rq->d.admitted;
 }
 
-/* The store's thread is done with rq->d: wake the connection so the handler answers. */
+/* The store's thread is done with rq->d: wake the request so the handler answers. */
 static void on_decided(void *arg, int rc)
 {
 	struct request *rq = arg;
 
+	if (!lifecycle_claim(&rq->park))
+		return;
 	take_store_answer(rq, rc);
-	MHD_resume_connection(rq->conn);
+	lifecycle_resume(&rq->park, LIFECYCLE_DUE);
 }
 
 /*
  * Decide once per request.  True when the connection was suspended until an
  * asynchronous store (Redis) answers; MHD calls the handler again then.
  */
-static bool decide(const struct route *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
+static bool decide(struct server *s, const struct route *rt, struct MHD_Connection *c, struct request *rq,
+                   uint64_t now)
 {
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
@@ -78,15 +81,14 @@ static bool decide(const struct route *rt, struct MHD_Connection *c, struct requ
 		return false;
 	}
 	rq->keylen = routes_client_key(rt, c, rq->key);
-	if (rt->async) {
-		/* Before submit: the store's thread may answer (on_decided) before submit returns. */
+	/* Parked before submit: the store's thread may answer (on_decided) before submit returns. */
+	if (rt->async && lifecycle_park(&s->life, &rq->park, c, LIFECYCLE_STORE)) {
 		rq->phase = REQUEST_DECIDING;
 		rq->conn = c;
-		MHD_suspend_connection(c);
 		if (rt->store->ops->submit(rt->store, rq->key, rq->keylen, now, 1, &rq->d, on_decided, rq) == 0)
 			return true;
 		/* Not queued (stopping): decide on this thread. */
-		MHD_resume_connection(c);
+		lifecycle_wake(&rq->park, LIFECYCLE_DUE);
 	}
 	take_store_answer(rq, rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d));
 	return false;
@@ -95,7 +97,8 @@ static bool decide(const struct route *rt, struct MHD_Connection *c, struct requ
 /* Once the decision is in: true when the answer must wait for a delay fault (connection suspended). */
 static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
-	if (rq->fault.delay_ns == 0 || !daemon_suspend_until(s, c, now + rq->fault.delay_ns))
+	if (rq->fault.delay_ns == 0 ||
+	    !lifecycle_park_until(&s->life, &rq->park, c, LIFECYCLE_DELAY, now + rq->fault.delay_ns))
 		return false;
 	rq->phase = REQUEST_HELD;
 	return true;
@@ -108,8 +111,7 @@ static bool enter_backend(struct server *s, struct MHD_Connection *c, struct req
 
 	if (b == NULL || !rq->d.admitted || rq->fault.status)
 		return false;
-	backend_enter(b, c, rq);
-	return true;
+	return backend_enter(b, &s->life, c, rq);
 }
 
 /*
@@ -135,10 +137,11 @@ static void abort_connection(struct MHD_Connection *c)
  * address.
  */
 static void count_client(struct server *s, struct MHD_Connection *c, const struct route *rt,
-                         const struct request *rq, uint64_t now)
+                         const struct request *rq, uint64_t announced_ns, uint64_t now)
 {
 	const char *name = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Client-Name");
-	struct clients_event e = { rq->key, rq->keylen, rq->route, rq->d.admitted, 0, rq->d.remaining, rq->d.limit };
+	struct clients_event e = { rq->key, rq->keylen, rq->route, rq->d.admitted, announced_ns, rq->d.remaining,
+		                   rq->d.limit };
 	char own[CLIENT_KEY_LEN];
 
 	if (name) {
@@ -148,9 +151,6 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 		e.idlen = routes_client_address(c, s->cfg.ipv6_prefix, own);
 		e.id = own;
 	}
-	if (!rq->d.admitted)
-		e.announced_ns = responses_announced_ns(&s->resp, rq,
-		                                        s->resp.retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0);
 	clients_record(s->clients, &e, now);
 }
 
@@ -158,6 +158,8 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
 	const struct route *rt = &s->routes.r[rq->route];
+	struct responses_verdict v = { rq->route, &rq->d, rq->fault.no_retry_after, rq->pooled ? &rq->rej : NULL };
+	uint64_t announced = 0;
 	enum MHD_Result ret;
 	int status;
 
@@ -171,7 +173,9 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->resp.overloaded);
 	}
 	if (!rq->d.admitted) {
-		ret = responses_rejected(&s->resp, c, rt, rq);
+		ret = responses_rejected(&s->resp, c, rt, &v);
+		announced = responses_announced_ns(&s->resp, &v,
+		                                   s->resp.retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0);
 		status = s->cfg.reject_status;
 	} else if (rq->fault.status) {
 		ret = responses_fault(c, rq->fault.status);
@@ -182,7 +186,7 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 		status = MHD_HTTP_OK;
 	}
 	stats_record(s->stats, rq->route, status, rq->d.admitted ? STATS_ADMITTED : STATS_REJECTED, now);
-	count_client(s, c, rt, rq, now);
+	count_client(s, c, rt, rq, announced, now);
 	return ret;
 }
 
@@ -202,9 +206,14 @@ enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct
 			abort_connection(c);
 			return MHD_NO;
 		}
-		if (decide(&s->routes.r[rq->route], c, rq, now - s->epoch_ns))
+		if (decide(s, &s->routes.r[rq->route], c, rq, now - s->epoch_ns))
 			return MHD_YES;
 	}
+	/* Woken by the drain in a virtual worker's hands: its service ends early, answered as served. */
+	if (rq->phase == REQUEST_SERVING)
+		rq->phase = REQUEST_SERVED;
+	else if (rq->phase == REQUEST_QUEUED)
+		rq->phase = REQUEST_SHED;
 	if (rq->phase == REQUEST_DECIDED && hold(s, c, rq, now))
 		return MHD_YES;
 	if ((rq->phase == REQUEST_DECIDED || rq->phase == REQUEST_HELD) && enter_backend(s, c, rq))

@@ -13,6 +13,7 @@
 
 #include "common/httpdate.h"
 #include "server/server.h"
+#include "server/server_args.h"
 #include "tests/harness/testutil.h"
 
 static void url_of(const struct test_server *s, const char *path, char *buf, size_t len)

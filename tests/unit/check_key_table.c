@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/siphash.h"
 #include "server/server.h"
+#include "server/server_args.h"
 #include "server/store/store.h"
 
 static struct store *tb_store(uint64_t limit, uint64_t burst, size_t max_keys, size_t shards)
