@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "server/proxy/upstream.h"
 
 #define LIVE_MAX_BUCKETS STATS_BUCKETS
 
@@ -80,6 +81,19 @@ static void routes_decorate(json_t *arr, const struct live_parts *p, const struc
 	}
 }
 
+/* The proxy's counters (/stats "upstream"): new reference, or NULL. */
+static json_t *upstream_json(struct upstream *u)
+{
+	struct upstream_counts n;
+	json_t *res = json_object();
+
+	upstream_counts(u, &n);
+	for (int r = 0; res && r < UPSTREAM_RESULTS; r++)
+		json_object_set_new(res, upstream_result_name((enum upstream_result)r), json_integer((json_int_t)n.results[r]));
+	return json_pack("{s:I, s:I, s:o*}", "calls", (json_int_t)n.calls, "in_flight", (json_int_t)n.in_flight,
+	                 "results", res);
+}
+
 char *live_stats_json(const struct live_parts *p, uint64_t now_ns)
 {
 	json_t *root = stats_json_value(p->stats, now_ns, p->routes, p->nroutes);
@@ -95,6 +109,8 @@ char *live_stats_json(const struct live_parts *p, uint64_t now_ns)
 	json_object_set_new(root, "subscribers", json_integer((json_int_t)p->subscribers));
 	routes_decorate(json_object_get(root, "routes"), p, &snap, now_ns);
 	json_object_set_new(root, "clients", clients_json(&snap, now_ns));
+	if (p->upstream)
+		json_object_set_new(root, "upstream", upstream_json(p->upstream));
 	text = json_dumps(root, JSON_COMPACT);
 	clients_snapshot_destroy(&snap);
 free_root:

@@ -12,6 +12,7 @@
 #include "common/parse.h"
 #include "server/clients.h"
 #include "server/handlers/builtin.h"
+#include "server/proxy/upstream.h"
 #include "server/store/store.h"
 
 #define SERVER_MAX_KEYS_DEFAULT   100000
@@ -36,6 +37,10 @@ void server_config_defaults(struct server_config *c)
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
 	c->header_timeout_ns = 10 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
+	c->upstream_max_conns = 64;
+	c->upstream_connect_timeout_ns = 5 * NS_PER_SEC;
+	c->upstream_timeout_ns = 30 * NS_PER_SEC;
+	c->upstream_max_body = 8 << 20;
 	c->seed = 1;
 	c->top_clients = CLIENTS_TOP_DEFAULT;
 	c->max_subscribers = SERVER_SUBSCRIBERS_DEFAULT;
@@ -125,6 +130,16 @@ void server_usage(FILE *f)
 	        "  --trigger F@START+LEN     with --capacity: only F of the workers (25%% or 0.25) from\n"
 	        "                            START for LEN, counted from the start or POST /reset;\n"
 	        "                            repeatable\n"
+	        "  --upstream URL            a rate-limiting reverse proxy: admitted requests on\n"
+	        "                            limited paths go to URL (http:// or https://, maybe with\n"
+	        "                            a path prefix) and get its answer plus the RateLimit\n"
+	        "                            headers; rejections get the limiter's answer.  Its\n"
+	        "                            failures are 502, its timeouts 504 (/stats \"upstream\")\n"
+	        "  --upstream-connections N  connections to the upstream at once (default 64)\n"
+	        "  --upstream-connect-timeout DUR  (default 5s)\n"
+	        "  --upstream-timeout DUR    the whole exchange with the upstream (default 30s)\n"
+	        "  --upstream-max-body SIZE  largest upstream answer body, e.g. 8M; larger is 502\n"
+	        "                            (default 8M; request bodies are bounded by --max-body)\n"
 	        "  --quiet                   no log lines on stderr\n"
 	        "  --help                    this text\n");
 }
@@ -208,6 +223,25 @@ static int opt_key_memory(void *base, const struct cli_option *o, const char *v,
 	return snprintf(why, wl, "is not a size such as 64M or 1G from %s to %s", lo, hi), -1;
 }
 
+static int opt_upstream(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct server_args *a = base;
+
+	(void)o;
+	if (!upstream_url_ok(v, why, wl))
+		return -1;
+	snprintf(a->cfg.upstream, sizeof(a->cfg.upstream), "%s", v);
+	return 0;
+}
+
+static int opt_upstream_body(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	(void)o;
+	if (parse_bytes(v, 1, 1ULL << 30, &((struct server_args *)base)->cfg.upstream_max_body, NULL, 0) == 0)
+		return 0;
+	return snprintf(why, wl, "is not a size such as 64K or 8M from 1 to 1G"), -1;
+}
+
 static int opt_admin_token(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
 	struct server_config *c = &((struct server_args *)base)->cfg;
@@ -282,6 +316,12 @@ const struct cli_option server_args_options[] = {
 	{ "--config", CLI_STRING, SA(config_path) },
 	{ "--capacity", CLI_CUSTOM, .fn = opt_capacity },
 	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger },
+	{ "--upstream", CLI_CUSTOM, .fn = opt_upstream },
+	{ "--upstream-connections", CLI_U64, SA(cfg.upstream_max_conns), .min = 1, .max = 4096 },
+	{ "--upstream-connect-timeout", CLI_DURATION, SA(cfg.upstream_connect_timeout_ns), .min = NS_PER_MS,
+	  .max = 3600 * NS_PER_SEC },
+	{ "--upstream-timeout", CLI_DURATION, SA(cfg.upstream_timeout_ns), .min = NS_PER_MS, .max = 3600 * NS_PER_SEC },
+	{ "--upstream-max-body", CLI_CUSTOM, .fn = opt_upstream_body },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
 	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000 },
 	{ "--max-subscribers", CLI_U64, SA(cfg.max_subscribers), .min = 1, .max = 1024 },

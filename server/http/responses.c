@@ -114,6 +114,12 @@ static void add_ratelimit(const struct responses *rs, const struct route *rt, co
 	}
 }
 
+void responses_add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
+                             struct MHD_Response *r)
+{
+	add_ratelimit(rs, rt, d, r);
+}
+
 /* This thread's admitted-response slot for rs, or NULL past RESPONSES_CACHE_SLOTS threads. */
 static struct responses_slot *thread_slot(struct responses *rs)
 {

@@ -1,0 +1,155 @@
+/* An admitted request proxied to the upstream: sent, parked, answered with the upstream's answer. */
+#include "server/http/proxied.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server/http/daemon.h"
+#include "server/http/request.h"
+#include "server/proxy/upstream.h"
+
+bool proxied_wants(const struct server *s)
+{
+	return s->upstream != NULL;
+}
+
+/* A request header to forward: not hop-by-hop, and not one libcurl writes itself. */
+static enum MHD_Result forward_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct upstream_call *call = cls;
+
+	(void)kind;
+	if (upstream_hop_by_hop(key) || strcasecmp(key, "Host") == 0 || strcasecmp(key, "Content-Length") == 0 ||
+	    strcasecmp(key, "Expect") == 0)
+		return MHD_YES;
+	return upstream_call_header(call, key, value) == 0 ? MHD_YES : MHD_NO;
+}
+
+/* The upstream thread: the answer is in; wake the request (it has not let go of the call, or this is not called). */
+static void on_answer(void *arg)
+{
+	struct request *rq = arg;
+
+	lifecycle_wake(&rq->park, LIFECYCLE_DUE);
+}
+
+/* rq's call: its method, target, headers and body; NULL when out of memory. */
+static struct upstream_call *build_call(struct MHD_Connection *c, const struct request *rq)
+{
+	struct upstream_call *call = upstream_call_new(rq->method ? rq->method : "GET", rq->target ? rq->target : "/",
+	                                               rq->body, rq->body_len);
+	const union MHD_ConnectionInfo *peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	char addr[CLIENT_KEY_LEN];
+
+	if (!call)
+		return NULL;
+	MHD_get_connection_values(c, MHD_HEADER_KIND, forward_header, call);
+	if (peer && routes_client_address(c, addr) > 0 && upstream_call_header(call, "X-Forwarded-For", addr) < 0) {
+		upstream_call_release(call);
+		return NULL;
+	}
+	return call;
+}
+
+bool proxied_start(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	if (!s->upstream || !rq->d.admitted || rq->fault.status || rq->call ||
+	    (rq->phase != REQUEST_DECIDED && rq->phase != REQUEST_HELD && rq->phase != REQUEST_SERVED))
+		return false;
+	if (!(rq->call = build_call(c, rq)))
+		return false;
+	/* Parked before the submit: the upstream's thread may answer before submit returns. */
+	if (!lifecycle_park(&s->life, &rq->park, c, LIFECYCLE_UPSTREAM))
+		return false;
+	rq->phase = REQUEST_UPSTREAM;
+	if (upstream_submit(s->upstream, rq->call, on_answer, rq) < 0)
+		lifecycle_wake(&rq->park, LIFECYCLE_DUE);
+	return true;
+}
+
+struct header_copy {
+	struct MHD_Response *r;
+	bool drop_ratelimit;   /* ratelab's own RateLimit headers replace the upstream's */
+};
+
+static void copy_header(void *ctx, const char *name, const char *value)
+{
+	struct header_copy *hc = ctx;
+
+	if (hc->drop_ratelimit &&
+	    (strncasecmp(name, "RateLimit", 9) == 0 || strncasecmp(name, "X-RateLimit-", 12) == 0))
+		return;
+	/* MHD writes its own Date. */
+	if (strcasecmp(name, "Date") == 0)
+		return;
+	MHD_add_response_header(hc->r, name, value);
+}
+
+/* A failure's answer: status (502, 503 or 504) with a problem+json body saying what failed. */
+static enum MHD_Result failure(struct MHD_Connection *c, int status, const char *what)
+{
+	char body[256];
+	int n = snprintf(body, sizeof(body),
+	                 "{\"type\":\"about:blank\",\"title\":\"%s\",\"status\":%d,\"detail\":\"upstream: %s\"}\n",
+	                 status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable" : "Bad Gateway",
+	                 status, what);
+	struct MHD_Response *r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
+	ret = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* The upstream's answer to rq, whole, with ratelab's RateLimit headers. */
+static enum MHD_Result relay(struct server *s, struct MHD_Connection *c, const struct route *rt,
+                             struct request *rq, int *status)
+{
+	size_t len;
+	char *body = upstream_call_take_body(rq->call, &len);
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body ? body : (void *)"", body ? MHD_RESPMEM_MUST_FREE
+	                                                                                             : MHD_RESPMEM_PERSISTENT);
+	struct header_copy hc = { r, s->resp.headers != HEADERS_NONE };
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	upstream_call_headers(rq->call, copy_header, &hc);
+	responses_add_ratelimit(&s->resp, rt, &rq->d, r);
+	*status = upstream_call_status(rq->call);
+	ret = MHD_queue_response(c, (unsigned)*status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+enum MHD_Result proxied_answer(struct server *s, struct MHD_Connection *c, const struct route *rt,
+                               struct request *rq, int *status)
+{
+	enum upstream_result res;
+
+	*status = MHD_HTTP_SERVICE_UNAVAILABLE;
+	if (rq->phase != REQUEST_UPSTREAM)
+		return failure(c, *status, rq->call ? "not sent: the server drains" : "out of memory");
+	if (rq->park.outcome == LIFECYCLE_SHED)
+		return failure(c, *status, "not answered before the server drained");
+	res = upstream_call_result(rq->call);
+	if (res == UPSTREAM_OK)
+		return relay(s, c, rt, rq, status);
+	*status = res == UPSTREAM_TIMEOUT ? MHD_HTTP_GATEWAY_TIMEOUT : MHD_HTTP_BAD_GATEWAY;
+	return failure(c, *status, upstream_result_name(res));
+}
+
+void proxied_end(struct request *rq)
+{
+	upstream_call_release(rq->call);
+	rq->call = NULL;
+	free(rq->target);
+	rq->target = NULL;
+}
