@@ -90,8 +90,8 @@ static json_t *upstream_json(struct upstream *u)
 	upstream_counts(u, &n);
 	for (int r = 0; res && r < UPSTREAM_RESULTS; r++)
 		json_object_set_new(res, upstream_result_name((enum upstream_result)r), json_integer((json_int_t)n.results[r]));
-	return json_pack("{s:I, s:I, s:o*}", "calls", (json_int_t)n.calls, "in_flight", (json_int_t)n.in_flight,
-	                 "results", res);
+	return json_pack("{s:I, s:I, s:I, s:o*}", "calls", (json_int_t)n.calls, "in_flight", (json_int_t)n.in_flight,
+	                 "buffered_bytes", (json_int_t)n.buffered, "results", res);
 }
 
 char *live_stats_json(const struct live_parts *p, uint64_t now_ns)

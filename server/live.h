@@ -54,7 +54,7 @@ struct live_totals {
 void live_totals_at(const struct live_parts *p, uint64_t now_ns, struct live_totals *t);
 
 /* /stats: stats_json_value plus "admitted", "rejected", "subscribers", "clients", each route's
- * "policy", "key" and "quota", and with --upstream "upstream": {"url", "calls", "in_flight",
+ * "policy", "key" and "quota", and with --upstream "upstream": {"calls", "in_flight", "buffered_bytes",
  * "results":{"ok", "connect", "timeout", "too_big", "bad_answer", "busy"}} (malloc'd text),
  * or NULL when out of memory. */
 char *live_stats_json(const struct live_parts *p, uint64_t now_ns);

@@ -215,7 +215,7 @@ struct server_config {
 	unsigned upstream_max_conns;     /* connections to it at once; default 64 */
 	uint64_t upstream_connect_timeout_ns;  /* default 5 s */
 	uint64_t upstream_timeout_ns;    /* the whole exchange; default 30 s */
-	uint64_t upstream_max_body;      /* bytes of its answer's body; default 8 MiB */
+	uint64_t upstream_max_body;      /* bytes of its answer's body; default 1 MiB */
 };
 
 /* Fill *c with the defaults above (one route "/", token-bucket 10/s). */

@@ -40,7 +40,7 @@ void server_config_defaults(struct server_config *c)
 	c->upstream_max_conns = 64;
 	c->upstream_connect_timeout_ns = 5 * NS_PER_SEC;
 	c->upstream_timeout_ns = 30 * NS_PER_SEC;
-	c->upstream_max_body = 8 << 20;
+	c->upstream_max_body = 1 << 20;
 	c->seed = 1;
 	c->top_clients = CLIENTS_TOP_DEFAULT;
 	c->max_subscribers = SERVER_SUBSCRIBERS_DEFAULT;
@@ -139,7 +139,9 @@ void server_usage(FILE *f)
 	        "  --upstream-connect-timeout DUR  (default 5s)\n"
 	        "  --upstream-timeout DUR    the whole exchange with the upstream (default 30s)\n"
 	        "  --upstream-max-body SIZE  largest upstream answer body, e.g. 8M; larger is 502\n"
-	        "                            (default 8M; request bodies are bounded by --max-body)\n"
+	        "                            (default 1M; request bodies are bounded by --max-body).\n"
+	        "                            Answers are read whole before they are sent on: at most\n"
+	        "                            connections x this size are held at once, past it 502\n"
 	        "  --quiet                   no log lines on stderr\n"
 	        "  --help                    this text\n");
 }

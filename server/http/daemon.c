@@ -364,7 +364,9 @@ static int setup_upstream(struct server *s, char *err, size_t errlen)
 	struct upstream_config uc = { .max_conns = s->cfg.upstream_max_conns,
 		                      .connect_timeout_ns = s->cfg.upstream_connect_timeout_ns,
 		                      .timeout_ns = s->cfg.upstream_timeout_ns,
-		                      .max_body = s->cfg.upstream_max_body };
+		                      .max_body = s->cfg.upstream_max_body,
+		                      /* every connection's worth of answers may wait for slow clients at once, no more */
+		                      .max_buffered = s->cfg.upstream_max_body * s->cfg.upstream_max_conns };
 
 	if (!s->cfg.upstream[0])
 		return 0;

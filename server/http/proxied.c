@@ -106,24 +106,34 @@ static enum MHD_Result failure(struct MHD_Connection *c, int status, const char 
 	return ret;
 }
 
-/* The upstream's answer to rq, whole, with ratelab's RateLimit headers. */
+static void release_call(void *cls)
+{
+	upstream_call_release(cls);
+}
+
+/*
+ * The upstream's answer to rq, whole, with ratelab's RateLimit headers.  The
+ * response sends the call's body in place and holds the call (its buffer
+ * counted against the upstream's budget) until MHD is done with it.
+ */
 static enum MHD_Result relay(struct server *s, struct MHD_Connection *c, const struct route *rt,
                              struct request *rq, int *status)
 {
+	struct upstream_call *call = rq->call;
 	size_t len;
-	char *body = upstream_call_take_body(rq->call, &len);
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body ? body : (void *)"", body ? MHD_RESPMEM_MUST_FREE
-	                                                                                             : MHD_RESPMEM_PERSISTENT);
+	const char *body = upstream_call_body(call, &len);
+	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
+		len, body ? (void *)body : (void *)"", release_call, call);
 	struct header_copy hc = { r, s->resp.headers != HEADERS_NONE };
 	enum MHD_Result ret;
 
-	if (!r) {
-		free(body);
+	if (!r)
 		return MHD_NO;
-	}
-	upstream_call_headers(rq->call, copy_header, &hc);
+	/* The response holds the call now: the request lets go of its pointer, not of the call. */
+	rq->call = NULL;
+	upstream_call_headers(call, copy_header, &hc);
 	responses_add_ratelimit(&s->resp, rt, &rq->d, r);
-	*status = upstream_call_status(rq->call);
+	*status = upstream_call_status(call);
 	ret = MHD_queue_response(c, (unsigned)*status, r);
 	MHD_destroy_response(r);
 	return ret;

@@ -31,6 +31,7 @@ struct upstream_call {
 	char *body;
 	size_t body_len, body_cap;
 	uint64_t max_body;
+	struct upstream *u;          /* once submitted: its buffer budget */
 	bool over;                   /* the answer went past a bound */
 };
 
@@ -47,6 +48,7 @@ struct upstream {
 	size_t npool;
 	_Atomic unsigned in_flight;
 	_Atomic uint64_t calls;
+	_Atomic uint64_t buffered;          /* the bodies' capacity held by live calls */
 	_Atomic uint64_t results[UPSTREAM_RESULTS];
 };
 
@@ -131,6 +133,8 @@ static void call_unref(struct upstream_call *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
+	if (c->u)
+		atomic_fetch_sub(&c->u->buffered, c->body_cap);
 	curl_slist_free_all(c->hdrs);
 	free(c->method);
 	free(c->target);
@@ -173,14 +177,10 @@ void upstream_call_headers(const struct upstream_call *c, void (*fn)(void *ctx, 
 	}
 }
 
-char *upstream_call_take_body(struct upstream_call *c, size_t *len)
+const char *upstream_call_body(const struct upstream_call *c, size_t *len)
 {
-	char *b = c->body;
-
 	*len = c->body_len;
-	c->body = NULL;
-	c->body_len = c->body_cap = 0;
-	return b;
+	return c->body;
 }
 
 /* ---- the answer, as libcurl hands it over (the thread's) ---- */
@@ -248,8 +248,16 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 
 		if (cap > c->max_body)
 			cap = c->max_body;
-		if (!(nb = realloc(c->body, cap)))
+		/* Reserved from the budget before it is taken: the sum never passes max_buffered. */
+		if (atomic_fetch_add(&c->u->buffered, cap - c->body_cap) + (cap - c->body_cap) > c->u->cfg.max_buffered) {
+			atomic_fetch_sub(&c->u->buffered, cap - c->body_cap);
+			c->over = true;
 			return 0;
+		}
+		if (!(nb = realloc(c->body, cap))) {
+			atomic_fetch_sub(&c->u->buffered, cap - c->body_cap);
+			return 0;
+		}
 		c->body = nb;
 		c->body_cap = cap;
 	}
@@ -501,6 +509,8 @@ struct upstream *upstream_new(const struct upstream_config *c, char *err, size_t
 	u->cfg = *c;
 	if (u->cfg.max_conns == 0)
 		u->cfg.max_conns = 1;
+	if (u->cfg.max_buffered < u->cfg.max_body)
+		u->cfg.max_buffered = u->cfg.max_body;
 	pthread_mutex_init(&u->lock, NULL);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !setup_multi(u)) {
 		snprintf(err, errlen, "cannot set up libcurl for the upstream");
@@ -564,6 +574,7 @@ int upstream_submit(struct upstream *u, struct upstream_call *c, void (*done)(vo
 	}
 	c->done = done;
 	c->arg = arg;
+	c->u = u;
 	atomic_fetch_add(&c->refs, 1);
 	pthread_mutex_lock(&u->lock);
 	if (u->stopping) {
@@ -585,4 +596,5 @@ void upstream_counts(struct upstream *u, struct upstream_counts *out)
 	for (int r = 0; r < UPSTREAM_RESULTS; r++)
 		out->results[r] = atomic_load(&u->results[r]);
 	out->in_flight = atomic_load(&u->in_flight);
+	out->buffered = atomic_load(&u->buffered);
 }

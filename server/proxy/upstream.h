@@ -11,7 +11,9 @@
  * answer whole into memory (up to max_body), then calls the call's done
  * function on that thread.  Bounded: at most max_conns connections to the
  * upstream, at most UPSTREAM_MAX_CALLS calls at once (more are refused),
- * a connect and a total timeout on each, and max_body bytes of each answer.
+ * a connect and a total timeout on each, max_body bytes of each answer,
+ * and max_buffered bytes of answers' bodies held by all calls not yet
+ * released (a call past it fails as too big).
  * Easy handles are kept and reused, so kept-alive connections are too.
  * Thread-safe.
  */
@@ -25,6 +27,7 @@ struct upstream_config {
 	uint64_t connect_timeout_ns;
 	uint64_t timeout_ns;          /* the whole exchange */
 	uint64_t max_body;            /* bytes of an answer's body */
+	uint64_t max_buffered;        /* bytes of all answers' bodies held at once */
 };
 
 /* How a call ended. */
@@ -45,6 +48,7 @@ struct upstream_counts {
 	uint64_t calls;                    /* calls submitted */
 	uint64_t results[UPSTREAM_RESULTS];
 	unsigned in_flight;
+	uint64_t buffered;                 /* bytes of answers' bodies held now */
 };
 
 struct upstream;
@@ -110,8 +114,8 @@ int upstream_call_status(const struct upstream_call *c);
 void upstream_call_headers(const struct upstream_call *c, void (*fn)(void *ctx, const char *name, const char *value),
                            void *ctx);
 
-/* The answer's body, handed over (malloc'd; the caller frees it), its length in *len; NULL when empty. */
-char *upstream_call_take_body(struct upstream_call *c, size_t *len);
+/* The answer's body (c's, valid until c is released), its length in *len; NULL when empty. */
+const char *upstream_call_body(const struct upstream_call *c, size_t *len);
 
 /* The counters now. */
 void upstream_counts(struct upstream *u, struct upstream_counts *out);
