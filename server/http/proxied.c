@@ -87,12 +87,28 @@ static void copy_header(void *ctx, const char *name, const char *value)
 	MHD_add_response_header(hc->r, name, value);
 }
 
+/* What a failure's detail says, by upstream result. */
+static const char *failure_detail(enum upstream_result r)
+{
+	switch (r) {
+	case UPSTREAM_CONNECT:
+		return "no connection to the upstream";
+	case UPSTREAM_TIMEOUT:
+		return "the upstream did not answer in time";
+	case UPSTREAM_TOO_BIG:
+		return "the upstream's answer is over the size bound";
+	case UPSTREAM_BUSY:
+		return "too many requests wait for the upstream";
+	default:
+		return "the upstream's answer is not HTTP or ended early";
+	}
+}
+
 /* A failure's answer: status (502, 503 or 504) with a problem+json body saying what failed. */
 static enum MHD_Result failure(struct MHD_Connection *c, int status, const char *what)
 {
 	char body[256];
-	int n = snprintf(body, sizeof(body),
-	                 "{\"type\":\"about:blank\",\"title\":\"%s\",\"status\":%d,\"detail\":\"upstream: %s\"}\n",
+	int n = snprintf(body, sizeof(body), "{\"type\":\"about:blank\",\"title\":\"%s\",\"status\":%d,\"detail\":\"%s\"}\n",
 	                 status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable" : "Bad Gateway",
 	                 status, what);
 	struct MHD_Response *r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
@@ -146,14 +162,14 @@ enum MHD_Result proxied_answer(struct server *s, struct MHD_Connection *c, const
 
 	*status = MHD_HTTP_SERVICE_UNAVAILABLE;
 	if (rq->phase != REQUEST_UPSTREAM)
-		return failure(c, *status, rq->call ? "not sent: the server drains" : "out of memory");
+		return failure(c, *status, rq->call ? "the server is stopping" : "out of memory");
 	if (rq->park.outcome == LIFECYCLE_SHED)
-		return failure(c, *status, "not answered before the server drained");
+		return failure(c, *status, "the server stopped before the upstream answered");
 	res = upstream_call_result(rq->call);
 	if (res == UPSTREAM_OK)
 		return relay(s, c, rt, rq, status);
 	*status = res == UPSTREAM_TIMEOUT ? MHD_HTTP_GATEWAY_TIMEOUT : MHD_HTTP_BAD_GATEWAY;
-	return failure(c, *status, upstream_result_name(res));
+	return failure(c, *status, failure_detail(res));
 }
 
 void proxied_end(struct request *rq)
