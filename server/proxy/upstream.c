@@ -104,7 +104,8 @@ struct upstream_call *upstream_call_new(const char *method, const char *target, 
 	c->target = strdup(target[0] == '/' ? target : "/");
 	c->req_body = malloc(len + 1);
 	c->result = UPSTREAM_BUSY;
-	if (!c->method || !c->target || !c->req_body || upstream_call_header(c, "Expect", "") < 0) {
+	/* "Expect:" with nothing after it: libcurl sends no Expect: 100-continue of its own. */
+	if (!c->method || !c->target || !c->req_body || !(c->hdrs = curl_slist_append(NULL, "Expect:"))) {
 		upstream_call_release(c);
 		return NULL;
 	}
@@ -118,7 +119,8 @@ int upstream_call_header(struct upstream_call *c, const char *name, const char *
 {
 	char line[8192];
 	struct curl_slist *l;
-	int n = *value ? snprintf(line, sizeof(line), "%s: %s", name, value) : snprintf(line, sizeof(line), "%s:", name);
+	/* "Name;" is libcurl's way to send a header with an empty value ("Name:" would drop it). */
+	int n = *value ? snprintf(line, sizeof(line), "%s: %s", name, value) : snprintf(line, sizeof(line), "%s;", name);
 
 	/* A header too long to copy is left out rather than cut. */
 	if (n < 0 || (size_t)n >= sizeof(line))
@@ -429,7 +431,20 @@ static void reap(struct upstream *u)
 	}
 }
 
-/* The calls submitted since the last look, started; false once stopping. */
+/* A pending list (newest first) in submission order. */
+static struct upstream_call *reversed(struct upstream_call *list)
+{
+	struct upstream_call *out = NULL, *next;
+
+	for (; list; list = next) {
+		next = list->next;
+		list->next = out;
+		out = list;
+	}
+	return out;
+}
+
+/* The calls submitted since the last look, started in the order they came; false once stopping. */
 static bool take_pending(struct upstream *u)
 {
 	struct upstream_call *list, *next;
@@ -440,6 +455,7 @@ static bool take_pending(struct upstream *u)
 	u->pending = NULL;
 	stopping = u->stopping;
 	pthread_mutex_unlock(&u->lock);
+	list = reversed(list);
 	for (; list; list = next) {
 		next = list->next;
 		if (stopping)
