@@ -15,16 +15,21 @@ bool proxied_wants(const struct server *s)
 	return s->upstream != NULL;
 }
 
-/* A request header to forward: not hop-by-hop, and not one libcurl writes itself. */
+struct forward {
+	struct upstream_call *call;
+	const char *connection;   /* the request's Connection header, or NULL */
+};
+
+/* A request header to forward: not hop-by-hop (by name or by its Connection header), not one libcurl writes. */
 static enum MHD_Result forward_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-	struct upstream_call *call = cls;
+	struct forward *fw = cls;
 
 	(void)kind;
-	if (upstream_hop_by_hop(key) || strcasecmp(key, "Host") == 0 || strcasecmp(key, "Content-Length") == 0 ||
-	    strcasecmp(key, "Expect") == 0)
+	if (upstream_hop_by_hop(key) || upstream_connection_lists(fw->connection, key) || strcasecmp(key, "Host") == 0 ||
+	    strcasecmp(key, "Content-Length") == 0 || strcasecmp(key, "Expect") == 0)
 		return MHD_YES;
-	return upstream_call_header(call, key, value) == 0 ? MHD_YES : MHD_NO;
+	return upstream_call_header(fw->call, key, value) == 0 ? MHD_YES : MHD_NO;
 }
 
 /* The upstream thread: the answer is in; wake the request (it has not let go of the call, or this is not called). */
@@ -42,10 +47,11 @@ static struct upstream_call *build_call(struct MHD_Connection *c, const struct r
 	                                               rq->body, rq->body_len);
 	const union MHD_ConnectionInfo *peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char addr[CLIENT_KEY_LEN];
+	struct forward fw = { call, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION) };
 
 	if (!call)
 		return NULL;
-	MHD_get_connection_values(c, MHD_HEADER_KIND, forward_header, call);
+	MHD_get_connection_values(c, MHD_HEADER_KIND, forward_header, &fw);
 	if (peer && routes_client_address(c, addr) > 0 && upstream_call_header(call, "X-Forwarded-For", addr) < 0) {
 		upstream_call_release(call);
 		return NULL;

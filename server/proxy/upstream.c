@@ -71,6 +71,28 @@ bool upstream_hop_by_hop(const char *name)
 	return false;
 }
 
+bool upstream_connection_lists(const char *connection, const char *name)
+{
+	size_t nl = strlen(name);
+	const char *p = connection;
+
+	while (p && *p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		while (len && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len == nl && strncasecmp(p, name, nl) == 0)
+			return true;
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
 bool upstream_url_ok(const char *url, char *why, size_t len)
 {
 	const char *host;

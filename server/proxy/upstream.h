@@ -123,4 +123,11 @@ void upstream_counts(struct upstream *u, struct upstream_counts *out);
 /* Whether header `name` is hop-by-hop (RFC 9110 7.6.1), not forwarded either way. */
 bool upstream_hop_by_hop(const char *name);
 
+/*
+ * Whether `name` is one of the comma-separated options of a Connection
+ * header's value (case-insensitive, spaces around them ignored): a header
+ * the sender made hop-by-hop.  connection NULL: false.  Pure.
+ */
+bool upstream_connection_lists(const char *connection, const char *name);
+
 #endif
