@@ -357,6 +357,33 @@ START_TEST(parked_not_held)
 }
 END_TEST
 
+/* A fault's status replaces an admitted answer before it reaches the upstream; a delay fault holds it, then it goes. */
+START_TEST(faults_in_front)
+{
+	const char *fail_args[] = { "--faults", "503:100", NULL };
+	const char *delay_args[] = { "--faults", "delay=200ms:100", NULL };
+	struct py_upstream u;
+	struct test_server px;
+	double t0, took;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, fail_args);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(get(px.url, "/echo/f", NULL, NULL), 503);
+	ck_assert_int_eq(py_count(&u, "echo"), 0);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+
+	proxy_start(&px, u.url, delay_args);
+	t0 = mono_ms();
+	ck_assert_int_eq(get(px.url, "/echo/d", NULL, NULL), 200);
+	took = mono_ms() - t0;
+	ck_assert_msg(took >= 200, "answered %.0f ms after", took);
+	ck_assert_int_eq(py_count(&u, "echo"), 1);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
 /* Bad flags: one line naming the flag, exit 2. */
 START_TEST(bad_flags)
 {
@@ -386,7 +413,7 @@ Suite *proxy_suite(void)
 	const struct testutil_case tests[] = {
 		{ "limit_in_front", limit_in_front }, { "forwards_both_ways", forwards_both_ways },
 		{ "upstream_failures", upstream_failures }, { "parked_not_held", parked_not_held },
-		{ "bad_flags", bad_flags },
+		{ "faults_in_front", faults_in_front }, { "bad_flags", bad_flags },
 	};
 
 	return testutil_suite_per_test("proxy", tests, sizeof(tests) / sizeof(tests[0]), 60);
