@@ -52,6 +52,12 @@ static struct upstream_call *build_call(struct MHD_Connection *c, const struct r
 	if (!call)
 		return NULL;
 	MHD_get_connection_values(c, MHD_HEADER_KIND, forward_header, &fw);
+	/* The upstream sees the client's headers, not libcurl's Accept in their place. */
+	if (!MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT) &&
+	    upstream_call_header(call, MHD_HTTP_HEADER_ACCEPT, NULL) < 0) {
+		upstream_call_release(call);
+		return NULL;
+	}
 	if (peer && routes_client_address(c, addr) > 0 && upstream_call_header(call, "X-Forwarded-For", addr) < 0) {
 		upstream_call_release(call);
 		return NULL;

@@ -142,7 +142,9 @@ int upstream_call_header(struct upstream_call *c, const char *name, const char *
 	char line[8192];
 	struct curl_slist *l;
 	/* "Name;" is libcurl's way to send a header with an empty value ("Name:" would drop it). */
-	int n = *value ? snprintf(line, sizeof(line), "%s: %s", name, value) : snprintf(line, sizeof(line), "%s;", name);
+	int n = !value   ? snprintf(line, sizeof(line), "%s:", name)
+	        : *value ? snprintf(line, sizeof(line), "%s: %s", name, value)
+	                 : snprintf(line, sizeof(line), "%s;", name);
 
 	/* A header too long to copy is left out rather than cut. */
 	if (n < 0 || (size_t)n >= sizeof(line))

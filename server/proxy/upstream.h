@@ -83,7 +83,10 @@ void upstream_free(struct upstream *u);
  */
 struct upstream_call *upstream_call_new(const char *method, const char *target, const char *body, size_t len);
 
-/* Add a request header to c (before upstream_submit).  Returns 0, or -1 when out of memory. */
+/*
+ * Add a request header to c (before upstream_submit); value NULL: libcurl
+ * sends no header `name` of its own (Accept).  Returns 0, or -1 when out of memory.
+ */
 int upstream_call_header(struct upstream_call *c, const char *name, const char *value);
 
 /*

@@ -227,12 +227,17 @@ START_TEST(forwards_both_ways)
 	ck_assert_ptr_nonnull(doc = json_loads(r.body, 0, NULL));
 	ck_assert_ptr_null(json_object_get(json_object_get(doc, "headers"), "TE"));
 	json_decref(doc);
+	/* A client that sends no Accept: the upstream gets none either (not libcurl's own). */
+	ck_assert_int_eq(testutil_fire(c, "GET", url, "Accept:", &r), CURLE_OK);
+	ck_assert_ptr_nonnull(doc = json_loads(r.body, 0, NULL));
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "headers"), "Accept"));
+	json_decref(doc);
 
 	/* The upstream's status as it is. */
 	ck_assert_int_eq(get(px.url, "/status/418", NULL, &b), 418);
 	ck_assert_str_eq(b, "status 418");
 	free(b);
-	ck_assert_int_eq(py_count(&u, "echo"), 3);
+	ck_assert_int_eq(py_count(&u, "echo"), 4);
 	curl_easy_cleanup(c);
 	/* Every answer went out: the bodies held for them are given back (freed as MHD lets go, so polled). */
 	ck_assert_int_eq(buffered_settles(&px), 0);
