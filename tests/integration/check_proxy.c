@@ -410,6 +410,18 @@ START_TEST(bad_flags)
 		              r.err);
 		testutil_run_free(&r);
 	}
+	{
+		/* A scenario answers every limited path itself: refused rather than an upstream never asked. */
+		const char *args[] = { "serve", "--port", "0", "--upstream", "http://127.0.0.1:1", "--scenario", "post-503",
+			               NULL };
+		struct test_run r;
+
+		testutil_run(&r, args, NULL, 10000);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "--scenario") && strstr(r.err, "--upstream") && testutil_one_line(r.err), "%s",
+		              r.err);
+		testutil_run_free(&r);
+	}
 }
 END_TEST
 
