@@ -8,7 +8,8 @@ Prints "listening on PORT" once bound, then serves until stdin closes
   /hang      reads the request, never answers (closes after 30 s at most)
   /close     reads the request, closes without a byte
   /huge      200 with a body of 4 MiB
-Every answer carries "X-Upstream: test"; /stats counts requests per path kind.
+Every answer carries "X-Upstream: test"; /stats counts requests per path kind,
+and "connections" the connections accepted.
 """
 import json
 import socketserver
@@ -26,6 +27,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         pass
+
+    def setup(self):
+        # One handler per connection: /stats "connections" tells kept-alive reuse from new connections.
+        super().setup()
+        with LOCK:
+            COUNTS["connections"] = COUNTS.get("connections", 0) + 1
 
     def count(self, kind):
         with LOCK:

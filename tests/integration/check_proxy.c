@@ -192,6 +192,7 @@ START_TEST(forwards_both_ways)
 	struct test_reply r;
 	char url[256], *h = NULL, *b = NULL, v[128];
 	long st = 0;
+	long long conns;
 	json_t *doc;
 	CURL *c = curl_easy_init();
 
@@ -238,6 +239,13 @@ START_TEST(forwards_both_ways)
 	ck_assert_str_eq(b, "status 418");
 	free(b);
 	ck_assert_int_eq(py_count(&u, "echo"), 4);
+	/* Ten requests one after the other: the proxy keeps its upstream connection alive (at most one new one). */
+	conns = py_count(&u, "connections");
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(get(px.url, "/status/202", NULL, NULL), 202);
+	/* Less the one py_count itself opens. */
+	conns = py_count(&u, "connections") - 1 - conns;
+	ck_assert_msg(conns <= 1, "%lld new upstream connections for 10 requests", conns);
 	curl_easy_cleanup(c);
 	/* Every answer went out: the bodies held for them are given back (freed as MHD lets go, so polled). */
 	ck_assert_int_eq(buffered_settles(&px), 0);
