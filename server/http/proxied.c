@@ -139,26 +139,51 @@ static void release_call(void *cls)
 	upstream_call_release(cls);
 }
 
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)cls;
+	(void)pos;
+	(void)buf;
+	(void)max;
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
 /*
- * The upstream's answer to rq, whole, with ratelab's RateLimit headers.  The
- * response sends the call's body in place and holds the call (its buffer
- * counted against the upstream's budget) until MHD is done with it.
+ * The response carrying call's answer: for a HEAD, one of the length the
+ * upstream announced (MHD sends no body for it); else the call's body in
+ * place, the response holding the call (its buffer counted against the
+ * upstream's budget) until MHD is done with it: *held true.  NULL when out of memory.
  */
+static struct MHD_Response *answer_of(const struct request *rq, struct upstream_call *call, bool *held)
+{
+	int64_t cl = upstream_call_content_length(call);
+	size_t len;
+	const char *body;
+
+	*held = false;
+	if (rq->method && strcmp(rq->method, MHD_HTTP_METHOD_HEAD) == 0 && cl >= 0)
+		return MHD_create_response_from_callback((uint64_t)cl, 4096, no_body, NULL, NULL);
+	body = upstream_call_body(call, &len);
+	*held = true;
+	return MHD_create_response_from_buffer_with_free_callback_cls(len, body ? (void *)body : (void *)"",
+	                                                                release_call, call);
+}
+
+/* The upstream's answer to rq, whole, with ratelab's RateLimit headers. */
 static enum MHD_Result relay(struct server *s, struct MHD_Connection *c, const struct route *rt,
                              struct request *rq, int *status)
 {
 	struct upstream_call *call = rq->call;
-	size_t len;
-	const char *body = upstream_call_body(call, &len);
-	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
-		len, body ? (void *)body : (void *)"", release_call, call);
+	bool held;
+	struct MHD_Response *r = answer_of(rq, call, &held);
 	struct header_copy hc = { r, s->resp.headers != HEADERS_NONE };
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	/* The response holds the call now: the request lets go of its pointer, not of the call. */
-	rq->call = NULL;
+	/* A response that holds the call now: the request lets go of its pointer, not of the call. */
+	if (held)
+		rq->call = NULL;
 	upstream_call_headers(call, copy_header, &hc);
 	responses_add_ratelimit(&s->resp, rt, &rq->d, r);
 	*status = upstream_call_status(call);

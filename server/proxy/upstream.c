@@ -31,6 +31,7 @@ struct upstream_call {
 	char *body;
 	size_t body_len, body_cap;
 	uint64_t max_body;
+	int64_t content_length;      /* the answer's Content-Length, -1 when it sent none */
 	struct upstream *u;          /* once submitted: its buffer budget */
 	bool over;                   /* the answer went past a bound */
 };
@@ -126,6 +127,7 @@ struct upstream_call *upstream_call_new(const char *method, const char *target, 
 	c->target = strdup(target[0] == '/' ? target : "/");
 	c->req_body = malloc(len + 1);
 	c->result = UPSTREAM_BUSY;
+	c->content_length = -1;
 	/* "Expect:" with nothing after it: libcurl sends no Expect: 100-continue of its own. */
 	if (!c->method || !c->target || !c->req_body || !(c->hdrs = curl_slist_append(NULL, "Expect:"))) {
 		upstream_call_release(c);
@@ -203,6 +205,11 @@ void upstream_call_headers(const struct upstream_call *c, void (*fn)(void *ctx, 
 	}
 }
 
+int64_t upstream_call_content_length(const struct upstream_call *c)
+{
+	return c->content_length;
+}
+
 const char *upstream_call_body(const struct upstream_call *c, size_t *len)
 {
 	*len = c->body_len;
@@ -232,7 +239,12 @@ static bool keep_header(struct upstream_call *c, const char *line, size_t n)
 		return false;
 	memcpy(c->hbuf + c->hlen, line, nl);
 	c->hbuf[c->hlen + nl] = '\0';
-	if (upstream_hop_by_hop(c->hbuf + c->hlen) || strcasecmp(c->hbuf + c->hlen, "Content-Length") == 0)
+	if (strcasecmp(c->hbuf + c->hlen, "Content-Length") == 0) {
+		/* Kept aside, not among the headers: the answer to a HEAD says it (MHD writes the header). */
+		c->content_length = vl && vl < 20 && v[0] >= '0' && v[0] <= '9' ? strtoll(v, NULL, 10) : -1;
+		return true;
+	}
+	if (upstream_hop_by_hop(c->hbuf + c->hlen))
 		return true;
 	memcpy(c->hbuf + c->hlen + nl + 1, v, vl);
 	c->hbuf[c->hlen + nl + 1 + vl] = '\0';

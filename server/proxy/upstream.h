@@ -117,6 +117,9 @@ int upstream_call_status(const struct upstream_call *c);
 void upstream_call_headers(const struct upstream_call *c, void (*fn)(void *ctx, const char *name, const char *value),
                            void *ctx);
 
+/* The answer's Content-Length (UPSTREAM_OK only), -1 when it sent none. */
+int64_t upstream_call_content_length(const struct upstream_call *c);
+
 /* The answer's body (c's, valid until c is released), its length in *len; NULL when empty. */
 const char *upstream_call_body(const struct upstream_call *c, size_t *len);
 

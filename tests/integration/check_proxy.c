@@ -234,11 +234,22 @@ START_TEST(forwards_both_ways)
 	ck_assert_ptr_null(json_object_get(json_object_get(doc, "headers"), "Accept"));
 	json_decref(doc);
 
+	/* A HEAD: no body, and the length the upstream announced for its GET ("status 200"). */
+	snprintf(url, sizeof(url), "%s/status/200", px.url);
+	ck_assert_int_eq(testutil_http("HEAD", url, NULL, &st, &h, &b), 0);
+	ck_assert_int_eq(st, 200);
+	ck_assert(testutil_header(h, "Content-Length", v, sizeof(v)));
+	ck_assert_str_eq(v, "10");
+	ck_assert_str_eq(b, "");
+	free(h);
+	free(b);
+
 	/* The upstream's status as it is. */
 	ck_assert_int_eq(get(px.url, "/status/418", NULL, &b), 418);
 	ck_assert_str_eq(b, "status 418");
 	free(b);
 	ck_assert_int_eq(py_count(&u, "echo"), 4);
+	ck_assert_int_eq(py_count(&u, "status"), 2);
 	/* Ten requests one after the other: the proxy keeps its upstream connection alive (at most one new one). */
 	conns = py_count(&u, "connections");
 	for (int i = 0; i < 10; i++)
