@@ -97,11 +97,15 @@ static long long py_count(const struct py_upstream *u, const char *kind)
 	return n;
 }
 
-/* Start the proxy in front of upstream with extra args (NULL-terminated, at most 12). */
+/*
+ * Start the proxy in front of upstream with extra args (NULL-terminated, at
+ * most 12).  Its limit is 1000/s unless extra says otherwise: the tests that
+ * do not test the limit must never meet it.
+ */
 static void proxy_start(struct test_server *s, const char *upstream, const char *const *extra)
 {
-	const char *args[20] = { "--quiet", "--upstream", upstream };
-	size_t n = 3;
+	const char *args[20] = { "--quiet", "--upstream", upstream, "--limit", "1000" };
+	size_t n = 5;
 
 	for (size_t i = 0; extra && extra[i] && n < 18; i++)
 		args[n++] = extra[i];
