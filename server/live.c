@@ -1,6 +1,7 @@
 /* The live figures as /stats JSON, /metrics text and /events events. */
 #include "server/live.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -175,6 +176,24 @@ static void metrics_clients(FILE *f, const struct clients_snapshot *snap)
 		metric_rows(f, snap, &M[i]);
 }
 
+/* The proxy's counters (--upstream) as Prometheus text. */
+static void metrics_upstream(FILE *f, struct upstream *u)
+{
+	struct upstream_counts n;
+
+	upstream_counts(u, &n);
+	fprintf(f, "# HELP ratelab_upstream_calls_total Requests sent to the upstream (--upstream), by result.\n"
+	           "# TYPE ratelab_upstream_calls_total counter\n");
+	for (int r = 0; r < UPSTREAM_RESULTS; r++)
+		fprintf(f, "ratelab_upstream_calls_total{result=\"%s\"} %" PRIu64 "\n",
+		        upstream_result_name((enum upstream_result)r), n.results[r]);
+	fprintf(f, "# HELP ratelab_upstream_in_flight Requests waiting for the upstream now.\n"
+	           "# TYPE ratelab_upstream_in_flight gauge\nratelab_upstream_in_flight %u\n"
+	           "# HELP ratelab_upstream_buffered_bytes Bytes of upstream answers held now.\n"
+	           "# TYPE ratelab_upstream_buffered_bytes gauge\nratelab_upstream_buffered_bytes %" PRIu64 "\n",
+	        n.in_flight, n.buffered);
+}
+
 char *live_metrics(const struct live_parts *p, uint64_t now_ns)
 {
 	char *base = stats_metrics(p->stats, now_ns, p->routes, p->nroutes), *text = NULL;
@@ -188,6 +207,8 @@ char *live_metrics(const struct live_parts *p, uint64_t now_ns)
 	if (f) {
 		fputs(base, f);
 		metrics_clients(f, &snap);
+		if (p->upstream)
+			metrics_upstream(f, p->upstream);
 		if (fclose(f) != 0) {
 			free(text);
 			text = NULL;

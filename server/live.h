@@ -59,7 +59,7 @@ void live_totals_at(const struct live_parts *p, uint64_t now_ns, struct live_tot
  * or NULL when out of memory. */
 char *live_stats_json(const struct live_parts *p, uint64_t now_ns);
 
-/* /metrics: stats_metrics plus the per-client counters (malloc'd text), or NULL. */
+/* /metrics: stats_metrics plus the per-client counters and with --upstream the proxy's (malloc'd text), or NULL. */
 char *live_metrics(const struct live_parts *p, uint64_t now_ns);
 
 /*

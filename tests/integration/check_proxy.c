@@ -296,6 +296,15 @@ START_TEST(upstream_failures)
 	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "too_big"), 1);
 	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "ok"), 1);
 	json_decref(j);
+	{
+		char *m = NULL;
+
+		ck_assert_int_eq(get(px.url, "/metrics", NULL, &m), 200);
+		ck_assert_msg(strstr(m, "ratelab_upstream_calls_total{result=\"timeout\"} 1\n") &&
+		                  strstr(m, "ratelab_upstream_calls_total{result=\"too_big\"} 1\n"),
+		              "%s", m);
+		free(m);
+	}
 	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
 	py_stop(&u);
 
