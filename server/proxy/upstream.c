@@ -338,6 +338,8 @@ static bool set_options(struct upstream *u, CURL *e, struct upstream_call *c, co
 	ok &= curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+	/* The upstream itself, never a proxy that http_proxy or all_proxy in the environment names. */
+	ok &= curl_easy_setopt(e, CURLOPT_PROXY, "") == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->cfg.connect_timeout_ns / NS_PER_MS + 1)) ==
 	      CURLE_OK;

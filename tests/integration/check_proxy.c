@@ -134,7 +134,12 @@ START_TEST(limit_in_front)
 	json_t *j;
 
 	ck_assert_int_eq(testutil_server_start(&up, up_args, 10000), 0);
+	/* A proxy named in the environment is not used: the upstream is asked itself. */
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("all_proxy", "http://127.0.0.1:1", 1);
 	proxy_start(&px, up.url, px_args);
+	unsetenv("http_proxy");
+	unsetenv("all_proxy");
 	for (int i = 0; i < 20; i++) {
 		char *h = NULL, *b = NULL, v[128];
 		long st = get(px.url, "/api/items", &h, &b);
