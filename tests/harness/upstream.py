@@ -8,6 +8,7 @@ Prints "listening on PORT" once bound, then serves until stdin closes
   /hang      reads the request, never answers (closes after 30 s at most)
   /close     reads the request, closes without a byte
   /huge      200 with a body of 4 MiB
+  /big/N     200 with a body of N bytes
 Every answer carries "X-Upstream: test"; /stats counts requests per path kind,
 and "connections" the connections accepted.
 """
@@ -75,6 +76,9 @@ class Handler(BaseHTTPRequestHandler):
         elif path.startswith("/close"):
             self.count("close")
             self.close_connection = True
+        elif path.startswith("/big/"):
+            self.count("big")
+            self.answer(200, b"b" * int(path.split("/")[2]))
         elif path.startswith("/huge"):
             self.count("huge")
             self.answer(200, HUGE)

@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -426,6 +430,75 @@ START_TEST(faults_in_front)
 }
 END_TEST
 
+/* The proxy's /stats upstream.buffered_bytes once it reaches at least n (polled at most 10 s), else its last value. */
+static long long buffered_reaches(const struct test_server *px, long long n)
+{
+	double deadline = mono_ms() + 10000;
+	long long b;
+
+	do {
+		json_t *j = testutil_stats(px);
+
+		b = testutil_jint(j, "upstream", "buffered_bytes");
+		json_decref(j);
+		if (b >= n)
+			break;
+		poll(NULL, 0, 10);
+	} while (mono_ms() < deadline);
+	return b;
+}
+
+/* A connection to 127.0.0.1:port with a small receive buffer, set before the connect (the window stays small); -1 on failure. */
+static int small_window_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * All answers held at once are bounded (--upstream-connections times
+ * --upstream-max-body, 8 MiB here): a 6 MB answer a client does not read
+ * stays held (more than the kernel's socket buffers take: tcp_wmem's
+ * largest is 4 MiB by default, and the client's window is 4 KiB), a second one
+ * past the sum is 502; once the first client goes, its bytes are given back.
+ */
+START_TEST(buffered_bound)
+{
+	const char *args[] = { "--upstream-connections", "1", "--upstream-max-body", "8M", NULL };
+	struct py_upstream u;
+	struct test_server px;
+	const char req[] = "GET /big/6000000 HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fd;
+	json_t *j;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, args);
+	ck_assert_int_ge(fd = small_window_connect(px.port), 0);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+	ck_assert_int_ge(buffered_reaches(&px, 6000000), 6000000);
+	ck_assert_int_eq(get(px.url, "/big/6000000", NULL, NULL), 502);
+	j = testutil_stats(&px);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "too_big"), 1);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "ok"), 1);
+	json_decref(j);
+	close(fd);
+	ck_assert_int_eq(buffered_settles(&px), 0);
+	ck_assert_int_eq(get(px.url, "/big/6000000", NULL, NULL), 200);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
 /* Bad flags: one line naming the flag, exit 2. */
 START_TEST(bad_flags)
 {
@@ -467,7 +540,7 @@ Suite *proxy_suite(void)
 	const struct testutil_case tests[] = {
 		{ "limit_in_front", limit_in_front }, { "forwards_both_ways", forwards_both_ways },
 		{ "upstream_failures", upstream_failures }, { "parked_not_held", parked_not_held },
-		{ "faults_in_front", faults_in_front }, { "bad_flags", bad_flags },
+		{ "faults_in_front", faults_in_front }, { "buffered_bound", buffered_bound }, { "bad_flags", bad_flags },
 	};
 
 	return testutil_suite_per_test("proxy", tests, sizeof(tests) / sizeof(tests[0]), 60);
