@@ -1,6 +1,7 @@
 /* The live figures as /stats JSON, /metrics text and /events events. */
 #include "server/live.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "server/proxy/upstream.h"
 
 #define LIVE_MAX_BUCKETS STATS_BUCKETS
 
@@ -80,6 +82,19 @@ static void routes_decorate(json_t *arr, const struct live_parts *p, const struc
 	}
 }
 
+/* The proxy's counters (/stats "upstream"): new reference, or NULL. */
+static json_t *upstream_json(struct upstream *u)
+{
+	struct upstream_counts n;
+	json_t *res = json_object();
+
+	upstream_counts(u, &n);
+	for (int r = 0; res && r < UPSTREAM_RESULTS; r++)
+		json_object_set_new(res, upstream_result_name((enum upstream_result)r), json_integer((json_int_t)n.results[r]));
+	return json_pack("{s:I, s:I, s:I, s:o*}", "calls", (json_int_t)n.calls, "in_flight", (json_int_t)n.in_flight,
+	                 "buffered_bytes", (json_int_t)n.buffered, "results", res);
+}
+
 char *live_stats_json(const struct live_parts *p, uint64_t now_ns)
 {
 	json_t *root = stats_json_value(p->stats, now_ns, p->routes, p->nroutes);
@@ -95,6 +110,8 @@ char *live_stats_json(const struct live_parts *p, uint64_t now_ns)
 	json_object_set_new(root, "subscribers", json_integer((json_int_t)p->subscribers));
 	routes_decorate(json_object_get(root, "routes"), p, &snap, now_ns);
 	json_object_set_new(root, "clients", clients_json(&snap, now_ns));
+	if (p->upstream)
+		json_object_set_new(root, "upstream", upstream_json(p->upstream));
 	text = json_dumps(root, JSON_COMPACT);
 	clients_snapshot_destroy(&snap);
 free_root:
@@ -159,6 +176,24 @@ static void metrics_clients(FILE *f, const struct clients_snapshot *snap)
 		metric_rows(f, snap, &M[i]);
 }
 
+/* The proxy's counters (--upstream) as Prometheus text. */
+static void metrics_upstream(FILE *f, struct upstream *u)
+{
+	struct upstream_counts n;
+
+	upstream_counts(u, &n);
+	fprintf(f, "# HELP ratelab_upstream_calls_total Requests sent to the upstream (--upstream), by result.\n"
+	           "# TYPE ratelab_upstream_calls_total counter\n");
+	for (int r = 0; r < UPSTREAM_RESULTS; r++)
+		fprintf(f, "ratelab_upstream_calls_total{result=\"%s\"} %" PRIu64 "\n",
+		        upstream_result_name((enum upstream_result)r), n.results[r]);
+	fprintf(f, "# HELP ratelab_upstream_in_flight Requests waiting for the upstream now.\n"
+	           "# TYPE ratelab_upstream_in_flight gauge\nratelab_upstream_in_flight %u\n"
+	           "# HELP ratelab_upstream_buffered_bytes Bytes of upstream answers held now.\n"
+	           "# TYPE ratelab_upstream_buffered_bytes gauge\nratelab_upstream_buffered_bytes %" PRIu64 "\n",
+	        n.in_flight, n.buffered);
+}
+
 char *live_metrics(const struct live_parts *p, uint64_t now_ns)
 {
 	char *base = stats_metrics(p->stats, now_ns, p->routes, p->nroutes), *text = NULL;
@@ -172,6 +207,8 @@ char *live_metrics(const struct live_parts *p, uint64_t now_ns)
 	if (f) {
 		fputs(base, f);
 		metrics_clients(f, &snap);
+		if (p->upstream)
+			metrics_upstream(f, p->upstream);
 		if (fclose(f) != 0) {
 			free(text);
 			text = NULL;

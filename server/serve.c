@@ -116,6 +116,9 @@ static int parse(struct serve_parts *p, int argc, char **argv, char *err, size_t
 	rc = cli_parse(&SERVE_CLI, groups, sizeof(groups) / sizeof(groups[0]), argc, argv, err, errlen);
 	if (rc == 0)
 		rc = server_args_finish(&p->args, err, errlen);
+	/* A scenario answers every limited path itself: an upstream would never be asked. */
+	if (rc == 0 && o.scenario != NULL && p->args.cfg.upstream[0])
+		rc = cli_fail(err, errlen, "serve", "--scenario: cannot be combined with --upstream");
 	if (rc == 0 && o.scenario != NULL && !(p->scn = scenario_new(o.scenario, why, sizeof(why))))
 		rc = cli_fail(err, errlen, "serve", "--scenario: %s", why);
 	return rc;

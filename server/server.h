@@ -211,6 +211,12 @@ struct server_config {
 	 * limiter (scripted scenarios, server/handlers/scenario.h); req->key is set. */
 	struct server_handler limited;
 	const struct server_plugin *plugin;  /* the built-in handlers (server_config_defaults); NULL: none */
+	/* --upstream: admitted requests on limited paths are proxied there ("" none; server/proxy/upstream.h) */
+	char upstream[512];
+	unsigned upstream_max_conns;     /* connections to it at once; default 64 */
+	uint64_t upstream_connect_timeout_ns;  /* default 5 s */
+	uint64_t upstream_timeout_ns;    /* the whole exchange; default 30 s */
+	uint64_t upstream_max_body;      /* bytes of its answer's body; default 1 MiB */
 };
 
 /* Fill *c with the defaults above (one route "/", token-bucket 10/s). */

@@ -11,6 +11,7 @@
 #include "server/http/framing.h"
 #include "server/http/limited.h"
 #include "server/http/path.h"
+#include "server/http/proxied.h"
 #include "server/http/request.h"
 
 /* A connection's request slot, allocated when it opens; NULL when memory is short. */
@@ -53,17 +54,17 @@ static void request_end(struct request *rq)
 }
 
 /*
- * Take n bytes of upload: kept for a special handler, only counted for other
- * paths.  Past max_body in all (or when memory is short) the phase becomes
+ * Take n bytes of upload: kept when keep (a special handler's, or one the
+ * proxy forwards), only counted otherwise.  Past max_body in all (or when memory is short) the phase becomes
  * REQUEST_TOO_BIG and later bytes are dropped.
  */
-static void request_take_upload(struct request *rq, size_t max_body, const char *data, size_t n)
+static void request_take_upload(struct request *rq, bool keep, size_t max_body, const char *data, size_t n)
 {
 	if (rq->phase == REQUEST_TOO_BIG || rq->body_len + n > max_body) {
 		rq->phase = REQUEST_TOO_BIG;
 		return;
 	}
-	if (rq->handler && rq->body_len + n + 1 > rq->body_cap) {
+	if (keep && rq->body_len + n + 1 > rq->body_cap) {
 		size_t cap = (rq->body_len + n + 1) * 2;
 		char *nb = realloc(rq->body, cap);
 
@@ -74,7 +75,7 @@ static void request_take_upload(struct request *rq, size_t max_body, const char 
 		rq->body = nb;
 		rq->body_cap = cap;
 	}
-	if (rq->handler) {
+	if (keep) {
 		memcpy(rq->body + rq->body_len, data, n);
 		rq->body[rq->body_len + n] = '\0';
 	}
@@ -222,7 +223,7 @@ enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const cha
 	if (!rq || rq->phase == REQUEST_LINE)
 		return request_start(s, c, url, version, con_cls);
 	if (*upload_size) {
-		request_take_upload(rq, s->cfg.max_body, upload, *upload_size);
+		request_take_upload(rq, rq->handler || proxied_wants(s), s->cfg.max_body, upload, *upload_size);
 		*upload_size = 0;
 		if (rq->phase != REQUEST_TOO_BIG)
 			return MHD_YES;
@@ -244,6 +245,7 @@ enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const cha
 		stats_record(s->stats, -1, MHD_HTTP_NOT_FOUND, STATS_NONE, clock_monotonic_ns());
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->resp.no_route);
 	}
+	rq->method = method;
 	return limited_serve(s, c, rq);
 }
 
@@ -256,10 +258,12 @@ void *callbacks_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
 	struct request *rq = request_begin(c);
 
-	(void)cls;
 	if (rq) {
 		rq->phase = REQUEST_LINE;
 		rq->raw_uri = uri;
+		/* The proxy forwards the target as sent; MHD cuts and decodes its query in place later. */
+		if (proxied_wants(cls))
+			rq->target = strdup(uri);
 	}
 	return rq;
 }
@@ -299,6 +303,7 @@ void callbacks_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	 * left): it was never in flight.
 	 */
 	limited_end(s, rq);
+	proxied_end(rq);
 	if (rq->phase != REQUEST_LINE)
 		lifecycle_end(&s->life);
 	if (rq->pooled && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)

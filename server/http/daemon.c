@@ -15,6 +15,7 @@
 #include "common/siphash.h"
 #include "server/http/backend.h"
 #include "server/http/callbacks.h"
+#include "server/proxy/upstream.h"
 
 #define DRAIN_NS (5 * NS_PER_SEC)
 
@@ -92,6 +93,7 @@ void server_live_parts(struct server *s, struct stats_route_info *ri, struct liv
 	p->routes = ri;
 	p->nroutes = routes_infos(&s->routes, ri);
 	p->reject_status = s->cfg.reject_status;
+	p->upstream = s->upstream;
 	p->subscribers = s->plugin && s->cfg.plugin->streams ? s->cfg.plugin->streams(s->plugin) : 0;
 }
 
@@ -272,6 +274,7 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 
 static void free_parts(struct server *s)
 {
+	upstream_free(s->upstream);
 	sched_stop(s->sched);
 	while (s->ticks) {
 		struct server_every *e = s->ticks;
@@ -356,6 +359,24 @@ static int start_plugin(struct server *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* --upstream: the proxy's client; 0, or -1 with a one-line reason in err. */
+static int setup_upstream(struct server *s, char *err, size_t errlen)
+{
+	struct upstream_config uc = { .max_conns = s->cfg.upstream_max_conns,
+		                      .connect_timeout_ns = s->cfg.upstream_connect_timeout_ns,
+		                      .timeout_ns = s->cfg.upstream_timeout_ns,
+		                      .max_body = s->cfg.upstream_max_body,
+		                      /* every connection's worth of answers may wait for slow clients at once, no more */
+		                      .max_buffered = s->cfg.upstream_max_body * s->cfg.upstream_max_conns };
+
+	if (!s->cfg.upstream[0])
+		return 0;
+	snprintf(uc.url, sizeof(uc.url), "%s", s->cfg.upstream);
+	if (!upstream_url_ok(uc.url, err, errlen))
+		return -1;
+	return (s->upstream = upstream_new(&uc, err, errlen)) ? 0 : -1;
+}
+
 /* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
 static int setup_parts(struct server *s, char *err, size_t errlen)
 {
@@ -372,6 +393,8 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 		return -1;
 	}
 	routes_start_backends(&s->routes, &s->life);
+	if (setup_upstream(s, err, errlen) < 0)
+		return -1;
 	return start_plugin(s, err, errlen);
 }
 
@@ -413,6 +436,8 @@ void server_drain(struct server *s)
 	 * the drain waits on a condition until none is in flight.
 	 */
 	lifecycle_drain(&s->life, clock_monotonic_ns() + DRAIN_NS);
+	/* No upstream answer may wake a request past this. */
+	upstream_stop(s->upstream);
 	sched_stop(s->sched);
 	/* No connection may stay suspended on a store past this: MHD_stop_daemon would abort. */
 	routes_quiesce(&s->routes);

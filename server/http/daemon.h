@@ -39,6 +39,7 @@ struct server {
 	struct lifecycle life;               /* requests in flight and parked; the drain */
 	struct server_every *ticks;          /* server_every's timers */
 	struct conns *conns;                 /* open connections: per-address counts, head deadlines */
+	struct upstream *upstream;           /* --upstream: the proxy's client (server/proxy/upstream.h), else NULL */
 	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
 	/*
 	 * Limiter time 0: limiters see monotonic time since the server started, so

@@ -36,6 +36,7 @@ enum request_phase {
 	REQUEST_SERVING,       /* parked while a virtual worker serves it */
 	REQUEST_SERVED,        /* the backend served it: answer as admitted */
 	REQUEST_SHED,          /* the backend shed it (queue full, dropped, stopping): answer 503 */
+	REQUEST_UPSTREAM,      /* parked while the upstream answers (--upstream): answer with its answer */
 };
 
 /* Why a request is parked. */
@@ -44,6 +45,7 @@ enum lifecycle_reason {
 	LIFECYCLE_DELAY,       /* a delay fault or a handler's delayed reply */
 	LIFECYCLE_BACKEND,     /* the modelled backend queues or serves it */
 	LIFECYCLE_STREAM,      /* an event stream waits for its next event */
+	LIFECYCLE_UPSTREAM,    /* the upstream answers a proxied request (--upstream) */
 };
 
 /* How a parked request was woken. */

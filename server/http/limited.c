@@ -9,6 +9,7 @@
 #include "common/prng.h"
 #include "server/http/backend.h"
 #include "server/http/daemon.h"
+#include "server/http/proxied.h"
 #include "server/http/request.h"
 
 static _Thread_local struct prng tl_rng;
@@ -181,6 +182,8 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 		ret = responses_fault(c, rq->fault.status);
 		status = rq->fault.status;
 		stats_record_fault(s->stats);
+	} else if (proxied_wants(s)) {
+		ret = proxied_answer(s, c, rt, rq, &status);
 	} else {
 		ret = responses_admitted(&s->resp, c, rt, rq->route, &rq->d);
 		status = MHD_HTTP_OK;
@@ -217,6 +220,8 @@ enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct
 	if (rq->phase == REQUEST_DECIDED && hold(s, c, rq, now))
 		return MHD_YES;
 	if ((rq->phase == REQUEST_DECIDED || rq->phase == REQUEST_HELD) && enter_backend(s, c, rq))
+		return MHD_YES;
+	if (proxied_start(s, c, rq))
 		return MHD_YES;
 	return answer(s, c, rq, now);
 }

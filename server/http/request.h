@@ -21,6 +21,7 @@
  */
 
 struct backend;
+struct upstream_call;
 
 struct request {
 	bool pooled;                 /* the connection's slot; false for the rare one allocated alone */
@@ -44,6 +45,9 @@ struct request {
 	char *body;                  /* a special handler's upload (NUL-terminated), or NULL */
 	size_t body_len, body_cap;
 	uint64_t token;              /* the handler's reply token, for its done hook */
+	const char *method;          /* the request's method (MHD's) */
+	char *target;                /* with --upstream: the request target as sent (malloc'd), else NULL */
+	struct upstream_call *call;  /* with --upstream: its call to the upstream, once sent */
 	bool notify;                 /* call the handler's done hook when the request ends */
 	size_t keylen;
 	char key[CLIENT_KEY_LEN];

@@ -105,6 +105,12 @@ static void add_ratelimit(const struct responses *rs, const struct route *rt, co
 		MHD_add_response_header(r, f[i].name, f[i].value);
 }
 
+void responses_add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
+                             struct MHD_Response *r)
+{
+	add_ratelimit(rs, rt, d, fields_wall_s(rs), r);
+}
+
 /* This thread's admitted-response slot for rs, or NULL past RESPONSES_CACHE_SLOTS threads. */
 static struct responses_slot *thread_slot(struct responses *rs)
 {

@@ -91,6 +91,10 @@ void responses_destroy(struct responses *rs);
 /* Drop a connection's kept rejection (when the connection closes). */
 void responses_rejection_destroy(struct responses_rejection *rj);
 
+/* Add the RateLimit headers (as rs->headers says) of admission d on route rt to r. */
+void responses_add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
+                             struct MHD_Response *r);
+
 /* 200 for an admission d on route index `route` (rt), from this thread's slot when it still fits. */
 enum MHD_Result responses_admitted(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
                                    int route, const struct limiter_decision *d);

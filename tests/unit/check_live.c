@@ -40,7 +40,7 @@ static void setup(struct fixture *f)
 	                                          false, { 0 } };
 	f->routes[1] = (struct stats_route_info){ "/g", "gcra", { 1, 0, 0, 0, 0 }, "\"default\";q=9;w=1", "global",
 	                                          false, { 0 } };
-	f->parts = (struct live_parts){ f->stats, f->clients, 1, f->routes, 2, 429, 3 };
+	f->parts = (struct live_parts){ f->stats, f->clients, 1, f->routes, 2, 429, 3, NULL };
 	record(f, "a\"b", 0, true, T0 + 10 * MS);
 	record(f, "a\"b", 0, false, T0 + 20 * MS);
 	record(f, "a\"b", 0, true, T0 + 120 * MS);   /* a retry, 900 ms early */
