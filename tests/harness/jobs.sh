@@ -44,7 +44,7 @@ worker() {
 		mkdir "$TMP/claim.$i" 2>/dev/null || continue
 		cmd=$(sed -n "${i}p" "$LIST" | cut -f2-)
 		t0=$(now)
-		timeout -k 10 "$LIMIT" sh -c "$cmd" </dev/null >"$TMP/out.$i" 2>&1
+		/usr/bin/time -f '%U %S' -o "$TMP/cpu.$i" timeout -k 10 "$LIMIT" sh -c "$cmd" </dev/null >"$TMP/out.$i" 2>&1
 		rc=$?
 		[ $rc -eq 124 ] && echo "jobs: killed after ${LIMIT}s" >>"$TMP/out.$i"
 		echo "$rc $(echo "$(now) - $t0" | bc)" >"$TMP/rc.tmp.$i"
@@ -73,16 +73,17 @@ while [ $i -le "$N" ]; do
 		[ $n -lt $(((LIMIT + 60) * 5)) ] || { echo "jobs: $name never finished" >"$TMP/out.$i"; echo "1 -" >"$TMP/rc.$i"; }
 	done
 	read -r rc secs <"$TMP/rc.$i"
+	cpu=$(tail -1 "$TMP/cpu.$i" 2>/dev/null | awk '{ printf "%.1f", $1 + $2 }')
 	echo "== $name"
 	cat "$TMP/out.$i"
 	if [ "$rc" -eq 0 ]; then
-		echo "-- $name: ok in ${secs}s"
+		echo "-- $name: ok in ${secs}s (CPU ${cpu}s)"
 	else
-		echo "-- $name: FAIL (exit $rc) in ${secs}s"
+		echo "-- $name: FAIL (exit $rc) in ${secs}s (CPU ${cpu}s)"
 		failed="$failed $name"
 	fi
 	cat "$TMP/out.$i" >>"$TMP/all"
-	echo "$secs $name" >>"$TMP/times"
+	echo "$secs $name $cpu" >>"$TMP/times"
 	i=$((i + 1))
 done
 wait

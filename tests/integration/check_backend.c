@@ -76,13 +76,6 @@ static json_t *backend_stats(const struct test_server *s, json_t **root)
 	return json_object_get(json_array_get(json_object_get(*root, "routes"), 0), "backend");
 }
 
-static long long jint(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-
-	return json_is_integer(v) ? json_integer_value(v) : -1;
-}
-
 /*
  * One worker, 500 ms a request, a FIFO queue of 2: of four requests 50 ms
  * apart, three are served one after another (about 0.5, 0.95 and 1.4 s after
@@ -107,12 +100,12 @@ START_TEST(fifo_queue_and_shed)
 	ck_assert_msg(sh[0].seconds >= 0.49 && sh[1].seconds >= 0.94 && sh[2].seconds >= 1.39, "%.3f %.3f %.3f",
 	              sh[0].seconds, sh[1].seconds, sh[2].seconds);
 	b = backend_stats(&s, &root);
-	ck_assert_int_eq(jint(b, "arrived"), 4);
-	ck_assert_int_eq(jint(b, "served"), 3);
-	ck_assert_int_eq(jint(b, "served_gone"), 0);
-	ck_assert_int_eq(jint(b, "queue_peak"), 2);
-	ck_assert_int_eq(jint(b, "queue"), 0);
-	ck_assert_int_eq(jint(json_object_get(b, "shed"), "full"), 1);
+	ck_assert_int_eq(testutil_jint_req(b, "arrived", NULL), 4);
+	ck_assert_int_eq(testutil_jint_req(b, "served", NULL), 3);
+	ck_assert_int_eq(testutil_jint_req(b, "served_gone", NULL), 0);
+	ck_assert_int_eq(testutil_jint_req(b, "queue_peak", NULL), 2);
+	ck_assert_int_eq(testutil_jint_req(b, "queue", NULL), 0);
+	ck_assert_int_eq(testutil_jint_req(b, "shed", "full"), 1);
 	ck_assert(json_real_value(json_object_get(b, "work_s")) == 1.5);
 	ck_assert_int_eq(testutil_jint(root, "status", "503"), 1);
 	json_decref(root);
@@ -145,13 +138,13 @@ START_TEST(gone_clients_still_served)
 		struct timespec ts = { 0, 50 * 1000000L };
 
 		b = backend_stats(&s, &root);
-		if (jint(b, "served") == 3)
+		if (testutil_jint_req(b, "served", NULL) == 3)
 			break;
 		json_decref(root);
 		nanosleep(&ts, NULL);
 	} while (++n < 100);
-	ck_assert_int_eq(jint(b, "served"), 3);
-	ck_assert_int_eq(jint(b, "served_gone"), 3);
+	ck_assert_int_eq(testutil_jint_req(b, "served", NULL), 3);
+	ck_assert_int_eq(testutil_jint_req(b, "served_gone", NULL), 3);
 	ck_assert(json_real_value(json_object_get(b, "work_gone_s")) == 0.9);
 	json_decref(root);
 	snprintf(murl, sizeof(murl), "%s/metrics", s.url);
@@ -187,8 +180,8 @@ START_TEST(trigger_holds_requests)
 	ck_assert_int_eq(sh[0].status, 200);
 	ck_assert_msg(sh[0].seconds >= 0.55 && sh[0].seconds < 2.0, "%.3fs", sh[0].seconds);
 	b = backend_stats(&s, &root);
-	ck_assert_int_eq(jint(b, "workers"), 2);
-	ck_assert_int_eq(jint(b, "served"), 1);
+	ck_assert_int_eq(testutil_jint_req(b, "workers", NULL), 2);
+	ck_assert_int_eq(testutil_jint_req(b, "served", NULL), 1);
 	json_decref(root);
 	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
 }
@@ -217,7 +210,7 @@ START_TEST(drain_sheds_the_queue)
 		long long q;
 
 		b = backend_stats(&s, &root);
-		q = jint(b, "queue");
+		q = testutil_jint_req(b, "queue", NULL);
 		json_decref(root);
 		if (q == 2)
 			break;
