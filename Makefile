@@ -9,7 +9,7 @@ PKGS     := libmicrohttpd libcurl check jansson hiredis
 # `make deps` installs the Debian packages (scripts/install-deps); `demo`, `check` and `bench`
 # run it first, so a fresh machine needs only those commands.  Any other goal only builds,
 # and stops with a message when a library is missing.
-NODEPS_GOALS := deps check demo bench clean distclean help layering sources
+NODEPS_GOALS := deps check demo bench clean distclean help layering sources sources-list
 ifneq ($(filter-out $(NODEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
   ifneq ($(shell pkg-config --exists $(PKGS) && echo ok),ok)
     $(error some of $(PKGS) are missing (pkg-config): run `make deps`)
@@ -166,7 +166,7 @@ TEST_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o) $(INTEG_SRC:%.c=$(BUILD)/%.o) $(HARNESS
             $(BUILD)/unit/runner.o $(BUILD)/integration/runner.o
 suites_of = $(patsubst tests/$(1)/check_%.c,%,$(sort $(wildcard tests/$(1)/check_*.c)))
 
-.PHONY: all deps check check-nodeps check-unit check-integration check-shell layering sources demo demo-nodeps \
+.PHONY: all deps check check-nodeps check-unit check-integration check-shell layering sources sources-list demo demo-nodeps \
 	bench bench-nodeps fuzz soak install uninstall clean help
 all: $(BIN)
 
@@ -209,6 +209,9 @@ layering:
 sources:
 	@sh scripts/sources $(LIB_SRC)
 
+sources-list:
+	@echo $(LIB_SRC)
+
 deps:
 	@sh scripts/install-deps
 
@@ -248,7 +251,7 @@ check-shell: $(BIN)
 demo-nodeps: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo
 
-bench-nodeps: $(BIN) $(BUILD)/bench-hello $(BUILD)/bench-floor $(BUILD)/limiter_bench $(BUILD)/bench-collide
+bench-nodeps: $(BIN) $(BUILD)/bench-hello $(BUILD)/bench-floor $(BUILD)/limiter_bench $(BUILD)/bench-collide $(INTEG_BIN)
 	RATELAB_BIN=$(abspath $(BIN)) BUILD=$(BUILD) sh bench/run
 
 # The bare libmicrohttpd baseline that `make bench` compares ratelab serve and hammer against.
@@ -263,7 +266,7 @@ $(BUILD)/bench-floor: bench/floor.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread
 
 fuzz:
-	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30)
+	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30) LIB_SRC="$(LIB_SRC)"
 
 soak: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh bench/soak

@@ -645,3 +645,10 @@ void testutil_sleep_ms(long ms)
 
 	nanosleep(&ts, NULL);
 }
+
+bool testutil_latency_goals(void)
+{
+	const char *v = getenv("RATELAB_LATENCY_GOALS");
+
+	return v != NULL && strcmp(v, "1") == 0;
+}

@@ -58,6 +58,12 @@ double testutil_mono_ms(void);
 /* Sleep ms milliseconds: only between the polls of a bounded wait, never to order two events. */
 void testutil_sleep_ms(long ms);
 
+/*
+ * True when RATELAB_LATENCY_GOALS=1 (bench/run section 10 sets it): only then
+ * does a suite assert a latency goal.  `make check` asserts behaviour only.
+ */
+bool testutil_latency_goals(void);
+
 struct test_run {
 	int status;         /* exit code, 128+signal, or -1 on timeout (the child is killed) */
 	char *out;          /* NUL-terminated stdout, malloc'd */

@@ -188,7 +188,8 @@ static int cmp_double(const void *a, const void *b)
  * server closes is opened again at once.  Meanwhile a normal client on
  * 127.0.0.2 sends SLOW_PROBE_HZ requests a second.  With the defaults (a 10 s
  * head deadline, connection limits sized to the open-file limit) every probe
- * is answered fast and every first-wave attacker is closed at its deadline.
+ * is answered (and, the latency goal `make bench` checks, its p99 is under
+ * 100 ms) and every first-wave attacker is closed at its deadline.
  */
 #define SLOW_CONNS (HOSTILE_SANITIZED ? 500 : 2000)
 #define SLOW_EVERY_MS 2000
@@ -331,7 +332,8 @@ START_TEST(slowloris)
 	        "p99 %.2f ms, max %.2f ms (%d probes, all 200); first wave closed %.2f-%.2f s after opening; "
 	        "%ld closed for a late head\n", SLOW_CONNS, SLOW_EVERY_MS, lat[SLOW_PROBES / 2],
 	        lat[SLOW_PROBES * 99 / 100], lat[SLOW_PROBES - 1], SLOW_PROBES, lo / 1e3, hi / 1e3, closed);
-	ck_assert_msg(lat[SLOW_PROBES * 99 / 100] < 100.0, "p99 %.2f ms >= 100 ms", lat[SLOW_PROBES * 99 / 100]);
+	if (testutil_latency_goals())
+		ck_assert_msg(lat[SLOW_PROBES * 99 / 100] < 100.0, "p99 %.2f ms >= 100 ms", lat[SLOW_PROBES * 99 / 100]);
 	/* the 10 s deadline, swept every 250 ms; trickled lines do not extend it */
 	ck_assert_msg(lo >= 9900 && hi < 12000, "closed %.0f-%.0f ms after opening, want 10-12 s", lo, hi);
 	ck_assert_int_ge(closed, SLOW_CONNS);
