@@ -219,7 +219,7 @@ deps:
 # job side by side (tests/harness/jobs.sh): the pure suites, each integration suite as its
 # own process (CK_RUN_SUITE), each tests/shell script and each lab-guide chapter.  A new
 # tests/integration/check_X.c, tests/shell/X.sh or lab-guide/NN-X.md joins by existing.
-# CHECK_JOBS=N jobs at once (default 6); CK_RUN_SUITE=name with check-integration runs one suite.
+# CHECK_JOBS=N jobs at once (default 4); CK_RUN_SUITE=name with check-integration runs one suite.
 CHAPTERS    := $(sort $(wildcard lab-guide/[0-9]*.md))
 SHELL_TESTS := $(filter-out tests/shell/labguide.sh,$(sort $(wildcard tests/shell/*.sh)))
 CHECK_LIST  := $(BUILD)/check-jobs

@@ -4,7 +4,7 @@
 #
 # Usage: sh tests/harness/jobs.sh LIST
 #   LIST    one job a line: NAME<TAB>COMMAND (COMMAND runs under sh -c, stdin /dev/null)
-#   CHECK_JOBS=N       jobs at once (default 6: the tests mostly wait on servers and
+#   CHECK_JOBS=N       jobs at once (default 4: the tests mostly wait on servers and
 #                      timers, so 2 cores keep up with more jobs than cores)
 #   CHECK_TIMEOUT=S    one job's limit in seconds (default 600); then it is killed and fails
 #   CHECK_ORDER=FILE   "SECONDS NAME" lines of an earlier run: jobs start longest first
@@ -18,7 +18,7 @@
 set -u
 
 LIST=$1
-JOBS=${CHECK_JOBS:-6}
+JOBS=${CHECK_JOBS:-4}
 LIMIT=${CHECK_TIMEOUT:-600}
 ORDER=${CHECK_ORDER:-}
 TIMES=${CHECK_TIMES:-}
