@@ -6,7 +6,9 @@
 # the answers pile up in a file, where cdp_wait finds the one with the id it
 # wants.  Every wait is bounded.  No websocket client is needed.
 #
-#   cdp_start DIR                     start chromium with its profile and pipes under DIR
+#   cdp_start DIR                     start chromium with its profile and pipes under DIR;
+#                                     1, with a message, when chromium is not installed
+#                                     (scripts/install-deps installs it; this never does)
 #   cdp_page URL WIDTH HEIGHT         open URL in a WIDTHxHEIGHT viewport; sets CDP_SESSION
 #   cdp_viewport WIDTH HEIGHT         resize the viewport
 #   cdp_eval 'EXPRESSION'             print the value of EXPRESSION (a string or a number;
@@ -15,16 +17,14 @@
 
 cdp_find_chromium() {
 	CDP_CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-	if [ -z "$CDP_CHROMIUM" ]; then
-		echo "cdp: installing chromium" >&2
-		sh "${RATELAB_ROOT:-.}/scripts/install-deps" chromium >&2
-		CDP_CHROMIUM=$(command -v chromium)
-	fi
+	[ -n "$CDP_CHROMIUM" ] && return 0
+	echo "cdp: chromium is not installed: run make deps (scripts/install-deps)" >&2
+	return 1
 }
 
 cdp_start() {
 	CDP_DIR=$1
-	cdp_find_chromium
+	cdp_find_chromium || return 1
 	mkfifo "$CDP_DIR/cdp.in"
 	: >"$CDP_DIR/cdp.out"
 	echo 0 >"$CDP_DIR/cdp.id"

@@ -15,7 +15,7 @@ trap 'cdp_stop 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 "$BIN" herd --clients 30 --policies none,exponential,full --report "$TMP/r" >"$TMP/herd.out"
 
-cdp_start "$TMP"
+cdp_start "$TMP" || { echo "report_browser: no browser: FAIL"; exit 1; }
 cdp_page "file://$TMP/r/report.html" 1024 768
 i=0
 while [ "$(cdp_eval "document.readyState")" != complete ] && [ "$i" -lt 100 ]; do
