@@ -294,6 +294,7 @@ struct run {
 	pthread_t *tids;
 	uint32_t nloops;
 	uint32_t nstarted;
+	_Atomic uint64_t hold_until;   /* --shared-wait's instant, shared by every loop */
 };
 
 static uint64_t share(uint64_t total, uint32_t parts, uint32_t i)
@@ -322,6 +323,8 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 	if (run->trun == NULL)
 		return -1;
 	run->sh.trun = run->trun;
+	if (cfg->shared_wait)
+		run->sh.hold_until = &run->hold_until;
 	if (cfg->policy->budget.kind != BUDGET_NONE) {
 		run->sh.budget = retry_budget_new(&cfg->policy->budget, clock_monotonic_ns());
 		if (run->sh.budget == NULL) {

@@ -65,6 +65,10 @@ static void usage(FILE *f)
 	"  --retry-non-idempotent  --retry-after honour|ignore  --max-retry-after DUR\n"
 	"  --total-wait-cap DUR  the most one request may spend waiting in all\n"
 	"  --budget ratio=0.2,min=10,window=10s | on | sre[,k=2,window=2m] | none\n"
+	"  --shared-wait         a Retry-After holds every client of this run off until it is\n"
+	"                        over, not just the one that got it (one client, one wait)\n"
+	"  (a retrying run sends Retry-Attempt and Idempotency-Key on each call, so the server\n"
+	"   judges each retry against its own rejection)\n"
 	"\noutput:\n"
 	"  --json FILE|-         the figures as JSON (with -, the summary goes to stderr)\n"
 	"  --timeline FILE.csv   per-interval counts; --interval DUR (100ms)\n"
@@ -260,6 +264,7 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--max-retry-after", CLI_CUSTOM, .fn = opt_knob },
 	{ "--total-wait-cap", CLI_CUSTOM, .fn = opt_knob },
 	{ "--budget", CLI_CUSTOM, .fn = opt_knob },
+	{ "--shared-wait", CLI_BOOL, HO(cfg.shared_wait) },
 	{ "--json", CLI_STRING, HO(json_path) },
 	{ "--junit", CLI_STRING, HO(junit_path) },
 	{ "--timeline", CLI_STRING, HO(timeline_path) },

@@ -130,7 +130,7 @@ static const char *const PAGE[] = {
 	"\tcell(tr, c.early_retries ? ms(c.early_avg_ms) : '-', null, c.early_retries ? 'most: ' + ms(c.early_max_ms) : '');\n"
 	"\tcell(tr, c.requests ? ago(c.last_seen_s) : '-');\n"
 	"\tcell(tr, rest ? '' : (v === 'polite' ? '\\u2713 ' : v === 'too early' ? '! ' : '\\u2717 ') + v,\n"
-	"\t     v === 'polite' ? 'polite' : v === 'too early' ? 'early' : 'ignores');\n"
+	"\t     v === 'polite' ? 'polite' : v === 'too early' ? 'early' : 'ignores', c.says || '');\n"
 	"\ttb.appendChild(tr);\n"
 	"}\n"
 	"function clients(c) {\n"
