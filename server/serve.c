@@ -185,7 +185,7 @@ static bool lan_address(const struct ifaddrs *a, bool v6, char *buf, size_t len)
 /*
  * The banner.  The first line says where the server listens, as it always
  * has (scripts read it).  Bound to every address (0.0.0.0 or ::), one line
- * per LAN address for the attendees follows; then the dashboard's URL, on
+ * per LAN address for the attendees (their page, /play) follows; then the dashboard's URL, on
  * the first LAN address when there is one.
  */
 static void banner(const struct server_config *cfg, int port)
@@ -204,7 +204,7 @@ static void banner(const struct server_config *cfg, int port)
 			if (!lan_address(a, v6, addr, sizeof(addr)))
 				continue;
 			br = strchr(addr, ':') != NULL;
-			printf("attendees:   http://%s%s%s:%d/\n", br ? "[" : "", addr, br ? "]" : "", port);
+			printf("attendees:   http://%s%s%s:%d/play\n", br ? "[" : "", addr, br ? "]" : "", port);
 			if (first[0] == '\0')
 				snprintf(first, sizeof(first), "%s%s%s", br ? "[" : "", addr, br ? "]" : "");
 		}

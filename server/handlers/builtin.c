@@ -1,4 +1,4 @@
-/* /dashboard, /events, /stats, /metrics, /reset and /healthz. */
+/* /dashboard, /play, /events, /stats, /metrics, /reset and /healthz. */
 #include "server/handlers/builtin.h"
 
 #include <stdio.h>
@@ -7,6 +7,7 @@
 
 #include "server/handlers/dashboard.h"
 #include "server/handlers/events.h"
+#include "server/handlers/play.h"
 #include "server/http/daemon.h"
 
 static int reply_text(struct server_reply *out, int status, const char *type, char *body)
@@ -69,6 +70,16 @@ static int handle_dashboard(struct server *s, void *ctx, const struct server_req
 	return reply_text(out, 200, "text/html; charset=utf-8", dashboard_page());
 }
 
+static int handle_play(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)s;
+	(void)ctx;
+	if (get_only(req, out))
+		return 0;
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: no-store\n");
+	return reply_text(out, 200, "text/html; charset=utf-8", play_page());
+}
+
 static int handle_events(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
 	(void)ctx;
@@ -92,7 +103,7 @@ void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS])
 		const char *path;
 		server_handler_fn fn;
 	} table[BUILTIN_HANDLERS] = {
-		{ "/dashboard", handle_dashboard }, { "/events", handle_events },
+		{ "/dashboard", handle_dashboard }, { "/play", handle_play }, { "/events", handle_events },
 		{ "/stats", handle_stats }, { "/metrics", handle_metrics },
 		{ "/reset", handle_reset }, { "/healthz", handle_healthz },
 	};

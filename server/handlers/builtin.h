@@ -5,13 +5,14 @@
 
 /*
  * The built-in special handlers: GET /dashboard (the live page,
- * server/handlers/dashboard.h), GET /events (its figures as Server-Sent
+ * server/handlers/dashboard.h), GET /play (the attendees' page,
+ * server/handlers/play.h), GET /events (its figures as Server-Sent
  * Events, server/handlers/events.h), GET /stats (JSON), GET /metrics
  * (Prometheus), POST /reset and GET /healthz.  Each acts on the server it is
  * called with (ctx unused) and is thread-safe.
  */
 
-#define BUILTIN_HANDLERS 6
+#define BUILTIN_HANDLERS 7
 
 /* The built-in handlers into out (room for BUILTIN_HANDLERS). */
 void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS]);
