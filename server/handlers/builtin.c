@@ -1,4 +1,4 @@
-/* /dashboard, /play, /events, /stats, /metrics, /reset and /healthz. */
+/* /dashboard, /play, /events, /stats, /metrics, /reset, /healthz and /favicon.ico. */
 #include "server/handlers/builtin.h"
 
 #include <stdio.h>
@@ -88,6 +88,17 @@ static int handle_events(struct server *s, void *ctx, const struct server_reques
 	return events_subscribe(s->events, req, out);
 }
 
+/* The icon a browser asks for with every page: none, and not a limited request that would count as a client. */
+static int handle_favicon(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)s;
+	(void)ctx;
+	if (get_only(req, out))
+		return 0;
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: max-age=86400\n");
+	return reply_text(out, 204, "text/plain", strdup(""));
+}
+
 static int handle_healthz(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
 	(void)s;
@@ -105,7 +116,7 @@ void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS])
 	} table[BUILTIN_HANDLERS] = {
 		{ "/dashboard", handle_dashboard }, { "/play", handle_play }, { "/events", handle_events },
 		{ "/stats", handle_stats }, { "/metrics", handle_metrics },
-		{ "/reset", handle_reset }, { "/healthz", handle_healthz },
+		{ "/reset", handle_reset }, { "/healthz", handle_healthz }, { "/favicon.ico", handle_favicon },
 	};
 
 	for (size_t i = 0; i < BUILTIN_HANDLERS; i++) {
