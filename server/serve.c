@@ -20,6 +20,7 @@
 #include "common/parse.h"
 #include "server/server.h"
 #include "server/handlers/occ.h"
+#include "server/handlers/room.h"
 #include "server/handlers/scenario.h"
 #include "server/store/store_redis.h"
 
@@ -78,6 +79,7 @@ struct serve_parts {
 	struct occ_route occ;           /* /occ and --delay (server/handlers/occ.h) */
 	struct store_redis_cli store;   /* --store, --store-prefix, --store-failure (server/store/store_redis.h) */
 	struct scenario *scn;           /* --scenario (server/handlers/scenario.h) */
+	struct room *room;              /* /room: the room herd (server/handlers/room.h) */
 };
 
 /*
@@ -153,6 +155,10 @@ static int wire(struct serve_parts *p)
 		return 2;
 	} else if (msg[0] != '\0' && !cfg->quiet) {
 		fprintf(stderr, "%s\n", msg);
+	}
+	if (!(p->room = room_new()) || room_register(cfg, p->room) != 0) {
+		fprintf(stderr, "ratelab serve: cannot add /room\n");
+		return 1;
 	}
 	if (p->scn && scenario_register(cfg, p->scn) != 0) {
 		fprintf(stderr, "ratelab serve: cannot add the scenario\n");
@@ -283,6 +289,7 @@ int serve_main(int argc, char **argv)
 		rc = run(&p->args.cfg);
 	occ_free(p->occ.occ);
 	scenario_free(p->scn);
+	room_free(p->room);
 	free(p);
 	return rc;
 }
