@@ -16,13 +16,39 @@
  * for its offset, and first tells the server it started (POST
  * /room/start?id=N).  The server keeps, for the armed herd, how many pages
  * started and the spread of their arrivals on its own clock: the figure the
- * start's precision is judged by.  One herd at a time; the state is a few
- * counters.  Times come in as arguments (wall milliseconds); thread-safe.
+ * start's precision is judged by.  When its run is over a page reports it
+ * (POST /room/report?id=N&ok=&failed=&calls=&retries=&done_ms= with its
+ * attempts' milliseconds from the start, comma-separated, as the body); the
+ * room sums the reports of each of the last ROOM_RUNS herds, so the
+ * dashboard shows the runs side by side: pages, calls per request, the peak
+ * attempts in any 100 ms, and the time until the last request was done.
+ * One herd armed at a time; the state is a few counters and ROOM_RUNS x
+ * ROOM_BUCKETS counts.  Times come in as arguments (wall milliseconds);
+ * thread-safe.
  */
 
 #define ROOM_POLICY_LEN 24
 #define ROOM_LEAD_MS_MAX (60 * 1000)        /* an instant at most a minute ahead */
 #define ROOM_LATE_MS (10 * 1000)           /* a start counts up to 10 s after the instant */
+#define ROOM_RUNS 4                        /* herd runs kept, newest first */
+#define ROOM_BUCKETS 600                   /* 100 ms each: a run's first minute */
+
+/* One herd's run, summed over the pages that reported it. */
+struct room_run {
+	uint64_t id;
+	char policy[ROOM_POLICY_LEN];
+	uint32_t pages;
+	uint64_t ok, failed, calls, retries;
+	uint64_t done_ms;                  /* the slowest page's run, start to last answer */
+	uint32_t buckets[ROOM_BUCKETS];    /* attempts per 100 ms from the start */
+};
+
+/* One page's report of its run of herd `id`. */
+struct room_report {
+	uint64_t id, ok, failed, calls, retries, done_ms;
+	const uint32_t *attempts_ms;       /* each attempt's ms from the start */
+	size_t nattempts;
+};
 
 struct room;
 
@@ -54,6 +80,15 @@ bool room_started(struct room *r, uint64_t id, int64_t now_ms);
 
 /* The room as it is. */
 void room_view(struct room *r, struct room_view *out);
+
+/* Add a page's report to its herd's run (made when it is the first; the oldest run is then dropped). 0, or -1 (no such herd). */
+int room_report(struct room *r, const struct room_report *rep);
+
+/* The runs, newest first, into out (room for ROOM_RUNS); returns how many. */
+size_t room_runs(struct room *r, struct room_run *out);
+
+/* The most attempts in one 100 ms of a run. */
+uint32_t room_run_peak(const struct room_run *run);
 
 /* Forget the herd (POST /reset). */
 void room_reset(void *r);

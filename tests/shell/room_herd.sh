@@ -61,6 +61,7 @@ while [ "$i" -le "$PAGES" ]; do
 done
 
 cdp_page "$URL/dashboard" 1024 768
+DASH=$CDP_SESSION
 cdp_eval "document.getElementById('herd-policy').value = 'retry-after'; document.getElementById('arm').click(); 1" >/dev/null
 n=0
 while [ "$(room herd.id)" != 1 ] && [ "$n" -lt 50 ]; do n=$((n + 1)); sleep 0.1; done
@@ -85,6 +86,7 @@ done
 echo "     each page's timer, ms late/offset ms:$late"
 
 total_calls=0
+sum_calls=0
 i=1
 while [ "$i" -le "$PAGES" ]; do
 	eval "CDP_SESSION=\$S_$i"
@@ -98,8 +100,20 @@ while [ "$i" -le "$PAGES" ]; do
 	st=$(curl -s "$URL/stats" | jq -r --arg c "page-$i" '.clients.rows[] | select(.name == $c) | "\(.requests) \(.rejected)"')
 	[ "$st" = "$calls $r429" ] || echo "     page-$i: card $calls calls, $r429 429s; /stats $st"
 	[ "$st" = "$calls $r429" ] && total_calls=$((total_calls + 1))
+	sum_calls=$((sum_calls + calls))
 	i=$((i + 1))
 done
 check "every page's card equals /stats for its client ($total_calls of $PAGES)" [ "$total_calls" = "$PAGES" ]
+
+# Every page reported its run: the dashboard's row for herd #1 sums the cards.
+n=0
+while [ "$(room 'runs[0].pages')" != "$PAGES" ] && [ "$n" -lt 100 ]; do n=$((n + 1)); sleep 0.1; done
+check "herd #1's run: $PAGES pages reported" [ "$(room 'runs[0].pages')" = "$PAGES" ]
+check "herd #1's run: $((PAGES * 3)) requests" [ "$(room 'runs[0].requests')" = $((PAGES * 3)) ]
+check "herd #1's run: $sum_calls calls, the cards' sum" [ "$(room 'runs[0].calls')" = "$sum_calls" ]
+check "herd #1's run: a peak per 100 ms" [ "$(room 'runs[0].peak_per_100ms')" -gt 0 ]
+cdp_eval "String(1)" >/dev/null
+CDP_SESSION=$DASH
+check "the dashboard shows the run" [ "$(cdp_eval "String(!!document.querySelector('#runs-table tr[data-run=\'1\']'))")" = true ]
 
 check_done room_herd
