@@ -4,6 +4,7 @@
 # a run of "wait for Retry-After" against `serve --limit 5` ends in a card whose
 # figures equal what /stats says of the page's client (requests, rejections,
 # retries, each retry paired, polite); a second run sits beside the first; a
+# run that shares the wait sends no new request while told to wait; a
 # wait function that throws, one that returns nonsense and one that never
 # returns each end the run with a clear message within the page's bounds, and
 # the page still answers afterwards; nothing scrolls sideways.
@@ -73,6 +74,14 @@ cdp_eval "document.getElementById('policy').value = 'give-up'; document.getEleme
 check "run 2 is kept beside run 1" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 2)" = 2 ]
 check "the newest run comes first" [ "$(cdp_eval "document.querySelector('.run').getAttribute('data-run')")" = 2 ]
 
+# 3. "share the wait", 3 at once: polite, and no new request while told to wait
+cdp_eval "document.getElementById('name').value = 'pat-shared'; document.getElementById('policy').value = 'retry-after'; document.getElementById('requests').value = '12'; document.getElementById('conc').value = '3'; document.getElementById('shared').checked = true; window.ratelabPlay.run(); 1" >/dev/null
+check "run 3 (shared wait) ends in a card" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 3)" = 3 ]
+check "pat-shared: met the limit" [ "$(field pat-shared rejected)" -gt 0 ]
+check "pat-shared: polite" [ "$(field pat-shared verdict)" = polite ]
+check "pat-shared: no new request while told to wait" [ "$(field pat-shared new_while_waiting)" = 0 ]
+cdp_eval "document.getElementById('shared').checked = false; 1" >/dev/null
+
 # own_run 'BODY': run 20 requests at once through `function wait() { BODY }` (the limit rejects some)
 own_run() {
 	cdp_eval "document.getElementById('policy').value = 'own'; document.getElementById('code').value = 'function wait(attempt, retryAfter, status) { $1 }'; document.getElementById('requests').value = '20'; document.getElementById('conc').value = '10'; window.ratelabPlay.run(); 1" >/dev/null
@@ -82,7 +91,7 @@ msg_has() { [ "$(cdp_eval "String(document.getElementById('msg').textContent.ind
 
 own_run "return null.x;"
 check "a throwing wait: the message names the error" msg_has "your wait function threw TypeError"
-check "a throwing wait: no card" [ "$(cdp_eval "String(document.querySelectorAll('.run').length)")" = 2 ]
+check "a throwing wait: no card" [ "$(cdp_eval "String(document.querySelectorAll('.run').length)")" = 3 ]
 own_run "return 0 / 0;"
 check "a nonsense wait: the message says what to return" msg_has "returned NaN: return milliseconds"
 start=$(date +%s)
