@@ -67,7 +67,7 @@ static void usage(FILE *f)
 	"  --budget ratio=0.2,min=10,window=10s | on | sre[,k=2,window=2m] | none\n"
 	"  --shared-wait         a Retry-After holds every client of this run off until it is\n"
 	"                        over, not just the one that got it (one client, one wait)\n"
-	"  (a retrying run sends Retry-Attempt and Idempotency-Key on each call, so the server\n"
+	"  (a retrying run sends Retry-Attempt and Retry-Request on each call, so the server\n"
 	"   judges each retry against its own rejection)\n"
 	"\noutput:\n"
 	"  --json FILE|-         the figures as JSON (with -, the summary goes to stderr)\n"

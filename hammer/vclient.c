@@ -22,7 +22,7 @@ void vclient_init(struct vclient *c, uint32_t id, uint32_t index, uint64_t seed,
 
 /*
  * With a policy that retries, every call says which attempt of which request
- * it is (Retry-Attempt: 0 on the first, and one Idempotency-Key per
+ * it is (Retry-Attempt: 0 on the first, and one Retry-Request id per
  * request), so the server judges each retry against its own rejection
  * (server/clients.h).  The lines live in c: a transport reads them as the
  * call begins.
@@ -32,7 +32,7 @@ static void say_attempt(const struct vclient_host *h, struct vclient *c, struct 
 	if (h->cfg->policy == NULL || h->cfg->policy->max_attempts <= 1 || call->nextra + 2 > WORKLOAD_EXTRA_MAX)
 		return;
 	snprintf(c->said[0], sizeof(c->said[0]), "Retry-Attempt: %u", c->attempt - 1);
-	snprintf(c->said[1], sizeof(c->said[1]), "Idempotency-Key: %llx-%x-%llx", (unsigned long long)h->start_ns,
+	snprintf(c->said[1], sizeof(c->said[1]), "Retry-Request: %llx-%x-%llx", (unsigned long long)h->start_ns,
 	         c->index, (unsigned long long)c->requests);
 	call->extra[call->nextra++] = c->said[0];
 	call->extra[call->nextra++] = c->said[1];

@@ -40,8 +40,8 @@ struct vclient {
 	enum retry_error last_err;
 	bool throttled;           /* in the failure queue because the throttle refused its attempt */
 	bool held;                /* its request waits for the shared wait (intended_ns kept) */
-	uint64_t requests;        /* requests it started: its Idempotency-Key's count */
-	char said[2][80];         /* Retry-Attempt and Idempotency-Key lines of the attempt under way */
+	uint64_t requests;        /* requests it started: its Retry-Request's count */
+	char said[2][80];         /* Retry-Attempt and Retry-Request lines of the attempt under way */
 };
 
 /* What the clients of one loop share: the loop's side of their lives. */

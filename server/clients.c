@@ -228,7 +228,7 @@ static void count(struct clients *c, uint64_t hash, const struct clients_event *
 	pthread_mutex_unlock(&sh->lock);
 }
 
-/* One open wait in the instants table: a client's latest, or one request's (keyed by its Idempotency-Key). */
+/* One open wait in the instants table: a client's latest, or one request's (keyed by its Retry-Request). */
 struct due_ref {
 	struct due_set *s;
 	uint64_t tag, word;

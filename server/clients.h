@@ -25,7 +25,10 @@
  * honouring its own Retry-After) can say which request each attempt belongs
  * to, so that each retry is judged against its own rejection: it sends
  * `Retry-Attempt: N` (0 on a request's first attempt, 1 on its first retry)
- * and the same `Idempotency-Key: ID` on every attempt of one request.  A
+ * and the same `Retry-Request: ID` on every attempt of one request (an
+ * Idempotency-Key does as well when there is no Retry-Request: a client
+ * that already sends one is paired as it is; ratelab's own clients do not
+ * send one, as it would claim a retried POST is safe to replay).  A
  * retry with a key is paired with that request's last rejection and is
  * early only when it came back before that rejection's own wait was over.
  * An attempt that says it is a request's first is never a retry; when it
@@ -74,7 +77,7 @@ struct clients_event {
 	uint64_t remaining;      /* the decision's quota left and quota */
 	uint64_t limit;
 	enum clients_said said;  /* what its Retry-Attempt header said */
-	const char *request;     /* its Idempotency-Key's bytes (pairs a retry with its rejection), or NULL */
+	const char *request;     /* its Retry-Request (or Idempotency-Key) bytes: pairs a retry with its rejection; or NULL */
 	size_t requestlen;
 };
 

@@ -162,7 +162,7 @@ static void metrics_clients(FILE *f, const struct clients_snapshot *snap)
 		  offsetof(struct clients_row, early), false },
 		{ "early_seconds_total", "How early the early retries came, summed.",
 		  offsetof(struct clients_row, early_ns), true },
-		{ "paired_retries_total", "Retries judged against their own request's rejection (Idempotency-Key).",
+		{ "paired_retries_total", "Retries judged against their own request's rejection (Retry-Request).",
 		  offsetof(struct clients_row, paired), false },
 		{ "new_while_waiting_total", "First attempts (Retry-Attempt: 0) sent while the client was told to wait.",
 		  offsetof(struct clients_row, waiting_new), false },

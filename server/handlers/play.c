@@ -150,7 +150,7 @@ static const char *const PAGE[] = {
 	"function attemptOnce(r, name, k, attempt) {\n"
 	"\tvar ctl = window.AbortController ? new AbortController() : null, t0 = performance.now();\n"
 	"\tvar tm = setTimeout(function () { if (ctl) ctl.abort(); }, TIMEOUT_MS);\n"
-	"\tvar h = { 'Retry-Attempt': String(attempt), 'Idempotency-Key': k };\n"
+	"\tvar h = { 'Retry-Attempt': String(attempt), 'Retry-Request': k };\n"
 	"\tif (name) h['X-Client-Name'] = name;\n"
 	"\treturn fetch('/', { headers: h, cache: 'no-store', signal: ctl ? ctl.signal : undefined }).then(function (res) {\n"
 	"\t\tclearTimeout(tm);\n"

@@ -9,7 +9,7 @@
  * jitter, two seed presets) or writes their own JavaScript
  * `wait(attempt, retryAfter, status)`, sets requests, how many at once and
  * tries per request, and runs against "/" of the same server.  Every call
- * says Retry-Attempt and Idempotency-Key (server/clients.h), so the server
+ * says Retry-Attempt and Retry-Request (server/clients.h), so the server
  * judges each retry against its own rejection; "share the wait" holds every
  * request of the run off until the latest Retry-After.  Each run becomes a
  * card beside the earlier ones: 2xx and 429 counts, calls, retries, wall

@@ -150,10 +150,12 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 	const char *name = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Client-Name");
 	struct clients_event e = { .id = rq->key, .idlen = rq->keylen, .route = rq->route, .admitted = rq->d.admitted,
 	                          .remaining = rq->d.remaining, .limit = rq->d.limit };
-	const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+	const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Request");
 	char own[CLIENT_KEY_LEN];
 
 	e.said = attempt_said(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Attempt"));
+	if (!idem)
+		idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
 	if (idem) {
 		e.request = idem;
 		e.requestlen = strnlen(idem, CLIENT_KEY_LEN);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The server's verdicts on three real clients of one `serve --limit 5`, in
 # turn: ratelab's own waiting policy on four connections (`hammer --retry
-# --concurrency 4`, which says Retry-Attempt and Idempotency-Key on each
+# --concurrency 4`, which says Retry-Attempt and Retry-Request on each
 # call), a python3 client that sleeps the Retry-After it is given and says
 # nothing, and a curl that re-fires at once.  /stats must call the first two
 # polite and the third `ignores Retry-After`, with exact counts: the
