@@ -124,9 +124,6 @@ check-integration: $(BIN) $(INTEG_BIN)
 check-shell: $(BIN)
 	$(RUN_SHELL)
 
-demo: $(BIN)
-	RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo
-
 bench: $(BIN) $(BUILD)/bench-hello $(BUILD)/bench-floor $(BUILD)/limiter_bench $(BUILD)/bench-collide
 	RATELAB_BIN=$(abspath $(BIN)) BUILD=$(BUILD) sh bench/run
 
@@ -147,19 +144,13 @@ fuzz:
 soak: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh bench/soak
 
-install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/ratelab
-
-uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/ratelab
-
 clean:
 	rm -rf build ratelab
 
 help:
-	@echo "targets: all check check-unit check-integration layering demo bench fuzz soak install clean"
-	@echo "options: SANITIZE=address,undefined|thread WERROR=1 PREFIX=/usr/local DESTDIR="
+	@echo "targets: all check check-unit check-integration layering demo bench fuzz soak install uninstall"
+	@echo "         man completion deb clean"
+	@echo "options: SANITIZE=address,undefined|thread WERROR=1 PREFIX=/usr/local DESTDIR= V=1"
 
 -include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
@@ -177,3 +168,84 @@ limiter-bench: $(BUILD)/limiter_bench
 $(BUILD)/bench-collide: $(BUILD)/bench/collide.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 -include $(BUILD)/bench/collide.d
+
+# ---- Shipping: man pages, shell completion, install/uninstall, the .deb, the quiet demo ----
+# man/*.1.scd (scdoc) -> $(BUILD)/man/*.1; the completion scripts are generated from the
+# option tables by scripts/gen-completion.  `make` builds both when scdoc is installed.
+.PHONY: man completion deb install-files
+SCDOC      ?= scdoc
+MANDIR     ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+MAN_PAGES  := $(patsubst man/%.scd,$(BUILD)/man/%,$(sort $(wildcard man/*.1.scd)))
+COMPLETIONS := $(BUILD)/completion/ratelab.bash $(BUILD)/completion/_ratelab
+ifneq ($(shell command -v $(SCDOC) 2>/dev/null),)
+all: man completion
+endif
+
+man: $(MAN_PAGES)
+completion: $(COMPLETIONS)
+
+$(BUILD)/man/%.1: man/%.1.scd
+	@mkdir -p $(dir $@)
+	$(SCDOC) < $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/ratelab.bash: scripts/gen-completion $(BIN)
+	@mkdir -p $(dir $@)
+	sh scripts/gen-completion bash $(abspath $(BIN)) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/_ratelab: scripts/gen-completion $(BIN)
+	@mkdir -p $(dir $@)
+	sh scripts/gen-completion zsh $(abspath $(BIN)) > $@.tmp && mv $@.tmp $@
+
+# install/uninstall honour PREFIX and DESTDIR; uninstall removes every file install
+# wrote, then the directories below PREFIX that are left empty (with DESTDIR, the empty
+# PREFIX path inside DESTDIR too), so a staged install leaves nothing behind.
+INSTALL_DIRS := bin $(MANDIR:$(PREFIX)/%=%)/man1 $(BASHCOMPDIR:$(PREFIX)/%=%) $(ZSHCOMPDIR:$(PREFIX)/%=%)
+install: $(BIN) man completion
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/ratelab
+	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(BUILD)/completion/ratelab.bash $(DESTDIR)$(BASHCOMPDIR)/ratelab
+	install -m 0644 $(BUILD)/completion/_ratelab $(DESTDIR)$(ZSHCOMPDIR)/_ratelab
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/ratelab $(DESTDIR)$(BASHCOMPDIR)/ratelab $(DESTDIR)$(ZSHCOMPDIR)/_ratelab
+	rm -f $(patsubst man/%.scd,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1.scd))
+	@for d in $(INSTALL_DIRS); do \
+		while [ -n "$$d" ] && [ "$$d" != . ] && [ -d "$(DESTDIR)$(PREFIX)/$$d" ]; do \
+			rmdir "$(DESTDIR)$(PREFIX)/$$d" 2>/dev/null || break; \
+			d=$$(dirname "$$d"); \
+		done; \
+	done
+	@if [ -n "$(DESTDIR)" ]; then p='$(PREFIX)'; \
+		while [ "$$p" != / ] && [ "$$p" != . ] && rmdir "$(DESTDIR)$$p" 2>/dev/null; do p=$$(dirname "$$p"); done; \
+	fi
+
+# The Debian package: the install tree under /usr, Depends read by dpkg-shlibdeps.
+DEB_VERSION := $(shell sed -n 's/^\#define RATELAB_VERSION "\(.*\)"$$/\1/p' common/version.h)
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
+DEB         := $(BUILD)/ratelab_$(DEB_VERSION)_$(DEB_ARCH).deb
+deb: $(DEB)
+	@echo "package: $(DEB)"
+$(DEB): $(BIN) $(MAN_PAGES) $(COMPLETIONS) scripts/mkdeb README.md
+	rm -rf $(BUILD)/deb-root
+	$(MAKE) --no-print-directory -s install DESTDIR=$(abspath $(BUILD)/deb-root) PREFIX=/usr
+	sh scripts/mkdeb $(abspath $(BUILD)/deb-root) $@
+	rm -rf $(BUILD)/deb-root
+
+# make demo: the build is one line ("built ratelab in N s"), so the demo is the first
+# thing on screen; V=1 shows the compiler lines.  The quiet build's lines are kept in
+# $(BUILD)/demo-build.log and shown when it fails.
+demo:
+ifeq ($(V),1)
+	$(MAKE) --no-print-directory $(BIN)
+else
+	@mkdir -p $(BUILD); start=$$(date +%s); \
+	if $(MAKE) --no-print-directory $(BIN) > $(BUILD)/demo-build.log 2>&1; then \
+		echo "built ratelab in $$(( $$(date +%s) - start )) s (V=1 shows the compiler lines)"; \
+	else \
+		cat $(BUILD)/demo-build.log; exit 1; \
+	fi
+endif
+	@RATELAB_BIN=$(abspath $(BIN)) sh scripts/demo

@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cli.h"
 #include "common/version.h"
 
 #include "lab/cases.h"
 #include "hammer/hammer.h"
 #include "hammer/merge.h"
 #include "lab/herd.h"
+#include "lab/simserver.h"
 #include "lab/storm.h"
 #include "lab/verify.h"
 #include "server/serve.h"
@@ -22,7 +24,7 @@ struct command {
 
 static const struct command COMMANDS[] = {
 	{ "serve", serve_main, "run the rate-limited lab server" },
-	{ "hammer", hammer_main, "fire concurrent requests, with or without retry" },
+	{ "hammer", simserver_hammer_main, "fire concurrent requests, with or without retry" },
 	{ "herd", herd_main, "run the thundering-herd comparison of backoff policies" },
 	{ "storm", storm_main, "run the metastable retry storm: overload, a trigger, and who recovers" },
 	{ "cases", cases_main, "replay a retry-cases table through the policy engine" },
@@ -37,8 +39,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ratelab COMMAND [options]\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-	fprintf(f, "\n'ratelab COMMAND --help' describes each one; 'ratelab --version' prints the\n"
-	           "versions of ratelab, libmicrohttpd and libcurl.\n");
+	fprintf(f, "\n'ratelab COMMAND --help' describes each one, 'man ratelab-COMMAND' too;\n"
+	           "'ratelab --version' prints the versions of ratelab, libmicrohttpd and libcurl.\n"
+	           "\nexit status:\n"
+	           "  0     --help or --version\n"
+	           "  2     no command, or an unknown one\n"
+	           "  else  the command's own (see its --help)\n");
 }
 
 /* `ratelab --version`: what a workshop checks on every attendee's build. */
@@ -49,6 +55,23 @@ static int version(void)
 	printf("ratelab %s\nlibmicrohttpd %s\nlibcurl %s\n", RATELAB_VERSION, MHD_get_version(),
 	       curl != NULL && curl->version != NULL ? curl->version : "unknown");
 	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* One line, exit 2: the nearest command when one is close. */
+static int unknown_command(const char *typed)
+{
+	char names[256] = "", near[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < NCOMMANDS && n < sizeof(names); i++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s ", COMMANDS[i].name);
+	if (typed[0] != '-' && cli_suggest(typed, names, near, sizeof(near)))
+		fprintf(stderr, "ratelab: unknown command '%.64s' (did you mean %s?)\n", typed, near);
+	else if (typed[0] == '-')
+		fprintf(stderr, "ratelab: unknown option '%.64s' (try 'ratelab --help')\n", typed);
+	else
+		fprintf(stderr, "ratelab: unknown command '%.64s' (try 'ratelab --help')\n", typed);
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -67,6 +90,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(argv[1], COMMANDS[i].name) == 0)
 			return COMMANDS[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "ratelab: unknown command '%s' (try 'ratelab --help')\n", argv[1]);
-	return 2;
+	return unknown_command(argv[1]);
 }

@@ -15,29 +15,46 @@
  * and `--flag=value`; flags without a value; repeatable flags (CLI_LIST, or a
  * callback that appends); positional arguments anywhere among the flags; `--`
  * ends the flags; `--help` and `-h` ask for the usage.  A value-taking flag
- * takes the next argument whatever it looks like.  A later flag overrides an
- * earlier one.
+ * takes the next argument whatever it looks like, except another flag of the
+ * same command (`--limit --port` is a forgotten value; `--data=--port` passes
+ * it).  A later flag overrides an earlier one.
  *
  * Every mistake is one line, `ratelab CMD: ...`:
- *   unknown option '--x'
- *   --flag needs a value
+ *   unknown option '--x'            (+ " (did you mean --y?)" when one is close)
+ *   --flag needs a value            (+ " before --other" when a flag came instead)
  *   --flag takes no value
  *   --flag: 'v' is not a number from A to B
  *   --flag: 'v' is not a duration such as 250ms, 2s or 1m
  *   --flag: 'v' is not a duration above 0 | of at least MIN | from MIN to MAX
+ *   --flag: '500' needs a unit, e.g. 500ms or 500s (ns, us, ms, s, m, h, d)
+ *   --flag: 'v' is not a size such as 64K, 1M or 1MiB (A to B)
  *   --flag: 'v' is not a rate such as 50, 2.5 or 30/1m (A to B per second)
- *   --flag: 'v' is not one of a, b, c
+ *   --flag: 'v' is not one of a, b, c (did you mean b?)
  *   --flag: 'v' is one too many (at most N)
- *   --flag: 'v' WHY                 (a callback's reason)
+ *   --flag: 'v' WHY                 (a callback's reason; + " (did you mean b?)"
+ *                                    when the flag lists its values)
  *   --flag is required
  *   missing NAME | missing NAME after --
  *   unexpected argument 'x'         (+ " (NAME goes after --)" for CLI_REST)
+ * "Did you mean" names the closest word by edit distance (a swap of two
+ * neighbours counts one) when it is at most a third of the typed length away.
+ * Sizes are binary everywhere: K, KB and KiB all mean 1024 bytes (M, G, T
+ * likewise), in either case.
  * A quoted value is cut at 120 bytes, and every message has its control
  * characters escaped (\r, \n, \t, \xNN), whatever a reason quotes, so a
  * message is always one line.
  */
 
 struct cli_option;
+
+/* Where a flag shows in --help: the groups every command prints, in this order. */
+enum cli_section {
+	CLI_SEC_RUN,       /* "what to run": the target, the load, the inputs */
+	CLI_SEC_DOES,      /* "what it does": the behaviour being studied */
+	CLI_SEC_OUTPUT,    /* "output": files, formats, checks, verbosity */
+	CLI_SEC_ADVANCED,  /* "advanced": tuning, limits, many machines */
+	CLI_SEC_COUNT,
+};
 
 /*
  * A custom value: parse `value` (NULL for CLI_ACTION) into the group's base.
@@ -57,6 +74,7 @@ enum cli_kind {
 	CLI_DOUBLE,    /* a decimal number in [dmin, dmax] (a double) */
 	CLI_CHOICE,    /* the index of value in words, stored in the unsigned field of `size` bytes */
 	CLI_CUSTOM,    /* calls fn with the value */
+	CLI_BYTES,     /* a size in [min, max] bytes (parse_bytes: 65536, 64K, 1M, 1MB, 1MiB), unsigned field */
 	CLI_REST,      /* positional only: the char ** at `at` gets argv after "--" (NULL-terminated) */
 };
 
@@ -73,6 +91,14 @@ struct cli_option {
 	size_t given_at;           /* offset + 1 of a bool set when the flag is given (CLI_GIVEN); 0: none */
 	bool required;             /* positional: at least one; flag: must be given (a CLI_GIVEN
 	                            * bool, or a CLI_STRING the caller left NULL) */
+	const char *(*values)(void);  /* the words the flag takes ("a, b, c"), for completion and
+	                            * (CLI_CUSTOM) "did you mean", item by item of a comma
+	                            * list; NULL: free-form or CLI_CHOICE's words */
+	const char *arg;           /* --help: the value's name ("N", "DUR", "a|b"); NULL: no value */
+	const char *help;          /* --help: what the flag does, wrapped at 80 columns ('\n'
+	                            * breaks a line); the words it takes are appended unless
+	                            * arg lists them (a|b) or help points to --list */
+	enum cli_section section;  /* --help: its group */
 };
 
 /* The destination of an option: member of type (nested members work: cfg.port). */
@@ -86,24 +112,53 @@ struct cli_group {
 	void *base;
 };
 
+/*
+ * A command's --help, in the one layout every command shares: usage lines, one
+ * paragraph, the flags by section (what to run, what it does, output,
+ * advanced), notes, then the exit statuses.  Lines stay within 80 columns.
+ */
+struct cli_help {
+	const char *usage;           /* "ratelab serve [options]"; '\n' between several forms */
+	const char *about;           /* one paragraph, wrapped */
+	const struct cli_option *const *tables;  /* the command's option tables, NULL-terminated */
+	const char *notes;           /* free text after the flags (NULL: none), printed as is */
+	void (*more)(FILE *out);     /* a section computed at run time (NULL: none), after notes */
+	const char *exits;           /* "0\tmeaning\n1\tmeaning\n...": the exit statuses */
+};
+
 struct cli_command {
 	const char *name;            /* "serve": messages start "ratelab serve: " */
-	void (*usage)(FILE *out);    /* the --help text */
+	void (*usage)(FILE *out);    /* the --help text when help is NULL */
+	const struct cli_help *help; /* the --help text and the table --cli-options writes */
 };
+
+/* Write help in the shared layout to out. */
+void cli_write_usage(FILE *out, const struct cli_help *help);
+
+/*
+ * Write lead (e.g. "  --port N") then text wrapped at 80 columns, each line
+ * indented to col ('\n' in text breaks a line); lead longer than col - 2
+ * gets a line of its own.  For sections a command computes (hammer's presets).
+ */
+void cli_write_wrapped(FILE *out, const char *lead, size_t col, const char *text);
 
 /*
  * Parse argv[1..argc-1] (argv[0] is the subcommand's name) into the groups,
  * in order.  Returns 0 when parsed, 1 when --help or -h came first (nothing
  * printed), or -1 with one line in err ("ratelab CMD: ...", no newline).
  * Values point into argv.  Pure: no output, no allocation; thread-safe.
+ * `CMD --cli-options` alone returns 2: cli_exit then writes the command's
+ * option table (cli_write_options); the completion generator and the man-page
+ * test read the table that way.
  */
 int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, size_t ngroups,
               int argc, char **argv, char *err, size_t errlen);
 
 /*
  * The exit code of a cli_parse (or later check) result that is not 0: for 1,
- * writes the usage to stdout and returns 0; for -1, writes err and a newline
- * to stderr and returns 2.
+ * writes the usage to stdout and returns 0; for 2, writes the option table
+ * (cmd->help's tables) to stdout and returns 0; for -1, writes err and a
+ * newline to stderr and returns 2.
  */
 int cli_exit(const struct cli_command *cmd, int rc, const char *err);
 
@@ -125,6 +180,23 @@ int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...) __
  * nothing; only stat(2) and access(2).
  */
 int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path);
+
+/*
+ * The tables' options (NULL-terminated list), one line each: "NAME KIND
+ * [WORD...]", KIND being flag (no value), value, file (a free string, most
+ * often a path), or positional; WORDs are the
+ * values the option takes (CLI_CHOICE words, or those of a values function).
+ * Returns 0, or -1 when out fails.
+ */
+int cli_write_options(FILE *out, const struct cli_option *const *tables);
+
+/*
+ * The word of list (separated by commas and/or spaces) closest to typed, for
+ * "did you mean": written to out (NUL-terminated) and true when one is at
+ * most a third of typed's length away (at least 1 edit; a swap counts 1) and
+ * not typed itself.  Pure.
+ */
+bool cli_suggest(const char *typed, const char *list, char *out, size_t outlen);
 
 /* True when s holds a CR or an LF (a header, method or URL must not). */
 bool cli_has_crlf(const char *s);

@@ -26,112 +26,6 @@ const char *const *hammer_config_urls(const struct hammer_config *cfg, uint32_t 
 	return cfg->nurls > 0 ? cfg->urls : &cfg->url;
 }
 
-int hammer_result_init(struct hammer_result *r, uint64_t interval_ns)
-{
-	memset(r, 0, sizeof(*r));
-	r->latency = histogram_new();
-	r->lateness = histogram_new();
-	r->timeline = timeline_new(interval_ns ? interval_ns : 100 * NS_PER_MS);
-	r->servers = calloc(HAMMER_MAX_URLS, sizeof(*r->servers));
-	r->nservers = 1;
-	if (r->latency == NULL || r->lateness == NULL || r->timeline == NULL || r->servers == NULL) {
-		hammer_result_destroy(r);
-		return -1;
-	}
-	return 0;
-}
-
-void hammer_result_destroy(struct hammer_result *r)
-{
-	histogram_free(r->latency);
-	histogram_free(r->lateness);
-	timeline_free(r->timeline);
-	timeline_free(r->by_start);
-	free(r->servers);
-	r->latency = r->lateness = NULL;
-	r->timeline = r->by_start = NULL;
-	r->servers = NULL;
-}
-
-static void add_array(uint64_t *dst, const uint64_t *src, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		dst[i] += src[i];
-}
-
-static void merge_servers(struct hammer_result *dst, const struct hammer_result *src)
-{
-	if (src->nservers > dst->nservers)
-		dst->nservers = src->nservers;
-	for (uint32_t i = 0; i < src->nservers; i++) {
-		struct hammer_server *d = &dst->servers[i];
-		const struct hammer_server *s = &src->servers[i];
-
-		if (d->url == NULL)
-			d->url = s->url;
-		add_array(d->status, s->status, RETRY_STATUS_MAX);
-		d->errors += s->errors;
-		d->requests += s->requests;
-		d->ok += s->ok;
-		d->failed += s->failed;
-		d->calls += s->calls;
-		d->retries += s->retries;
-	}
-}
-
-int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *src)
-{
-	return hammer_result_merge_at(dst, src, 0);
-}
-
-int hammer_result_merge_at(struct hammer_result *dst, const struct hammer_result *src, uint32_t shift)
-{
-	merge_servers(dst, src);
-	add_array(dst->status, src->status, RETRY_STATUS_MAX);
-	add_array(dst->attempt_status, src->attempt_status, RETRY_STATUS_MAX);
-	add_array(dst->final_errors, src->final_errors, HAMMER_ERR_KINDS);
-	add_array(dst->attempt_errors, src->attempt_errors, HAMMER_ERR_KINDS);
-	add_array(dst->gave_up, src->gave_up, RETRY_REASON_COUNT);
-	dst->requests += src->requests;
-	dst->ok += src->ok;
-	dst->failed += src->failed;
-	dst->calls += src->calls;
-	dst->retries += src->retries;
-	dst->answered += src->answered;
-	dst->unfinished += src->unfinished;
-	dst->dropped += src->dropped;
-	dst->budget_refused += src->budget_refused;
-	dst->throttled += src->throttled;
-	dst->unsent += src->unsent;
-	if (src->wall_ns > dst->wall_ns)
-		dst->wall_ns = src->wall_ns;
-	if (src->last_ok_ns > dst->last_ok_ns)
-		dst->last_ok_ns = src->last_ok_ns;
-	/* several runs together start when the first did, and are as late as the latest */
-	if (src->start_wall_ns != 0 && (dst->start_wall_ns == 0 || src->start_wall_ns < dst->start_wall_ns))
-		dst->start_wall_ns = src->start_wall_ns;
-	if (src->start_late_ns > dst->start_late_ns)
-		dst->start_late_ns = src->start_late_ns;
-	dst->interrupted = dst->interrupted || src->interrupted;
-	if (dst->transport == NULL)
-		dst->transport = src->transport;
-	histogram_merge(dst->latency, src->latency);
-	histogram_merge(dst->lateness, src->lateness);
-	if (src->by_start != NULL && dst->by_start == NULL &&
-	    (dst->by_start = timeline_new(timeline_interval_ns(src->by_start))) == NULL)
-		return -1;
-	if (src->by_start != NULL && timeline_merge_shifted(dst->by_start, src->by_start, shift) != 0)
-		return -1;
-	return timeline_merge_shifted(dst->timeline, src->timeline, shift);
-}
-
-const char *hammer_error_name(enum retry_error e)
-{
-	static const char *const names[] = { "none", "refused", "reset", "timeout", "other" };
-
-	return (unsigned)e < HAMMER_ERR_KINDS ? names[e] : "other";
-}
-
 /* Descriptors a run of tops over `threads` loops needs: the transport's, and each loop's epoll and timerfd. */
 static uint64_t fds_needed(const struct transport_ops *tops, uint32_t clients, uint32_t threads)
 {
@@ -261,6 +155,8 @@ static const struct transport_ops *pick_transport(const struct hammer_config *cf
 	uint32_t n;
 	const char *const *urls = hammer_config_urls(cfg, &n);
 
+	if (cfg->sim != NULL)
+		return &TRANSPORT_SIM;
 	if (cfg->transport == HAMMER_TRANSPORT_CURL)
 		return &TRANSPORT_CURL;
 	for (uint32_t i = 0; cfg->transport == HAMMER_TRANSPORT_AUTO && i < n; i++)
@@ -271,6 +167,10 @@ static const struct transport_ops *pick_transport(const struct hammer_config *cf
 
 static int check_config(const struct hammer_config *cfg, char *err, size_t errlen)
 {
+	if (cfg->sim != NULL && cfg->ready != NULL) {
+		snprintf(err, errlen, "hammer: a run in virtual time cannot be joined");
+		return -1;
+	}
 	if ((cfg->url == NULL && cfg->nurls == 0) || cfg->policy == NULL || cfg->concurrency == 0) {
 		snprintf(err, errlen, "hammer: url, policy and concurrency are required");
 		return -1;
@@ -294,6 +194,7 @@ struct run {
 	pthread_t *tids;
 	uint32_t nloops;
 	uint32_t nstarted;
+	uint64_t shown_from;         /* the start instant on CLOCK_MONOTONIC, for the progress line */
 	_Atomic uint64_t hold_until;   /* --shared-wait's instant, shared by every loop */
 };
 
@@ -326,14 +227,14 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 	if (cfg->shared_wait)
 		run->sh.hold_until = &run->hold_until;
 	if (cfg->policy->budget.kind != BUDGET_NONE) {
-		run->sh.budget = retry_budget_new(&cfg->policy->budget, clock_monotonic_ns());
+		run->sh.budget = retry_budget_new(&cfg->policy->budget, run->sh.clock->origin());
 		if (run->sh.budget == NULL) {
 			snprintf(err, errlen, "cannot create the retry budget");
 			return -1;
 		}
 	}
 	if (cfg->policy->throttle.kind != RETRY_THROTTLE_NONE) {
-		run->sh.throttle = retry_throttle_new(&cfg->policy->throttle, clock_monotonic_ns());
+		run->sh.throttle = retry_throttle_new(&cfg->policy->throttle, run->sh.clock->origin());
 		if (run->sh.throttle == NULL) {
 			snprintf(err, errlen, "cannot create the adaptive throttle");
 			return -1;
@@ -344,7 +245,7 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 
 static int loops_new(struct run *run, const struct hammer_config *cfg, char *err, size_t errlen)
 {
-	uint32_t n = cfg->threads ? cfg->threads : 1, first = 0, clients;
+	uint32_t n = cfg->threads && !run->sh.clock->one_loop ? cfg->threads : 1, first = 0, clients;
 	uint64_t requests;
 
 	slice(cfg, &run->sh.node, &run->sh.nodes, &clients, &requests);
@@ -401,7 +302,7 @@ static void show_progress(const struct run *run, const struct hammer_config *cfg
 	/* A herd start lies a moment ahead: the clock shows 0.0s until then. */
 	progress_line(cfg->progress, "%s%s%s %s, %llu calls, %.1fs", cfg->progress_label ? cfg->progress_label : "",
 	              cfg->progress_label ? ": " : "", done, unit, (unsigned long long)calls,
-	              now > run->sh.start_ns ? (double)(now - run->sh.start_ns) / 1e9 : 0.0);
+	              now > run->shown_from ? (double)(now - run->shown_from) / 1e9 : 0.0);
 }
 
 /* Wait for every worker, drawing the progress line meanwhile when asked. */
@@ -432,14 +333,14 @@ static void wait_workers(struct run *run, const struct hammer_config *cfg)
 static int set_start(struct run *run, const struct hammer_config *cfg, struct hammer_result *res,
                      char *err, size_t errlen)
 {
-	uint64_t now;
+	uint64_t origin = run->sh.clock->origin();
 
-	run->sh.start_ns = clock_monotonic_ns() + (cfg->herd ? HERD_MARGIN_NS : 0);
+	run->sh.start_ns = origin + (cfg->herd ? HERD_MARGIN_NS : 0);
 	if (cfg->ready != NULL && cfg->ready(cfg->ready_ctx, &run->sh.start_ns, err, errlen) != 0)
 		return -1;
-	now = clock_monotonic_ns();
-	res->start_wall_ns = run->sh.start_ns >= now ? clock_wall_ns() + (run->sh.start_ns - now)
-	                                              : clock_wall_ns() - (now - run->sh.start_ns);
+	/* virtual time starts now on the real clock too */
+	run->shown_from = clock_monotonic_ns() + (run->sh.start_ns > origin ? run->sh.start_ns - origin : 0);
+	res->start_wall_ns = run->sh.start_wall_ns = run->sh.clock->wall_of(run->sh.start_ns);
 	run->sh.end_ns = cfg->duration_ns ? run->sh.start_ns + cfg->duration_ns : 0;
 	return 0;
 }
@@ -477,6 +378,7 @@ static int run_prepare(struct run *run, const struct hammer_config *cfg, char *e
 	uint64_t need, requests;
 
 	slice(cfg, &node, &nodes, &clients, &requests);
+	run->sh.clock = cfg->sim != NULL ? &LOOPCLOCK_VIRTUAL : &LOOPCLOCK_REAL;
 	run->sh.tops = pick_transport(cfg);
 	need = fds_needed(run->sh.tops, clients, threads);
 	if (raise_nofile(need, clients, run->sh.tops->fds_wanted(cfg), &run->park_room, err, errlen) != 0)

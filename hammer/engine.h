@@ -11,13 +11,16 @@
 #include "common/rate_schedule.h"
 #include "common/retry/retry.h"
 #include "common/timeline.h"
+#include "hammer/result.h"
+#include "hammer/sim.h"
 #include "hammer/workload.h"
 
 /*
  * The hammer's run API.  hammer_run() fires the load a config describes over
- * `threads` worker threads, each one event loop (epoll, a timerfd and a timer
- * heap of virtual clients waiting to start or retry, with one transport
- * behind an op table: hammer/transport.h), and fills a result.  It is
+ * `threads` worker threads, each one event loop (a timer heap of virtual
+ * clients waiting to start or retry, one transport behind an op table:
+ * hammer/transport.h, and a clock behind another: hammer/loopclock.h), and
+ * fills a result.  With cfg->sim the same loop runs in virtual time.  It is
  * reusable in-process: `ratelab herd` calls it once per policy.
  *
  * The words: a request is what the retry policy retries; each try at it is
@@ -26,11 +29,6 @@
  * request.  Calls are counted as they are sent; a retry is a call made by an
  * attempt after the first.
  */
-
-/* Transport-error kinds as reported: index = enum retry_error. */
-#define HAMMER_ERR_KINDS (RETRY_ERR_OTHER + 1)
-/* Servers one run can spread its requests over (`hammer URL1 URL2 ...`). */
-#define HAMMER_MAX_URLS 16
 
 /* How requests travel: the own HTTP/1.1 path for plain http:// (auto picks it when every URL allows), or libcurl. */
 enum hammer_transport { HAMMER_TRANSPORT_AUTO, HAMMER_TRANSPORT_WIRE, HAMMER_TRANSPORT_CURL };
@@ -80,68 +78,12 @@ struct hammer_config {
 	const char *progress_label;    /* the progress line starts "LABEL: " (herd: the policy), or NULL */
 	const char *progress_unit;     /* what finished requests are called there; NULL: "requests" */
 	atomic_int *cancel;            /* set non-zero (e.g. from SIGINT) to stop; may be NULL */
-};
-
-/* One server's share of a run (request i of the run goes to server i % nurls). */
-struct hammer_server {
-	const char *url;                       /* borrowed from the config */
-	uint64_t status[RETRY_STATUS_MAX];     /* final outcomes by status */
-	uint64_t errors;                       /* final outcomes that were transport errors */
-	uint64_t requests, ok, failed, calls, retries;
+	const struct sim_config *sim;  /* run in virtual time against this model (hammer/sim.h): one
+	                                * loop whatever `threads`, no sockets; NULL: a real run */
 };
 
 /* Several URLs, or the one: cfg's servers in order; *n gets their number (>= 1). */
 const char *const *hammer_config_urls(const struct hammer_config *cfg, uint32_t *n);
-
-struct hammer_result {
-	uint64_t status[RETRY_STATUS_MAX];           /* final outcome of each request, by status
-	                                              * (with final_errors and unsent: every request) */
-	uint64_t final_errors[HAMMER_ERR_KINDS];     /* final outcomes that were transport errors */
-	uint64_t attempt_errors[HAMMER_ERR_KINDS];   /* every call's transport errors */
-	uint64_t attempt_status[RETRY_STATUS_MAX];   /* every call's status */
-	uint64_t gave_up[RETRY_REASON_COUNT];        /* non-2xx finals by the engine's reason */
-	uint64_t requests;       /* requests finished (final outcome known) */
-	uint64_t ok;             /* finished with 2xx */
-	uint64_t failed;         /* finished otherwise */
-	uint64_t calls;          /* calls sent */
-	uint64_t retries;        /* calls sent by attempts after the first */
-	uint64_t answered;       /* calls that got any HTTP answer */
-	uint64_t unfinished;     /* requests cut off by the duration or a cancel */
-	uint64_t dropped;        /* open-loop arrivals that found no room in the backlog */
-	uint64_t budget_refused;  /* retries the budget allowed at decision time but refused at send time */
-	uint64_t throttled;      /* attempts the adaptive throttle refused locally (each ended its request) */
-	uint64_t unsent;         /* requests ended with no call at all: their first attempt was throttled */
-	uint64_t wall_ns;        /* from the start instant to the end */
-	uint64_t start_wall_ns;  /* the start instant on this machine's CLOCK_REALTIME (ns since 1970) */
-	uint64_t start_late_ns;  /* how long after the start instant the first timer fired */
-	uint64_t last_ok_ns;     /* the last 2xx request's end, from the start instant; 0: none */
-	bool interrupted;        /* stopped by *cancel */
-	const char *transport;   /* the transport's name: "wire" or "curl" */
-	struct histogram *latency;   /* per request, from its intended start to its final outcome */
-	struct histogram *lateness;  /* timer fire time minus due time */
-	struct timeline *timeline;   /* calls (and retries) by the time they were sent, outcomes by the time they came */
-	struct timeline *by_start;   /* with cfg->by_start_ns: each ended call, outcome and retry
-	                              * included, in the row of its start; else NULL */
-	struct hammer_server *servers;   /* HAMMER_MAX_URLS entries, allocated by init */
-	uint32_t nservers;               /* entries in use: the config's URLs (1 for one URL) */
-};
-
-/* Zero r and allocate its histograms and timeline.  Returns 0, or -1 (out of memory). */
-int hammer_result_init(struct hammer_result *r, uint64_t interval_ns);
-/* Free what init allocated; r may be partly initialised. */
-void hammer_result_destroy(struct hammer_result *r);
-/* Add src's counts, histograms and timelines into dst.  Returns 0 or -1. */
-int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *src);
-
-/*
- * The same for a run that started `shift` timeline intervals after dst's:
- * src's rows land that much later.  Returns 0, or -1 (the intervals differ,
- * out of memory).
- */
-int hammer_result_merge_at(struct hammer_result *dst, const struct hammer_result *src, uint32_t shift);
-
-/* "none", "refused", "reset", "timeout", "other". */
-const char *hammer_error_name(enum retry_error e);
 
 /*
  * Raise the open-file limit so `clients` connections over `threads` loops

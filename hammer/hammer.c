@@ -207,7 +207,26 @@ static int joined_outputs(struct hammer_opts *o, const struct hammer_result *r)
 	return rc;
 }
 
-int hammer_main(int argc, char **argv)
+/* --sim: the model the run goes against, from --serve's flags.  0, or 2 (reported). */
+static int sim_setup(struct hammer_opts *o, const struct hammer_sim_models *models)
+{
+	char err[2 * ERRLEN];
+
+	if (models == NULL) {
+		fprintf(stderr, "ratelab hammer: --sim: this build has no server model\n");
+		return 2;
+	}
+	o->simcfg.model = models->ops;
+	o->simcfg.model_state = models->create(o->serve_flags, o->cfg.seed, err, sizeof(err));
+	if (o->simcfg.model_state == NULL) {
+		fprintf(stderr, "ratelab hammer: --serve: %s\n", err);
+		return 2;
+	}
+	o->cfg.sim = &o->simcfg;
+	return 0;
+}
+
+int hammer_main(int argc, char **argv, const struct hammer_sim_models *models)
 {
 	struct hammer_opts o;
 	struct hammer_result r;
@@ -219,6 +238,10 @@ int hammer_main(int argc, char **argv)
 	if (rc != 0) {
 		expect_free(o.expect);
 		return hammer_args_exit(rc, err);
+	}
+	if (o.sim && (rc = sim_setup(&o, models)) != 0) {
+		expect_free(o.expect);
+		return rc == 2 ? 2 : hammer_args_exit(rc, err);
 	}
 	if (hammer_result_init(&r, o.cfg.interval_ns) != 0) {
 		fprintf(stderr, "ratelab hammer: out of memory\n");
@@ -250,5 +273,7 @@ free_result:
 	hammer_result_destroy(&r);
 free_expect:
 	expect_free(o.expect);
+	if (o.cfg.sim != NULL)
+		models->destroy(o.simcfg.model_state);
 	return rc;
 }

@@ -16,7 +16,7 @@ static void usage_presets(FILE *f)
 {
 	const char *names = retry_preset_names();
 	struct retry_policy p;
-	char name[32], line[300];
+	char name[32], lead[40], line[300];
 
 	fprintf(f, "\npresets (--policy NAME):\n");
 	while (*names != '\0') {
@@ -27,65 +27,9 @@ static void usage_presets(FILE *f)
 		if (n == 0 || n >= sizeof(name) || retry_policy_preset(name, &p) != 0)
 			continue;
 		retry_policy_describe(&p, line, sizeof(line));
-		fprintf(f, "  %-13s %s\n", name, line);
+		snprintf(lead, sizeof(lead), "  %s", name);
+		cli_write_wrapped(f, lead, 16, line);
 	}
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	"usage: ratelab hammer [URL...] [options]   (URL defaults to http://127.0.0.1:8080/)\n"
-	"  several URLs: requests go round-robin over the servers (a request's retries stay on\n"
-	"  its server), and the summary breaks the counts down per server (at most %d URLs)\n"
-	"\nload:\n"
-	"  --requests N          requests to make (40; no limit with --duration)\n"
-	"  --concurrency N       virtual clients (4; 256 with --rate)\n"
-	"  --duration DUR        run for DUR instead of a count (e.g. 10s)\n"
-	"  --rate R              open loop: R new requests per second (or COUNT/PERIOD); retries on top;\n"
-	"                        or a schedule RATE[@START[+LEN]],...: 100/s,300/s@10s+3s,100/s is 100/s,\n"
-	"                        then 300/s from 10s for 3s, then 100/s again\n"
-	"  --arrivals KIND       constant (default) or poisson, with --rate\n"
-	"  --threads N           worker threads (default: the number of cores)\n"
-	"  --method M, --header 'K: V' (repeatable), --data BODY\n"
-	"  --timeout DUR         per attempt (30s); --connect-timeout DUR\n"
-	"  --start now|herd      herd: every client fires at one instant once all are ready\n"
-	"  --transport T         auto (default): ratelab's own HTTP/1.1 client for http:// URLs,\n"
-	"                        libcurl otherwise; wire: the own client only; curl: libcurl only\n"
-	"  --seed N              make every jittered wait reproducible\n"
-	"  --sources N           spread the own client's connections to a 127.x.y.z server over\n"
-	"                        N source addresses from 127.0.0.1 (default: as many as the port\n"
-	"                        range needs, so 100,000 clients fit; 1 below about 14,000)\n"
-	"\nretries:\n"
-	"  --retry               the lab preset (same as --policy lab)\n"
-	"  --policy NAME         %s\n"
-	"  --no-retry            never retry (also RATELAB_NO_RETRY=1)\n"
-	"  --backoff none|constant|exponential|full|equal|decorrelated|randomized\n"
-	"  --base DUR --cap DUR --multiplier X --max-attempts N --deadline DUR\n"
-	"  --retry-on LIST       statuses plus conn, timeout (e.g. 429,503,conn)\n"
-	"  --retry-non-idempotent  --retry-after honour|ignore  --max-retry-after DUR\n"
-	"  --total-wait-cap DUR  the most one request may spend waiting in all\n"
-	"  --budget ratio=0.2,min=10,window=10s | on | sre[,k=2,window=2m] | none\n"
-	"  --shared-wait         a Retry-After holds every client of this run off until it is\n"
-	"                        over, not just the one that got it (one client, one wait)\n"
-	"  (a retrying run sends Retry-Attempt and Retry-Request on each call, so the server\n"
-	"   judges each retry against its own rejection)\n"
-	"\noutput:\n"
-	"  --json FILE|-         the figures as JSON (with -, the summary goes to stderr)\n"
-	"  --timeline FILE.csv   per-interval counts; --interval DUR (100ms)\n"
-	"  --plot FILE.svg       the timeline, stacked by status\n"
-	"  --verbose             one note per retry; --quiet: no summary\n"
-	"  --expect CHECKS       e.g. 'ok>=30,429<=5,wall<=10s,calls<=200'; exit 3 when one fails\n"
-	"  --junit FILE|-        the --expect checks as JUnit XML for CI, one testcase per check\n"
-	"\nmany machines, one run:\n"
-	"  --join redis://HOST:PORT/RUNID --nodes N   N hammers started with the same line (and\n"
-	"                        their own --join) start at one instant and split the work:\n"
-	"                        --concurrency, --requests and --rate are the run's totals; node 0\n"
-	"                        prints the merged summary, --json, --timeline, --plot and --expect\n"
-	"  --join-timeout DUR    the longest wait for the other nodes (30s)\n"
-	"\nexit: 0 run completed, 1 no HTTP answer at all, 2 usage error, 3 --expect failed,\n"
-	"      4 a joined run could not start or reach Redis, 130 Ctrl-C\n",
-	HAMMER_MAX_URLS, retry_preset_names());
-	usage_presets(f);
 }
 
 /* --method: an upper-case token, which also keeps CR and LF out of the request line. */
@@ -222,9 +166,29 @@ static int opt_join(void *base, const struct cli_option *o, const char *v, char 
 	return 0;
 }
 
+static int opt_sim_delay(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	char inner[ERRLEN];
+
+	(void)o;
+	if (sim_net_parse_delay(v, &((struct hammer_opts *)base)->simcfg.net, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a delay such as 10ms or 10ms±2ms"), -1;
+	return 0;
+}
+
 static const char *const ARRIVALS[] = { "constant", "poisson", NULL };
 static const char *const STARTS[] = { "now", "herd", NULL };
 static const char *const TRANSPORTS[] = { "auto", "wire", "curl", NULL };  /* enum hammer_transport */
+
+static const char *backoff_words(void)
+{
+	return "none, constant, exponential, full, equal, decorrelated, randomized";
+}
+
+static const char *retry_after_words(void)
+{
+	return "honour, ignore";
+}
 
 #define HO(member) CLI_FIELD(struct hammer_opts, member)
 #define DUR_MS(member) CLI_DURATION, HO(member), .min = NS_PER_MS, .max = UINT64_MAX
@@ -232,54 +196,140 @@ static const char *const TRANSPORTS[] = { "auto", "wire", "curl", NULL };  /* en
 static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "URL", CLI_LIST, HO(urls), .max = HAMMER_MAX_URLS, CLI_COUNT(struct hammer_opts, cfg.nurls) },
 	{ "--requests", CLI_U64, HO(cfg.requests), .min = 1, .max = UINT64_MAX - 1,
-	  CLI_GIVEN(struct hammer_opts, requests_given) },
+	  CLI_GIVEN(struct hammer_opts, requests_given), .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "requests to make (default 40; no limit with --duration)" },
 	{ "--concurrency", CLI_U64, HO(cfg.concurrency), .min = 1, .max = 1000000,
-	  CLI_GIVEN(struct hammer_opts, concurrency_given) },
-	{ "--duration", CLI_DURATION, HO(cfg.duration_ns), .min = 1, .max = UINT64_MAX },
-	{ "--rate", CLI_CUSTOM, .fn = opt_rate, .dmin = 0.001, .dmax = 1e7 },
-	{ "--arrivals", CLI_CHOICE, HO(cfg.poisson), .words = ARRIVALS },
-	{ "--threads", CLI_U64, HO(cfg.threads), .min = 1, .max = 256 },
-	{ "--method", CLI_CUSTOM, .fn = opt_method },
-	{ "--header", CLI_CUSTOM, .fn = opt_header },
-	{ "--data", CLI_STRING, HO(cfg.data) },
+	  CLI_GIVEN(struct hammer_opts, concurrency_given), .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "virtual clients (default 4; 256 with --rate)" },
+	{ "--duration", CLI_DURATION, HO(cfg.duration_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "run for DUR instead of a count (e.g. 10s)" },
+	{ "--rate", CLI_CUSTOM, .fn = opt_rate, .dmin = 0.001, .dmax = 1e7, .section = CLI_SEC_RUN, .arg = "R",
+	  .help = "open loop: R new requests per second (or COUNT/PERIOD); retries on top; or a "
+	          "schedule RATE[@START[+LEN]],...: 100/s,300/s@10s+3s,100/s is 100/s, then "
+	          "300/s from 10s for 3s, then 100/s again" },
+	{ "--arrivals", CLI_CHOICE, HO(cfg.poisson), .words = ARRIVALS, .section = CLI_SEC_RUN, .arg = "constant|poisson",
+	  .help = "with --rate: evenly spaced (default) or random arrivals" },
+	{ "--threads", CLI_U64, HO(cfg.threads), .min = 1, .max = 256, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "worker threads (default: the number of cores)" },
+	{ "--method", CLI_CUSTOM, .fn = opt_method, .section = CLI_SEC_RUN, .arg = "M",
+	  .help = "the request method (default GET)" },
+	{ "--header", CLI_CUSTOM, .fn = opt_header, .section = CLI_SEC_RUN, .arg = "'K: V'",
+	  .help = "a request header; repeatable" },
+	{ "--data", CLI_STRING, HO(cfg.data), .section = CLI_SEC_RUN, .arg = "BODY",
+	  .help = "the request body" },
 	/* both transports count in whole milliseconds */
-	{ "--timeout", DUR_MS(cfg.timeout_ns) },
-	{ "--connect-timeout", DUR_MS(cfg.connect_timeout_ns) },
-	{ "--start", CLI_CHOICE, HO(cfg.herd), .words = STARTS },
-	{ "--transport", CLI_CHOICE, HO(cfg.transport), .words = TRANSPORTS },
-	{ "--seed", CLI_U64, HO(cfg.seed), .max = INT64_MAX, CLI_GIVEN(struct hammer_opts, seed_given) },
-	{ "--sources", CLI_U64, HO(cfg.sources), .min = 1, .max = (1u << 24) - 2 },
-	{ "--retry", CLI_ACTION, .fn = opt_retry },
-	{ "--policy", CLI_CUSTOM, .fn = opt_policy },
-	{ "--no-retry", CLI_BOOL, HO(no_retry) },
-	{ "--backoff", CLI_CUSTOM, .fn = opt_knob },
-	{ "--base", CLI_CUSTOM, .fn = opt_knob },
-	{ "--cap", CLI_CUSTOM, .fn = opt_knob },
-	{ "--multiplier", CLI_CUSTOM, .fn = opt_knob },
-	{ "--max-attempts", CLI_CUSTOM, .fn = opt_knob },
-	{ "--deadline", CLI_CUSTOM, .fn = opt_knob },
-	{ "--retry-on", CLI_CUSTOM, .fn = opt_knob },
-	{ "--retry-non-idempotent", CLI_ACTION, .fn = opt_knob },
-	{ "--retry-after", CLI_CUSTOM, .fn = opt_knob },
-	{ "--max-retry-after", CLI_CUSTOM, .fn = opt_knob },
-	{ "--total-wait-cap", CLI_CUSTOM, .fn = opt_knob },
-	{ "--budget", CLI_CUSTOM, .fn = opt_knob },
-	{ "--shared-wait", CLI_BOOL, HO(cfg.shared_wait) },
-	{ "--json", CLI_STRING, HO(json_path) },
-	{ "--junit", CLI_STRING, HO(junit_path) },
-	{ "--timeline", CLI_STRING, HO(timeline_path) },
-	{ "--interval", DUR_MS(cfg.interval_ns) },
-	{ "--plot", CLI_STRING, HO(plot_path) },
-	{ "--verbose", CLI_BOOL, HO(verbose) },
-	{ "--quiet", CLI_BOOL, HO(quiet) },
-	{ "--expect", CLI_CUSTOM, .fn = opt_expect },
-	{ "--join", CLI_CUSTOM, .fn = opt_join },
-	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX },
-	{ "--join-timeout", DUR_MS(join_timeout_ns) },
+	{ "--timeout", DUR_MS(cfg.timeout_ns), .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "per attempt (default 30s)" },
+	{ "--connect-timeout", DUR_MS(cfg.connect_timeout_ns), .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "per connection attempt" },
+	{ "--start", CLI_CHOICE, HO(cfg.herd), .words = STARTS, .section = CLI_SEC_RUN, .arg = "now|herd",
+	  .help = "herd: every client fires at one instant once all are ready" },
+	{ "--transport", CLI_CHOICE, HO(cfg.transport), .words = TRANSPORTS, .section = CLI_SEC_ADVANCED, .arg = "auto|wire|curl",
+	  .help = "auto (default): ratelab's own HTTP/1.1 client for http:// URLs, libcurl "
+	          "otherwise; wire: the own client only; curl: libcurl only" },
+	{ "--seed", CLI_U64, HO(cfg.seed), .max = INT64_MAX, CLI_GIVEN(struct hammer_opts, seed_given), .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "make every jittered wait reproducible" },
+	{ "--sources", CLI_U64, HO(cfg.sources), .min = 1, .max = (1u << 24) - 2, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "spread the own client's connections to a 127.x.y.z server over N source "
+	          "addresses from 127.0.0.1 (default: as many as the port range needs, so "
+	          "100,000 clients fit; 1 below about 14,000)" },
+	{ "--retry", CLI_ACTION, .fn = opt_retry, .section = CLI_SEC_DOES,
+	  .help = "the lab preset (same as --policy lab)" },
+	{ "--policy", CLI_CUSTOM, .fn = opt_policy, .values = retry_preset_names, .section = CLI_SEC_DOES, .arg = "NAME",
+	  .help = "a retry preset (see presets below)." },
+	{ "--no-retry", CLI_BOOL, HO(no_retry), .section = CLI_SEC_DOES,
+	  .help = "never retry (also RATELAB_NO_RETRY=1)" },
+	{ "--backoff", CLI_CUSTOM, .fn = opt_knob, .values = backoff_words, .section = CLI_SEC_DOES, .arg = "KIND",
+	  .help = "the wait between attempts." },
+	{ "--base", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "the first backoff wait" },
+	{ "--cap", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "the longest backoff wait" },
+	{ "--multiplier", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "X",
+	  .help = "the backoff growth per attempt" },
+	{ "--max-attempts", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "N",
+	  .help = "attempts per request, the first included" },
+	{ "--deadline", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "the most one request may take in all" },
+	{ "--retry-on", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "LIST",
+	  .help = "statuses plus conn, timeout (e.g. 429,503,conn)" },
+	{ "--retry-non-idempotent", CLI_ACTION, .fn = opt_knob, .section = CLI_SEC_DOES,
+	  .help = "retry POST and PATCH too" },
+	{ "--retry-after", CLI_CUSTOM, .fn = opt_knob, .values = retry_after_words, .section = CLI_SEC_DOES, .arg = "honour|ignore",
+	  .help = "whether a Retry-After answer sets the wait" },
+	{ "--max-retry-after", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "a longer Retry-After fails fast" },
+	{ "--total-wait-cap", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "the most one request may spend waiting in all" },
+	{ "--budget", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "SPEC",
+	  .help = "a retry budget: ratio=0.2,min=10,window=10s | on | sre[,k=2,window=2m] | none" },
+	{ "--shared-wait", CLI_BOOL, HO(cfg.shared_wait), .section = CLI_SEC_DOES,
+	  .help = "a Retry-After holds every client of this run off until it is over, not just the "
+	          "one that got it (one client, one wait).  A retrying run sends Retry-Attempt and "
+	          "Retry-Request on each call, so the server judges each retry against its own rejection" },
+	{ "--json", CLI_STRING, HO(json_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
+	  .help = "the figures as JSON (with -, the summary goes to stderr)" },
+	{ "--junit", CLI_STRING, HO(junit_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
+	  .help = "the --expect checks as JUnit XML for CI, one testcase per check" },
+	{ "--timeline", CLI_STRING, HO(timeline_path), .section = CLI_SEC_OUTPUT, .arg = "FILE.csv",
+	  .help = "per-interval counts" },
+	{ "--interval", DUR_MS(cfg.interval_ns), .section = CLI_SEC_OUTPUT, .arg = "DUR",
+	  .help = "the interval of --timeline and --plot (default 100ms)" },
+	{ "--plot", CLI_STRING, HO(plot_path), .section = CLI_SEC_OUTPUT, .arg = "FILE.svg",
+	  .help = "the timeline, stacked by status" },
+	{ "--verbose", CLI_BOOL, HO(verbose), .section = CLI_SEC_OUTPUT,
+	  .help = "one note per retry" },
+	{ "--quiet", CLI_BOOL, HO(quiet), .section = CLI_SEC_OUTPUT,
+	  .help = "no summary" },
+	{ "--expect", CLI_CUSTOM, .fn = opt_expect, .section = CLI_SEC_OUTPUT, .arg = "CHECKS",
+	  .help = "e.g. 'ok>=30,429<=5,wall<=10s,calls<=200'; exit 3 when one fails" },
+	{ "--join", CLI_CUSTOM, .fn = opt_join, .section = CLI_SEC_ADVANCED, .arg = "redis://HOST:PORT/RUNID",
+	  .help = "with --nodes N: N hammers started with the same line (and their own --join) "
+	          "start at one instant and split the work: --concurrency, --requests and --rate "
+	          "are the run's totals; node 0 prints the merged summary, --json, --timeline, "
+	          "--plot and --expect" },
+	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "how many hammers --join waits for" },
+	{ "--join-timeout", DUR_MS(join_timeout_ns), .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "the longest wait for the other nodes (default 30s)" },
+	{ "--sim", CLI_BOOL, HO(sim), .section = CLI_SEC_ADVANCED,
+	  .help = "run in exact virtual time against an in-process model of ratelab serve "
+	          "(its limiter, capacity model and /occ): the same engine and retry policy, no "
+	          "sockets; the same --seed gives the same bytes (one loop: --threads changes nothing)" },
+	{ "--serve", CLI_STRING, HO(serve_flags), .section = CLI_SEC_ADVANCED, .arg = "'FLAGS'",
+	  .help = "with --sim: the model's serve flags, e.g. '--limiter gcra --limit 5'" },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
+	  .help = "with --sim: each message's one-way network delay, |N(MEAN, SD)| (default 100us)" },
+	{ "--sim-loss", CLI_DOUBLE, HO(simcfg.net.loss), .dmin = 0, .dmax = 1, .section = CLI_SEC_ADVANCED, .arg = "P",
+	  .help = "with --sim: each message lost with probability P (0..1; the call times out)" },
+	{ "--sim-connect", CLI_DURATION, HO(simcfg.net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "with --sim: a client's first call pays DUR to set its connection up (default 0)" },
 	{ NULL },
 };
 
-static const struct cli_command HAMMER_CLI = { "hammer", usage };
+#define HAMMER_STR_(x) #x
+#define HAMMER_STR(x) HAMMER_STR_(x)
+
+static const struct cli_option *const HAMMER_TABLES[] = { HAMMER_OPTIONS, NULL };
+
+static const struct cli_help HAMMER_HELP = {
+	.usage = "ratelab hammer [URL...] [options]",
+	.about = "Fires requests at URL (default http://127.0.0.1:8080/) from concurrent virtual "
+	         "clients, with or without retry, and prints what came back.  Several URLs: "
+	         "requests go round-robin over the servers (a request's retries stay on its server), "
+	         "and the summary breaks the counts down per server (at most "
+	         HAMMER_STR(HAMMER_MAX_URLS) " URLs).",
+	.tables = HAMMER_TABLES,
+	.more = usage_presets,
+	.exits = "0\tthe run completed\n"
+	         "1\tno HTTP answer at all\n"
+	         "2\ta bad flag or value\n"
+	         "3\t--expect failed\n"
+	         "4\ta joined run could not start or reach Redis\n"
+	         "130\tCtrl-C\n",
+};
+
+static const struct cli_command HAMMER_CLI = { "hammer", NULL, &HAMMER_HELP };
 
 static void set_defaults(struct hammer_opts *o)
 {
@@ -294,6 +344,7 @@ static void set_defaults(struct hammer_opts *o)
 	o->cfg.headers = o->headers;
 	o->policy_name = "none";
 	o->join_timeout_ns = 30 * NS_PER_SEC;
+	sim_net_defaults(&o->simcfg.net);
 }
 
 /* An http:// or https:// URL that libcurl can take apart (host present, port in range). */
@@ -337,6 +388,10 @@ static int check_targets(struct hammer_opts *o, char *err, size_t errlen)
 			                     "is not a plain http://HOST[:PORT]/PATH URL (--transport wire takes no other)");
 	if (o->cfg.poisson && o->cfg.rate == 0)
 		return cli_fail(err, errlen, "hammer", "--arrivals poisson needs --rate");
+	if (o->sim && o->join_url != NULL)
+		return cli_fail(err, errlen, "hammer", "--sim runs in one process: no --join");
+	if (!o->sim && o->serve_flags != NULL)
+		return cli_fail(err, errlen, "hammer", "--serve configures the model of --sim: give --sim too");
 	if ((o->join_url != NULL) != (o->nodes != 0))
 		return cli_fail(err, errlen, "hammer", o->join_url ? "--join needs --nodes N (the nodes in the run)"
 		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
@@ -386,6 +441,9 @@ int hammer_args_parse(struct hammer_opts *o, int argc, char **argv, atomic_int *
 	o->cfg.notes = o->verbose ? stderr : NULL;
 	o->cfg.progress = (!o->quiet && !o->verbose && isatty(STDERR_FILENO)) ? stderr : NULL;
 	o->cfg.cancel = cancel;
+	/* virtual time runs every client on one loop */
+	if (o->sim)
+		o->cfg.threads = 1;
 	return 0;
 }
 

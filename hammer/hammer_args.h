@@ -47,6 +47,9 @@ struct hammer_opts {
 	struct knob knobs[MAX_KNOBS];
 	unsigned nknobs;
 	struct rate_schedule schedule;   /* --rate as a schedule (cfg.schedule points here) */
+	bool sim;                    /* --sim: virtual time against a model of serve */
+	const char *serve_flags;     /* --serve FLAGS: the model's serve flags, or NULL (serve's defaults) */
+	struct sim_config simcfg;    /* --sim-delay, --sim-loss, --sim-connect; the model once built */
 };
 
 /*

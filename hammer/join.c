@@ -95,17 +95,37 @@ const char *join_alive_key(const struct join *j, uint32_t node, char *buf, size_
 
 /* ---- small replies ---- */
 
+/* The value of a decimal string of 1 to 19 digits (no sign, nothing else) into *v; false otherwise. */
+static bool digits_u64(const char *s, size_t len, uint64_t *v)
+{
+	*v = 0;
+	if (len == 0 || len > 19)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		*v = *v * 10 + (uint64_t)(s[i] - '0');
+	}
+	return true;
+}
+
 /* The integer or integer-string value of r; -1 for nil or anything else.  Frees r. */
 long long join_reply_int(redisReply *r)
 {
 	long long v = -1;
+	uint64_t u;
 
 	if (r != NULL && r->type == REDIS_REPLY_INTEGER)
 		v = r->integer;
-	else if (r != NULL && r->type == REDIS_REPLY_STRING)
-		v = strtoll(r->str, NULL, 10);
+	else if (r != NULL && r->type == REDIS_REPLY_STRING && digits_u64(r->str, r->len, &u) && u <= INT64_MAX)
+		v = (long long)u;
 	freeReplyObject(r);
 	return v;
+}
+
+bool join_reply_u64(const redisReply *r, uint64_t *v)
+{
+	return r != NULL && r->type == REDIS_REPLY_STRING && digits_u64(r->str, r->len, v);
 }
 
 /* The string of r copied into buf ("" for nil); false when r is NULL or an error.  Frees r. */
@@ -254,7 +274,8 @@ static int agree(struct join *j, char *err, size_t errlen)
 	snprintf(mine, sizeof(mine), "%" PRIu64, j->o.seed);
 	if (set_first(j, join_run_key(j, k, sizeof(k), "seed"), mine, got, sizeof(got), dl) != 0)
 		return join_conn_fail(&j->conn, err, errlen);
-	j->seed = strtoull(got, NULL, 10);
+	if (!digits_u64(got, strlen(got), &j->seed))
+		return snprintf(err, errlen, "%s: the run's seed in Redis is not a number (pick a new RUNID)", j->url), -1;
 	return 0;
 }
 
@@ -338,10 +359,23 @@ void join_round(struct join *j, const char *name)
 
 /* ---- the start ---- */
 
+/* TIME's reply as ns since 1970: two decimal strings, seconds and microseconds; false for anything else. */
+static bool time_of(const redisReply *r, uint64_t *ns)
+{
+	uint64_t sec, usec;
+
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !join_reply_u64(r->element[0], &sec) ||
+	    !join_reply_u64(r->element[1], &usec) || usec >= 1000000 || sec > UINT64_MAX / NS_PER_SEC - 1)
+		return false;
+	*ns = sec * NS_PER_SEC + usec * 1000;
+	return true;
+}
+
 /*
  * Sample Redis TIME a few times and keep the tightest round trip: Redis
  * time then was T at the midpoint of the call.  Sets j's offset and rtt and
- * *mid_mono / *t_redis.  0, or -1 (Redis gone).
+ * *mid_mono / *t_redis.  0, or -1 with j->conn.why (Redis gone, or a reply
+ * that is not a time).
  */
 static int sync_clock(struct join *j, uint64_t deadline, uint64_t *mid_mono, uint64_t *t_redis)
 {
@@ -351,16 +385,17 @@ static int sync_clock(struct join *j, uint64_t deadline, uint64_t *mid_mono, uin
 		uint64_t w0 = clock_wall_ns(), t0 = clock_monotonic_ns(), t1, w1;
 		redisReply *r = join_conn_cmd(&j->conn, deadline, "TIME");
 
+		uint64_t t;
+
 		t1 = clock_monotonic_ns();
 		w1 = clock_wall_ns();
-		if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+		if (r != NULL && !time_of(r, &t))
+			snprintf(j->conn.why, sizeof(j->conn.why), "its answer to TIME is not a time");
+		if (r == NULL || !time_of(r, &t)) {
 			freeReplyObject(r);
 			return -1;
 		}
 		if (t1 - t0 < best) {
-			uint64_t t = strtoull(r->element[0]->str, NULL, 10) * NS_PER_SEC +
-			             strtoull(r->element[1]->str, NULL, 10) * 1000;
-
 			best = t1 - t0;
 			*mid_mono = t0 + best / 2;
 			*t_redis = t;
@@ -430,9 +465,9 @@ static int await_start(struct join *j, uint64_t deadline, uint64_t *start, char 
 			freeReplyObject(r);
 			return join_conn_fail(&j->conn, err, errlen);
 		}
-		if (r->element[0]->type == REDIS_REPLY_STRING)
-			*start = strtoull(r->element[0]->str, NULL, 10);
-		if (r->element[1]->type == REDIS_REPLY_STRING)
+		if (r->element[0]->type == REDIS_REPLY_STRING && !join_reply_u64(r->element[0], start))
+			*start = 0;
+		if (r->element[1]->type != REDIS_REPLY_NIL)
 			*start = 0;
 		freeReplyObject(r);
 		if (*start != UINT64_MAX)
@@ -473,6 +508,11 @@ int join_ready(void *ctx, uint64_t *start_ns, char *err, size_t errlen)
 	/* the others wait a little longer than node 0, which gives up first and says why */
 	if (await_start(j, deadline + (j->node ? NS_PER_SEC : 0), &start, err, errlen) != 0)
 		return -1;
+	/* a start set by node 0 is a margin ahead: one much further is a stale or planted key, never waited for */
+	if (start > redis_now_ns(j) + j->o.margin_ns + j->o.timeout_ns)
+		return snprintf(err, errlen, "node %" PRIu32 " of %" PRIu32 ": %s: the start time in Redis is %.0fs ahead, "
+		                "more than the margin and --join-timeout allow (a stale or planted key? pick a new RUNID)",
+		                j->node, j->nodes, j->url, (double)(start - redis_now_ns(j)) / 1e9), -1;
 	j->start_redis_ns = start;
 	*start_ns = start >= t ? mid + (start - t) : mid - (t - start < mid ? t - start : mid);
 	return 0;

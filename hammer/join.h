@@ -109,9 +109,11 @@ struct join_summary {
  * Wait (bounded: while a node's heartbeat lives, at most the timeout) for
  * every node's result of the current round and add them into dst
  * (initialised with the run's interval).  Fills s; free it with
- * join_summary_destroy.  0, or -1 with a reason in err (Redis gone, a
- * result that does not read).  The URLs dst takes point into results kept
- * by the join: use dst before join_free.
+ * join_summary_destroy.  A result that does not read (not JSON, over the
+ * bounds of result_codec.h, a count out of range) is left out like a node
+ * that sent none, and named in s->missing.  0, or -1 with a reason in err
+ * (Redis gone).  The URLs dst takes point into results kept by the join:
+ * use dst before join_free.
  */
 int join_collect(struct join *j, struct hammer_result *dst, struct join_summary *s, char *err, size_t errlen);
 void join_summary_destroy(struct join_summary *s);

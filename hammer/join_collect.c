@@ -42,34 +42,118 @@ put:
 }
 
 /* The states of one node's result as join_collect waits for it. */
-enum node_state { NODE_WAITING, NODE_IN, NODE_GONE, NODE_NEVER, NODE_LATE };
+enum node_state { NODE_WAITING, NODE_IN, NODE_GONE, NODE_NEVER, NODE_LATE, NODE_CORRUPT };
+
+#define WHY_LEN 120
 
 struct collect {
-	json_t **res;                  /* node i's result object, or NULL */
+	json_t **res;                  /* node i's result object (its bulk dropped once merged), or NULL */
 	enum node_state *state;
+	char (*why)[WHY_LEN];          /* why node i's result is NODE_CORRUPT */
 	uint32_t pending;              /* nodes still NODE_WAITING */
+	struct hammer_result *dst;     /* the results merged so far */
+	bool ready;                    /* dst is set up (with the first merged result's interval) */
 };
 
-/* Read node i's result if it is there: NODE_IN, or NODE_WAITING; -1 when Redis is gone or it does not parse. */
+/* Node i's result is in Redis but does not read: it counts as missing, with why. */
+static void corrupt(struct collect *c, uint32_t i, const char *why)
+{
+	snprintf(c->why[i], WHY_LEN, "%s", why);
+	json_decref(c->res[i]);
+	c->res[i] = NULL;
+	c->state[i] = NODE_CORRUPT;
+	c->pending--;
+}
+
+/* An integer member from lo to hi; false when absent or out of range. */
+static bool member_in(const json_t *o, const char *k, json_int_t lo, json_int_t hi)
+{
+	const json_t *v = json_object_get(o, k);
+
+	return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
+}
+
+/* The members summarize reads, in range for its sums; the raw counts are checked when merged. */
+static bool envelope_ok(const json_t *o, uint32_t i)
+{
+	json_int_t ns = (json_int_t)RESULT_CODEC_MAX_NS;
+
+	return member_in(o, "node", i, i) && member_in(o, "nodes", 1, JOIN_NODES_MAX) &&
+	       member_in(o, "clock_offset_ns", -ns, ns) && member_in(o, "rtt_ns", 0, ns) &&
+	       member_in(o, "start_ns", 0, INT64_MAX / 2) &&
+	       member_in(o, "began_ns", json_integer_value(json_object_get(o, "start_ns")),
+	                 json_integer_value(json_object_get(o, "start_ns")) + ns) &&
+	       json_is_object(json_object_get(o, "raw"));
+}
+
+/*
+ * Merge node i's result into c->dst as soon as it is read, set up with the
+ * interval of the first one that reads, and drop its bulk (timelines,
+ * histograms): only one result is whole in memory at a time, whatever N.
+ * One that does not read (a count out of range, another interval) is
+ * marked corrupt and leaves dst untouched.  -1 only when out of memory.
+ */
+static int take_in(struct collect *c, uint32_t i, char *err, size_t errlen)
+{
+	json_t *raw = json_object_get(c->res[i], "raw");
+	uint64_t interval = result_codec_interval_ns(raw);
+	char why[WHY_LEN] = "raw result: timeline interval";
+	static const char *const bulk[] = { "timeline", "by_start", "latency", "lateness" };
+
+	if (!c->ready && interval != 0 && hammer_result_init(c->dst, interval) != 0)
+		return snprintf(err, errlen, "out of memory"), -1;
+	if (interval == 0 || result_codec_add(c->dst, raw, 0, why, sizeof(why)) != 0) {
+		if (!c->ready && interval != 0)
+			hammer_result_destroy(c->dst);
+		corrupt(c, i, why);
+		return 0;
+	}
+	c->ready = true;
+	/* what stays is what dst and the summary point into: the servers' URLs, the config, the envelope */
+	for (size_t b = 0; b < sizeof(bulk) / sizeof(bulk[0]); b++)
+		json_object_del(raw, bulk[b]);
+	c->state[i] = NODE_IN;
+	c->pending--;
+	return 0;
+}
+
+/*
+ * Read node i's result if it is there: NODE_IN, NODE_CORRUPT, or still
+ * NODE_WAITING.  Its length is asked first and at most the bound is read.
+ * -1 only when Redis is gone.
+ */
 static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t deadline, char *err, size_t errlen)
 {
-	char k[200];
-	redisReply *r = join_conn_cmd(&j->conn, deadline, "GET %s", join_key(j, k, sizeof(k), "result:%" PRIu32, i));
-	json_error_t je;
+	char k[200], why[WHY_LEN];
+	redisReply *r;
+	long long len;
 
+	join_key(j, k, sizeof(k), "result:%" PRIu32, i);
+	r = join_conn_cmd(&j->conn, deadline, "STRLEN %s", k);
 	if (r == NULL)
 		return join_conn_fail(&j->conn, err, errlen);
-	if (r->type == REDIS_REPLY_STRING) {
-		c->res[i] = json_loadb(r->str, r->len, 0, &je);
-		if (!json_is_object(c->res[i]) || !json_is_object(json_object_get(c->res[i], "raw"))) {
-			snprintf(err, errlen, "%s: node %" PRIu32 "'s result does not read (%s)", j->url, i, je.text);
-			freeReplyObject(r);
-			return -1;
-		}
-		c->state[i] = NODE_IN;
-		c->pending--;
-	}
+	len = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 	freeReplyObject(r);
+	if (len == 0)
+		return 0;
+	if (len < 0 || len > RESULT_CODEC_MAX_BYTES) {
+		corrupt(c, i, len < 0 ? "its key is not a string" : "it is larger than the bound");
+		return 0;
+	}
+	/* the value may change after STRLEN: GETRANGE still reads no more than the bound */
+	r = join_conn_cmd(&j->conn, deadline, "GETRANGE %s 0 %u", k, RESULT_CODEC_MAX_BYTES);
+	if (r == NULL)
+		return join_conn_fail(&j->conn, err, errlen);
+	c->res[i] = r->type == REDIS_REPLY_STRING ? result_codec_parse(r->str, r->len, why, sizeof(why)) : NULL;
+	if (r->type != REDIS_REPLY_STRING)
+		snprintf(why, sizeof(why), "its key is not a string");
+	freeReplyObject(r);
+	if (c->res[i] == NULL)
+		corrupt(c, i, why);
+	else if (!envelope_ok(c->res[i], i))
+		corrupt(c, i, "a member is missing or out of range");
+	else
+		return take_in(c, i, err, errlen);
 	return 0;
 }
 
@@ -138,13 +222,15 @@ static void note_missing(struct join *j, const struct collect *c, struct join_su
 		[NODE_GONE] = "stopped without a result (killed or crashed mid-run?)",
 		[NODE_NEVER] = "never joined",
 		[NODE_LATE] = "sent no result in time (still running?)",
+		[NODE_CORRUPT] = "wrote a result that does not read: ",
 	};
 	size_t n = 0;
 
 	for (uint32_t i = 0; i < j->nodes; i++)
 		if (c->state[i] != NODE_IN && n < sizeof(s->missing))
-			n += (size_t)snprintf(s->missing + n, sizeof(s->missing) - n, "%snode %" PRIu32 " of %" PRIu32 " %s",
-			                      n ? "\n" : "", i, j->nodes, why[c->state[i]]);
+			n += (size_t)snprintf(s->missing + n, sizeof(s->missing) - n, "%snode %" PRIu32 " of %" PRIu32
+			                      " %s%s", n ? "\n" : "", i, j->nodes, why[c->state[i]],
+			                      c->state[i] == NODE_CORRUPT ? c->why[i] : "");
 }
 
 /* Spread, offsets and the "join" JSON of the results that came in. */
@@ -182,44 +268,25 @@ static void summarize(struct join *j, const struct collect *c, struct join_summa
 	                    "per_node", per);
 }
 
-/* Add every result that came in into dst, set up with the first one's interval. */
-static int merge_in(struct join *j, const struct collect *c, struct hammer_result *dst, char *err, size_t errlen)
-{
-	uint64_t interval = 0;
-
-	for (uint32_t i = 0; i < j->nodes && interval == 0; i++)
-		if (c->state[i] == NODE_IN)
-			interval = result_codec_interval_ns(json_object_get(c->res[i], "raw"));
-	if (hammer_result_init(dst, interval ? interval : 100 * NS_PER_MS) != 0) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (uint32_t i = 0; i < j->nodes; i++) {
-		char why[256];
-
-		if (c->state[i] == NODE_IN &&
-		    result_codec_add(dst, json_object_get(c->res[i], "raw"), 0, why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "%s: node %" PRIu32 ": %s", j->url, i, why);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 int join_collect(struct join *j, struct hammer_result *dst, struct join_summary *s, char *err, size_t errlen)
 {
-	struct collect c = { calloc(j->nodes, sizeof(*c.res)), calloc(j->nodes, sizeof(*c.state)), j->nodes };
+	struct collect c = { calloc(j->nodes, sizeof(*c.res)), calloc(j->nodes, sizeof(*c.state)),
+	                     calloc(j->nodes, sizeof(*c.why)), j->nodes, dst, false };
 	int rc = -1;
 
 	memset(s, 0, sizeof(*s));
 	memset(dst, 0, sizeof(*dst));
 	s->nodes = j->nodes;
-	if (c.res == NULL || c.state == NULL) {
+	if (c.res == NULL || c.state == NULL || c.why == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto free_c;
 	}
-	if (gather(j, &c, err, errlen) != 0 || merge_in(j, &c, dst, err, errlen) != 0)
+	if (gather(j, &c, err, errlen) != 0)
 		goto keep;
+	if (!c.ready && hammer_result_init(dst, 100 * NS_PER_MS) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto keep;
+	}
 	summarize(j, &c, s);
 	rc = 0;
 keep:
@@ -232,6 +299,7 @@ keep:
 free_c:
 	free(c.res);
 	free(c.state);
+	free(c.why);
 	return rc;
 }
 

@@ -55,6 +55,9 @@ const char *join_alive_key(const struct join *j, uint32_t node, char *buf, size_
 /* The integer or integer-string value of r; -1 for nil or anything else.  Frees r. */
 long long join_reply_int(redisReply *r);
 
+/* r is a decimal string of at most 19 digits: its value into *v.  Does not free r. */
+bool join_reply_u64(const redisReply *r, uint64_t *v);
+
 /* The string of r copied into buf ("" for nil); false when r is NULL or an error.  Frees r. */
 bool join_reply_str(redisReply *r, char *buf, size_t len);
 

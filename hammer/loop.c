@@ -10,31 +10,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/heap.h"
 #include "common/prng.h"
+#include "hammer/loopclock.h"
 #include "hammer/vclient.h"
 
 #define ARRIVAL_ID UINT32_MAX
-#define MAX_EVENTS 256
-#define CANCEL_POLL_MS 50
 #define BACKLOG_MAX (1u << 20)
 /* arrival gaps draw from streams past every client's */
 #define ARRIVAL_STREAM (UINT64_C(1) << 32)
 
 struct loop {
-	struct vclient_host host;     /* first: request_done gets the loop back from it */
+	struct vclient_host host;
 	const struct loop_shared *sh;
 	struct loop_part part;
 	struct hammer_result res;
-	int epfd;
-	int tfd;
-	uint64_t tfd_armed;           /* due time the timerfd is set to; 0 = disarmed */
+	struct loopclock *clk;        /* the run's kind of clock, this loop's instance */
 	struct vclient *clients;
 	unsigned char *wstates;       /* the workload's per-client states */
 	uint32_t *free_ids;           /* idle clients (open loop) */
@@ -53,22 +46,21 @@ struct loop {
 
 static void fire_timers(struct loop *l);
 
-static bool timer_due(const struct loop *l)
+static uint64_t loop_now(struct loop *l)
+{
+	return l->sh->clock->now(l->clk);
+}
+
+static bool timer_due(struct loop *l)
 {
 	struct heap_entry t;
 
-	return heap_peek(l->host.heap, &t) && t.due_ns <= clock_monotonic_ns();
+	return heap_peek(l->host.heap, &t) && t.due_ns <= loop_now(l);
 }
 
-/* ---- what the transport and the clients call back ---- */
+/* ---- what the transport, the clock and the clients call back ---- */
 
-static void on_call_ended(void *ctx, uint32_t id, const struct workload_answer *a, uint64_t now)
-{
-	struct loop *l = ctx;
-
-	vclient_ended(&l->host, &l->clients[id], a, now);
-}
-
+/* A long batch of transport work fires the timers that fell due meanwhile. */
 static void on_timers(void *ctx)
 {
 	struct loop *l = ctx;
@@ -78,9 +70,10 @@ static void on_timers(void *ctx)
 }
 
 /* c's request is over: the next one (closed loop, or a waiting arrival), or c idles. */
-static void on_request_done(struct vclient_host *h, struct vclient *c, uint64_t now)
+static void on_request_done(void *ctx, struct vclient *c, uint64_t now)
 {
-	struct loop *l = (struct loop *)h;
+	struct loop *l = ctx;
+	struct vclient_host *h = &l->host;
 
 	if (l->part.rate > 0) {
 		if (l->bl_n > 0) {
@@ -101,17 +94,6 @@ static void on_request_done(struct vclient_host *h, struct vclient *c, uint64_t 
 }
 
 /* ---- setup ---- */
-
-static int fds_new(struct loop *l)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TRANSPORT_TAG_LOOP };
-
-	l->epfd = epoll_create1(EPOLL_CLOEXEC);
-	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (l->epfd < 0 || l->tfd < 0)
-		return -1;
-	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->tfd, &ev);
-}
 
 static int clients_new(struct loop *l)
 {
@@ -152,14 +134,15 @@ static void host_init(struct loop *l)
 	h->nloops = sh->stride;
 	h->nclients = l->part.clients ? l->part.clients : 1;
 	h->request_done = on_request_done;
+	h->done_ctx = l;
 }
 
 static int transport_new(struct loop *l)
 {
 	struct transport_env env = {
-		.epfd = l->epfd, .clients = l->part.clients, .park_max = l->sh->park_max,
+		.epfd = l->sh->clock->epfd(l->clk), .clients = l->part.clients, .park_max = l->sh->park_max,
 		.index0 = l->sh->node + l->sh->nodes * l->part.first_client, .stride = l->sh->nodes,
-		.ended = on_call_ended, .timers = on_timers, .ctx = l,
+		.ended = vclient_call_ended, .ctx = &l->host, .timers = on_timers, .timers_ctx = l,
 	};
 
 	host_init(l);
@@ -177,7 +160,6 @@ struct loop *loop_new(const struct loop_shared *sh, const struct loop_part *part
 	}
 	l->sh = sh;
 	l->part = *part;
-	l->epfd = l->tfd = -1;
 	prng_seed(&l->rng, prng_stream_seed(sh->cfg->seed, ARRIVAL_STREAM + part->slot));
 	if (hammer_result_init(&l->res, sh->cfg->interval_ns) != 0 ||
 	    (sh->cfg->by_start_ns && (l->res.by_start = timeline_new(sh->cfg->by_start_ns)) == NULL)) {
@@ -187,8 +169,8 @@ struct loop *loop_new(const struct loop_shared *sh, const struct loop_part *part
 	l->res.nservers = sh->nurls;
 	for (uint32_t i = 0; i < sh->nurls; i++)
 		l->res.servers[i].url = sh->urls[i];
-	if (fds_new(l) != 0) {
-		snprintf(err, errlen, "cannot set up epoll/timerfd: %s", strerror(errno));
+	if ((l->clk = sh->clock->create()) == NULL) {
+		snprintf(err, errlen, "cannot set up the %s clock: %s", sh->clock->name, strerror(errno));
 		goto fail;
 	}
 	if (clients_new(l) != 0 || transport_new(l) != 0) {
@@ -207,10 +189,8 @@ void loop_free(struct loop *l)
 		return;
 	if (l->host.tl != NULL)
 		l->sh->tops->loop_free(l->host.tl);
-	if (l->epfd >= 0)
-		close(l->epfd);
-	if (l->tfd >= 0)
-		close(l->tfd);
+	if (l->clk != NULL)
+		l->sh->clock->destroy(l->clk);
 	heap_free(l->host.heap);
 	free(l->clients);
 	free(l->wstates);
@@ -319,7 +299,7 @@ static void on_arrival(struct loop *l, uint64_t due, uint64_t now)
 static void fire_timers_before(struct loop *l, uint64_t limit)
 {
 	struct heap_entry t;
-	uint64_t now = clock_monotonic_ns();
+	uint64_t now = loop_now(l);
 
 	while (heap_peek(l->host.heap, &t) && t.due_ns <= now && t.due_ns < limit) {
 		heap_pop(l->host.heap, &t);
@@ -334,7 +314,7 @@ static void fire_timers_before(struct loop *l, uint64_t limit)
 			on_arrival(l, t.due_ns, now);
 		else
 			vclient_timer(&l->host, &l->clients[t.id], t.due_ns, now);
-		now = clock_monotonic_ns();
+		now = loop_now(l);
 	}
 }
 
@@ -343,60 +323,30 @@ static void fire_timers(struct loop *l)
 	fire_timers_before(l, UINT64_MAX);
 }
 
-/* Point the timerfd at the heap's earliest due time. */
-static void arm_timerfd(struct loop *l)
-{
-	struct heap_entry t;
-	struct itimerspec its = { 0 };
-	uint64_t due = heap_peek(l->host.heap, &t) ? t.due_ns : 0;
-
-	if (due == l->tfd_armed)
-		return;
-	if (due != 0) {
-		its.it_value.tv_sec = (time_t)(due / NS_PER_SEC);
-		its.it_value.tv_nsec = (long)(due % NS_PER_SEC);
-	}
-	timerfd_settime(l->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-	l->tfd_armed = due;
-}
-
 /* ---- the loop ---- */
 
-static int wait_ms(const struct loop *l)
+/* An I/O event: the transport's; a big batch of socket work must not hold back a due timer. */
+static void on_io(void *ctx, uint64_t tag, uint32_t events)
 {
-	uint64_t now = clock_monotonic_ns(), until = now + CANCEL_POLL_MS * NS_PER_MS;
-	uint64_t due = l->sh->tops->next_due(l->host.tl);
+	struct loop *l = ctx;
 
-	if (l->host.fq_n > 0)
-		return 0;
-	if (due < until)
-		until = due;
-	if (l->sh->end_ns != 0 && l->sh->end_ns < until)
-		until = l->sh->end_ns;
-	if (until <= now)
-		return 0;
-	return (int)((until - now + NS_PER_MS - 1) / NS_PER_MS);
+	l->sh->tops->event(l->host.tl, tag, events, loop_now(l));
+	if (timer_due(l))
+		fire_timers(l);
 }
 
-static void poll_once(struct loop *l)
+/* Let time pass until the next thing due: a timer, the transport's work, the run's end.  False: nothing is. */
+static bool wait_next(struct loop *l)
 {
-	struct epoll_event ev[MAX_EVENTS];
-	int n = epoll_wait(l->epfd, ev, MAX_EVENTS, wait_ms(l));
+	struct heap_entry t;
+	uint64_t until = l->sh->tops->next_due(l->host.tl);
+	uint64_t timer = heap_peek(l->host.heap, &t) ? t.due_ns : UINT64_MAX;
 
-	for (int i = 0; i < n; i++) {
-		if (ev[i].data.u64 == TRANSPORT_TAG_LOOP) {
-			uint64_t ticks;
-
-			if (read(l->tfd, &ticks, sizeof(ticks)) < 0)
-				ticks = 0;
-			l->tfd_armed = 0;
-			continue;
-		}
-		l->sh->tops->event(l->host.tl, ev[i].data.u64, ev[i].events, clock_monotonic_ns());
-		/* a big batch of socket work must not hold back a due timer */
-		if (timer_due(l))
-			fire_timers(l);
-	}
+	if (l->host.fq_n > 0)
+		until = loop_now(l);
+	if (l->sh->end_ns != 0 && l->sh->end_ns < until)
+		until = l->sh->end_ns;
+	return l->sh->clock->wait(l->clk, until, timer, on_io, l);
 }
 
 static bool should_stop(struct loop *l)
@@ -407,7 +357,7 @@ static bool should_stop(struct loop *l)
 		l->res.interrupted = true;
 		return true;
 	}
-	if (l->sh->end_ns != 0 && clock_monotonic_ns() >= l->sh->end_ns)
+	if (l->sh->end_ns != 0 && loop_now(l) >= l->sh->end_ns)
 		return true;
 	return l->active == 0 && heap_size(l->host.heap) == 0 && l->bl_n == 0;
 }
@@ -434,20 +384,19 @@ void loop_run(struct loop *l)
 {
 	/* the start instant is set once every loop is ready */
 	l->host.start_ns = l->sh->start_ns;
+	l->host.start_wall_ns = l->sh->start_wall_ns;
 	schedule_first(l);
 	while (!should_stop(l)) {
 		fire_timers(l);
-		vclient_drain_failed(&l->host, clock_monotonic_ns());
-		l->sh->tops->expire(l->host.tl, clock_monotonic_ns());
-		if (should_stop(l))
+		vclient_drain_failed(&l->host, loop_now(l));
+		l->sh->tops->expire(l->host.tl, loop_now(l));
+		if (should_stop(l) || !wait_next(l))
 			break;
-		arm_timerfd(l);
-		poll_once(l);
 	}
 	/* what fell due within the duration is sent even when the loop saw it late: the run's arrivals stay exact */
 	if (l->sh->end_ns != 0 && !l->res.interrupted)
 		fire_timers_before(l, l->sh->end_ns);
 	l->res.unfinished = l->active + l->bl_n;
-	l->res.wall_ns = vclient_since_start(&l->host, clock_monotonic_ns());
+	l->res.wall_ns = vclient_since_start(&l->host, loop_now(l));
 	atomic_store(&l->finished, true);
 }

@@ -5,18 +5,22 @@
 #include <stdint.h>
 
 #include "hammer/engine.h"
+#include "hammer/loopclock.h"
+#include "hammer/result.h"
 #include "hammer/transport.h"
 #include "hammer/workload.h"
 
 /*
- * One worker's event loop (internal to the engine): epoll, a timerfd for the
- * timer heap, a fixed set of virtual clients (hammer/vclient.h) and the
- * run's transport behind its op table (hammer/transport.h).
+ * One worker's event loop (internal to the engine): a timer heap, a fixed
+ * set of virtual clients (hammer/vclient.h), the run's transport behind its
+ * op table (hammer/transport.h) and its clock behind another
+ * (hammer/loopclock.h: real time with epoll and a timerfd, or virtual time).
  */
 
 /* What every loop of a run shares, read-only once the threads start. */
 struct loop_shared {
 	const struct hammer_config *cfg;
+	const struct loopclock_ops *clock;
 	const struct transport_ops *tops;
 	const struct transport_run *trun;
 	const struct workload_ops *wl;
@@ -30,7 +34,8 @@ struct loop_shared {
 	struct retry_budget *budget;   /* NULL: none */
 	struct retry_throttle *throttle;  /* the policy's adaptive throttle; NULL: none */
 	_Atomic uint64_t *hold_until;  /* --shared-wait: no attempt starts before it; NULL: off */
-	uint64_t start_ns;             /* the start instant (herd: in the near future) */
+	uint64_t start_ns;             /* the start instant (herd: in the near future), on the clock */
+	uint64_t start_wall_ns;        /* its wall time, ns since 1970 */
 	uint64_t end_ns;               /* duration end, or 0 */
 };
 

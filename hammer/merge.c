@@ -15,6 +15,7 @@
 #include "hammer/plot.h"
 #include "hammer/report.h"
 #include "hammer/result_codec.h"
+#include "common/timeline.h"
 
 #define MERGE_MAX_FILES 256
 #define ERRLEN 512
@@ -40,29 +41,6 @@ struct merged {
 	char missing[512];             /* for --expect's message */
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-	"usage: ratelab merge redis://HOST:PORT/RUNID [options]\n"
-	"       ratelab merge FILE.json... [options]\n"
-	"\n"
-	"One result out of many.  With redis://, the results the nodes of a joined run\n"
-	"(hammer --join ... --nodes N) wrote: what node 0 printed, with a node that died\n"
-	"named and the result marked incomplete.  With files, results written by --json in\n"
-	"separate runs, laid on their absolute start times (to the nearest interval).\n"
-	"\n"
-	"  --max-skew DUR       files: refuse runs whose starts are further apart (100ms)\n"
-	"  --round NAME         redis://: one round of a run with several (herd: a policy)\n"
-	"  --timeout DUR        redis://: the longest wait for a node still running (30s)\n"
-	"  --json FILE|-        the merged figures as JSON (with -, the summary goes to stderr)\n"
-	"  --timeline FILE.csv  --plot FILE.svg   the merged timeline\n"
-	"  --expect CHECKS      as for hammer; an incomplete result fails it\n"
-	"  --quiet              no summary\n"
-	"\n"
-	"exit: 0 merged, 2 usage or results that cannot be merged, 3 --expect failed,\n"
-	"      4 Redis unreachable or no such run\n");
-}
-
 static int opt_expect(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
 	struct merge_opts *m = base;
@@ -80,18 +58,42 @@ static int opt_expect(void *base, const struct cli_option *o, const char *v, cha
 
 static const struct cli_option MERGE_OPTIONS[] = {
 	{ "INPUT", CLI_LIST, MO(inputs), .max = MERGE_MAX_FILES, CLI_COUNT(struct merge_opts, ninputs), .required = true },
-	{ "--max-skew", CLI_DURATION, MO(max_skew_ns), .max = UINT64_MAX },
-	{ "--round", CLI_STRING, MO(round) },
-	{ "--timeout", CLI_DURATION, MO(timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX },
-	{ "--json", CLI_STRING, MO(json_path) },
-	{ "--timeline", CLI_STRING, MO(timeline_path) },
-	{ "--plot", CLI_STRING, MO(plot_path) },
-	{ "--expect", CLI_CUSTOM, .fn = opt_expect },
-	{ "--quiet", CLI_BOOL, MO(quiet) },
+	{ "--max-skew", CLI_DURATION, MO(max_skew_ns), .max = UINT64_MAX, .section = CLI_SEC_RUN, .arg = "DUR",
+	  .help = "files: refuse runs whose starts are further apart (default 100ms)" },
+	{ "--round", CLI_STRING, MO(round), .section = CLI_SEC_RUN, .arg = "NAME",
+	  .help = "redis://: one round of a run with several (herd: a policy)" },
+	{ "--timeout", CLI_DURATION, MO(timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "redis://: the longest wait for a node still running (default 30s)" },
+	{ "--json", CLI_STRING, MO(json_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
+	  .help = "the merged figures as JSON (with -, the summary goes to stderr)" },
+	{ "--timeline", CLI_STRING, MO(timeline_path), .section = CLI_SEC_OUTPUT, .arg = "FILE.csv",
+	  .help = "the merged per-interval counts" },
+	{ "--plot", CLI_STRING, MO(plot_path), .section = CLI_SEC_OUTPUT, .arg = "FILE.svg",
+	  .help = "the merged timeline, stacked by status" },
+	{ "--expect", CLI_CUSTOM, .fn = opt_expect, .section = CLI_SEC_OUTPUT, .arg = "CHECKS",
+	  .help = "as for hammer (e.g. 'ok>=30,429<=5'); an incomplete result fails it" },
+	{ "--quiet", CLI_BOOL, MO(quiet), .section = CLI_SEC_OUTPUT,
+	  .help = "no summary" },
 	{ NULL },
 };
 
-static const struct cli_command MERGE_CLI = { "merge", usage };
+static const struct cli_option *const MERGE_TABLES[] = { MERGE_OPTIONS, NULL };
+
+static const struct cli_help MERGE_HELP = {
+	.usage = "ratelab merge redis://HOST:PORT/RUNID [options]\n"
+	         "ratelab merge FILE.json... [options]",
+	.about = "One result out of many.  With redis://, the results the nodes of a joined run "
+	         "(hammer --join ... --nodes N) wrote: what node 0 printed, with a node that died "
+	         "named and the result marked incomplete.  With files, results written by --json in "
+	         "separate runs, laid on their absolute start times (to the nearest interval).",
+	.tables = MERGE_TABLES,
+	.exits = "0\tmerged\n"
+	         "2\ta bad flag or value, or results that cannot be merged\n"
+	         "3\t--expect failed\n"
+	         "4\tRedis unreachable or no such run\n",
+};
+
+static const struct cli_command MERGE_CLI = { "merge", NULL, &MERGE_HELP };
 
 static int parse(struct merge_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
@@ -147,7 +149,8 @@ static int from_redis(const struct merge_opts *o, struct join **jp, struct merge
 	m->join = json_incref(s.json);
 	join_summary_destroy(&s);
 	if (s.merged == 0)
-		return snprintf(err, errlen, "%s: no node wrote a result", join_url(j)), 4;
+		return snprintf(err, errlen, "%s: no node wrote a result%s%.*s%s", join_url(j), s.missing[0] ? " (" : "",
+		                (int)strcspn(s.missing, "\n"), s.missing, s.missing[0] ? ")" : ""), 4;
 	return 0;
 }
 
@@ -158,38 +161,69 @@ struct file_in {
 	json_t *doc;                   /* the whole --json document */
 	const json_t *raw;
 	uint64_t start_ns;
+	char why[512];                 /* why it does not read ("" when it does) */
 };
 
+/*
+ * Read file fi into fi->doc and fi->raw (and its start); -1 with fi->why
+ * when it does not read as a result (not JSON, over the bounds, no start),
+ * or with *missing set when it cannot be opened.
+ */
+static int load_file(struct file_in *fi, bool *missing)
+{
+	char why[200];
+
+	fi->doc = result_codec_load_file(fi->path, missing, why, sizeof(why));
+	if (fi->doc == NULL)
+		return snprintf(fi->why, sizeof(fi->why), "cannot read %s: %s", fi->path, why), -1;
+	fi->raw = json_object_get(fi->doc, "raw");
+	fi->start_ns = result_codec_start_ns(fi->raw);
+	if (!json_is_object(fi->raw) || fi->start_ns == 0)
+		return snprintf(fi->why, sizeof(fi->why), "%s is not a result written by --json (no \"raw\" with its "
+		                "start)", fi->path), -1;
+	return 0;
+}
+
+/*
+ * Read every file's start, one file in memory at a time.  One that cannot be
+ * opened is a usage error (2); one that does not read as a result is noted
+ * in its why and left out, like a node without a result.
+ */
 static int load_files(const struct merge_opts *o, struct file_in *f, char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < o->ninputs; i++) {
-		json_error_t je;
+		bool missing;
 
 		f[i].path = o->inputs[i];
-		f[i].doc = json_load_file(f[i].path, 0, &je);
-		if (f[i].doc == NULL)
-			return cli_fail(err, errlen, "merge", "cannot read %s: %s", f[i].path, je.text);
-		f[i].raw = json_object_get(f[i].doc, "raw");
-		f[i].start_ns = result_codec_start_ns(f[i].raw);
-		if (!json_is_object(f[i].raw) || f[i].start_ns == 0)
-			return cli_fail(err, errlen, "merge", "%s is not a result written by --json (no \"raw\" with "
-			                "its start)", f[i].path);
+		if (load_file(&f[i], &missing) != 0 && missing)
+			return cli_fail(err, errlen, "merge", "%s", f[i].why);
+		json_decref(f[i].doc);
+		f[i].doc = NULL;
+		f[i].raw = NULL;
 	}
 	return 0;
 }
 
-/* The earliest and the latest start; refused (exit 2) when they are more than --max-skew apart. */
+/* The earliest and the latest start of the files that read; refused (exit 2) when more than --max-skew apart. */
 static int check_skew(const struct merge_opts *o, const struct file_in *f, uint32_t *first, char *err, size_t errlen)
 {
-	uint32_t last = 0;
+	uint32_t last = UINT32_MAX;
 	char skew[32], max[32];
 
-	*first = 0;
-	for (uint32_t i = 1; i < o->ninputs; i++) {
-		if (f[i].start_ns < f[*first].start_ns)
+	*first = UINT32_MAX;
+	for (uint32_t i = 0; i < o->ninputs; i++) {
+		if (f[i].why[0] != '\0')
+			continue;
+		if (*first == UINT32_MAX || f[i].start_ns < f[*first].start_ns)
 			*first = i;
-		if (f[i].start_ns > f[last].start_ns)
+		if (last == UINT32_MAX || f[i].start_ns > f[last].start_ns)
 			last = i;
+	}
+	if (*first == UINT32_MAX) {
+		for (uint32_t i = 0; i < o->ninputs; i++)
+			if (strncmp(f[i].why, "cannot read", 11) == 0)
+				return cli_fail(err, errlen, "merge", "%s", f[i].why);
+		return cli_fail(err, errlen, "merge", "%s", f[0].why);
 	}
 	if (f[last].start_ns - f[*first].start_ns <= o->max_skew_ns)
 		return 0;
@@ -199,33 +233,60 @@ static int check_skew(const struct merge_opts *o, const struct file_in *f, uint3
 	                "(not one run; --max-skew %s merges them anyway)", f[last].path, skew, f[*first].path, max, skew);
 }
 
-/* Add file i into m, its rows `late` ns after the first start; the merged wall and last 2xx count from that start. */
-static int add_file(struct merged *m, const struct file_in *fi, uint64_t late, uint64_t interval, char *err,
-                    size_t errlen)
+/*
+ * Add file fi into m, its rows `late` ns after the first start; the merged
+ * wall and last 2xx count from that start.  -1 with fi->why when it does not
+ * read (m untouched).
+ */
+static int add_file(struct merged *m, struct file_in *fi, uint64_t late, uint64_t interval)
 {
-	uint64_t wall = m->r.wall_ns, last_ok = m->r.last_ok_ns;
-	json_t *w = json_object_get(fi->raw, "wall_ns"), *ok = json_object_get(fi->raw, "last_ok_ns");
-	char why[256];
+	uint64_t rows = (late + interval / 2) / interval;
+	char why[200];
 
 	/* each run's rows land on the merged run's, to the nearest interval */
-	if (result_codec_add(&m->r, fi->raw, (uint32_t)((late + interval / 2) / interval), why, sizeof(why)) != 0)
-		return cli_fail(err, errlen, "merge", "%s: %s", fi->path, why);
-	if (late + (uint64_t)json_integer_value(w) > wall)
-		wall = late + (uint64_t)json_integer_value(w);
-	if (json_integer_value(ok) > 0 && late + (uint64_t)json_integer_value(ok) > last_ok)
-		last_ok = late + (uint64_t)json_integer_value(ok);
-	m->r.wall_ns = wall;
-	m->r.last_ok_ns = last_ok;
+	if (result_codec_add(&m->r, fi->raw, (uint32_t)(rows < TIMELINE_MAX_ROWS ? rows : TIMELINE_MAX_ROWS), why,
+	                     sizeof(why)) != 0) {
+		snprintf(fi->why, sizeof(fi->why), "%s: %s", fi->path, why);
+		return -1;
+	}
+	/* result_codec_add checked both (at most RESULT_CODEC_MAX_NS): the sums do not wrap */
+	if (late + (uint64_t)json_integer_value(json_object_get(fi->raw, "wall_ns")) > m->r.wall_ns)
+		m->r.wall_ns = late + (uint64_t)json_integer_value(json_object_get(fi->raw, "wall_ns"));
+	if (json_integer_value(json_object_get(fi->raw, "last_ok_ns")) > 0 &&
+	    late + (uint64_t)json_integer_value(json_object_get(fi->raw, "last_ok_ns")) > m->r.last_ok_ns)
+		m->r.last_ok_ns = late + (uint64_t)json_integer_value(json_object_get(fi->raw, "last_ok_ns"));
 	return 0;
+}
+
+/* Name the files left out in m (missing lines, the "missing" array); the merge is then incomplete. */
+static void note_left_out(const struct merge_opts *o, const struct file_in *f, struct merged *m, uint32_t merged)
+{
+	json_t *missing = json_array();
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < o->ninputs; i++) {
+		if (f[i].why[0] == '\0')
+			continue;
+		json_array_append_new(missing, json_string(f[i].path));
+		if (n < sizeof(m->missing))
+			n += (size_t)snprintf(m->missing + n, sizeof(m->missing) - n, "%s%s", n ? "\n" : "", f[i].why);
+	}
+	m->complete = merged == o->ninputs;
+	json_object_set_new(m->join, "merged", json_integer(merged));
+	json_object_set_new(m->join, "complete", json_boolean(m->complete));
+	json_object_set_new(m->join, "missing", missing);
 }
 
 static int merge_files(const struct merge_opts *o, struct file_in *f, struct merged *m, char *err, size_t errlen)
 {
-	uint32_t first;
+	uint32_t first, merged = 0;
 	uint64_t interval, spread = 0;
+	size_t n;
 
 	if (load_files(o, f, err, errlen) != 0 || check_skew(o, f, &first, err, errlen) != 0)
 		return 2;
+	if (load_file(&f[first], &(bool){ false }) != 0)
+		return cli_fail(err, errlen, "merge", "%s", f[first].why), 2;
 	interval = result_codec_interval_ns(f[first].raw);
 	if (interval == 0 || hammer_result_init(&m->r, interval) != 0)
 		return cli_fail(err, errlen, "merge", "%s has no timeline interval", f[first].path), 2;
@@ -233,14 +294,29 @@ static int merge_files(const struct merge_opts *o, struct file_in *f, struct mer
 	for (uint32_t i = 0; i < o->ninputs; i++) {
 		uint64_t late = f[i].start_ns - f[first].start_ns;
 
-		if (add_file(m, &f[i], late, interval, err, errlen) != 0)
-			return 2;
+		/* again, one at a time; what stays is what the merged result points into (URLs, config) */
+		if (f[i].why[0] != '\0' || (f[i].doc == NULL && load_file(&f[i], &(bool){ false }) != 0) ||
+		    f[i].start_ns < f[first].start_ns || add_file(m, &f[i], late, interval) != 0)
+			continue;
+		json_object_del((json_t *)f[i].raw, "timeline");
+		json_object_del((json_t *)f[i].raw, "by_start");
+		merged++;
 		spread = late > spread ? late : spread;
 	}
+	if (merged == 0)
+		return cli_fail(err, errlen, "merge", "%s", f[first].why), 2;
 	report_info_from_json(&m->info, json_object_get(f[first].doc, "config"));
-	snprintf(m->lines, sizeof(m->lines), "%" PRIu32 " runs, start spread %.1f ms", o->ninputs, (double)spread / 1e6);
+	n = (size_t)snprintf(m->lines, sizeof(m->lines), "%" PRIu32 " runs", o->ninputs);
+	if (merged < o->ninputs)
+		n += (size_t)snprintf(m->lines + n, sizeof(m->lines) - n, " (%" PRIu32 " merged, the result is incomplete)",
+		                      merged);
+	snprintf(m->lines + n, sizeof(m->lines) - n, ", start spread %.1f ms", (double)spread / 1e6);
 	m->join = json_pack("{s:I,s:f}", "runs", (json_int_t)o->ninputs, "start_spread_ms", (double)spread / 1e6);
-	m->complete = true;
+	note_left_out(o, f, m, merged);
+	if (m->missing[0] != '\0') {
+		n = strlen(m->lines);
+		snprintf(m->lines + n, sizeof(m->lines) - n, "\n%s", m->missing);
+	}
 	return 0;
 }
 

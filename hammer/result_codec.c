@@ -1,8 +1,12 @@
 /* A hammer result as mergeable JSON (result_codec.h). */
 #include "hammer/result_codec.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/clock.h"
 #include "hammer/transport.h"
@@ -128,6 +132,89 @@ json_t *result_codec_json(const struct hammer_result *r)
 	return j;
 }
 
+/* ---- parsing, bounded ---- */
+
+/*
+ * An upper bound of the JSON values in text: every value but the first of
+ * an array or object follows a comma, so commas plus containers plus one
+ * (outside strings) bound them for any text.
+ */
+static size_t count_values(const char *text, size_t len)
+{
+	size_t n = 1;
+	bool in_str = false, esc = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+
+		if (in_str) {
+			in_str = esc || c != '"';
+			esc = !esc && c == '\\';
+			continue;
+		}
+		in_str = c == '"';
+		n += c == ',' || c == '[' || c == '{';
+	}
+	return n;
+}
+
+json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *o;
+
+	if (len > RESULT_CODEC_MAX_BYTES) {
+		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
+		return NULL;
+	}
+	if (count_values(text, len) > RESULT_CODEC_MAX_VALUES) {
+		snprintf(err, errlen, "more than %u JSON values", RESULT_CODEC_MAX_VALUES);
+		return NULL;
+	}
+	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (o == NULL) {
+		snprintf(err, errlen, "not JSON: %s", je.text);
+		return NULL;
+	}
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "not a JSON object");
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *result_codec_load_file(const char *path, bool *missing, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	char *buf = NULL;
+	size_t n = 0;
+	json_t *o = NULL;
+
+	*missing = f == NULL;
+	if (f == NULL)
+		return snprintf(err, errlen, "unable to open %s: %s", path, strerror(errno)), NULL;
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > RESULT_CODEC_MAX_BYTES) {
+		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
+		goto close;
+	}
+	/* a pipe or a file still growing is read to one byte past the bound at most */
+	if ((buf = malloc(RESULT_CODEC_MAX_BYTES + 1)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto close;
+	}
+	n = fread(buf, 1, RESULT_CODEC_MAX_BYTES + 1, f);
+	if (ferror(f))
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	else
+		o = result_codec_parse(buf, n, err, errlen);
+	free(buf);
+close:
+	fclose(f);
+	return o;
+}
+
 /* ---- reading ---- */
 
 struct reader {
@@ -143,25 +230,31 @@ static void bad(struct reader *rd, const char *what)
 	rd->bad = 1;
 }
 
-/* A non-negative integer member, or 0 (and the reader marked bad). */
-static uint64_t get_u64(struct reader *rd, const json_t *o, const char *key)
+/* An integer from 0 to max, or 0 (and the reader marked bad, naming what). */
+static uint64_t bounded(struct reader *rd, const json_t *v, uint64_t max, const char *what)
 {
-	const json_t *v = json_object_get(o, key);
-
-	if (!json_is_integer(v) || json_integer_value(v) < 0) {
-		bad(rd, key);
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max) {
+		bad(rd, what);
 		return 0;
 	}
 	return (uint64_t)json_integer_value(v);
 }
 
+/* A count member (0 to RESULT_CODEC_MAX_COUNT), or 0 (and the reader marked bad). */
+static uint64_t get_u64(struct reader *rd, const json_t *o, const char *key)
+{
+	return bounded(rd, json_object_get(o, key), RESULT_CODEC_MAX_COUNT, key);
+}
+
+/* A duration or offset member in ns (0 to RESULT_CODEC_MAX_NS). */
+static uint64_t get_ns(struct reader *rd, const json_t *o, const char *key)
+{
+	return bounded(rd, json_object_get(o, key), RESULT_CODEC_MAX_NS, key);
+}
+
 static uint64_t count_of(struct reader *rd, const json_t *v, const char *what)
 {
-	if (!json_is_integer(v) || json_integer_value(v) < 0) {
-		bad(rd, what);
-		return 0;
-	}
-	return (uint64_t)json_integer_value(v);
+	return bounded(rd, v, RESULT_CODEC_MAX_COUNT, what);
 }
 
 static void read_statuses(struct reader *rd, const json_t *o, uint64_t *counts, const char *what)
@@ -231,12 +324,18 @@ static void read_histogram(struct reader *rd, const json_t *o, struct histogram 
 		}
 		seen += n;
 	}
-	if (seen != count) {
+	/* each bucket is at most RESULT_CODEC_MAX_COUNT: seen cannot wrap */
+	if (seen != count || !isfinite(json_number_value(sum)) || json_number_value(sum) < 0) {
 		bad(rd, what);
 		return;
 	}
-	if (count > 0)
-		histogram_add_extremes(h, get_u64(rd, o, "min"), get_u64(rd, o, "max"), (long double)json_number_value(sum));
+	if (count > 0) {
+		uint64_t min = get_ns(rd, o, "min"), max = get_ns(rd, o, "max");
+
+		if (min > max)
+			bad(rd, what);
+		histogram_add_extremes(h, min, max, (long double)json_number_value(sum));
+	}
 }
 
 /* One row of a written timeline: [attempts, retries, errors, other, count per code...]. */
@@ -271,10 +370,11 @@ static void read_row(struct reader *rd, const json_t *row, const json_t *codes, 
 static struct timeline *read_timeline(struct reader *rd, const json_t *o)
 {
 	const json_t *codes = json_object_get(o, "codes"), *rows = json_object_get(o, "rows"), *row;
-	struct timeline *t = timeline_new(get_u64(rd, o, "interval_ns"));
+	struct timeline *t = timeline_new(get_ns(rd, o, "interval_ns"));
 	size_t r;
 
-	if (t == NULL || !json_is_array(codes) || !json_is_array(rows) || json_array_size(rows) > TIMELINE_MAX_ROWS) {
+	if (t == NULL || !json_is_array(codes) || json_array_size(codes) > TIMELINE_MAX_CODES || !json_is_array(rows) ||
+	    json_array_size(rows) > TIMELINE_MAX_ROWS) {
 		timeline_free(t);
 		bad(rd, "timeline");
 		return NULL;
@@ -321,10 +421,10 @@ static void read_counts(struct reader *rd, const json_t *raw, struct hammer_resu
 	r->budget_refused = get_u64(rd, raw, "budget_refused");
 	r->throttled = get_u64(rd, raw, "throttled");
 	r->unsent = get_u64(rd, raw, "unsent");
-	r->wall_ns = get_u64(rd, raw, "wall_ns");
-	r->last_ok_ns = get_u64(rd, raw, "last_ok_ns");
-	r->start_wall_ns = get_u64(rd, raw, "start_unix_ns");
-	r->start_late_ns = get_u64(rd, raw, "start_late_ns");
+	r->wall_ns = get_ns(rd, raw, "wall_ns");
+	r->last_ok_ns = get_ns(rd, raw, "last_ok_ns");
+	r->start_wall_ns = bounded(rd, json_object_get(raw, "start_unix_ns"), INT64_MAX, "start_unix_ns");
+	r->start_late_ns = get_ns(rd, raw, "start_late_ns");
 	r->interrupted = json_is_true(json_object_get(raw, "interrupted"));
 	read_statuses(rd, json_object_get(raw, "statuses"), r->status, "statuses");
 	read_statuses(rd, json_object_get(raw, "attempt_statuses"), r->attempt_status, "attempt_statuses");

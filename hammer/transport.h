@@ -7,6 +7,7 @@
 
 #include "common/retry/retry.h"
 #include "hammer/engine.h"
+#include "hammer/loopclock.h"
 #include "hammer/workload.h"
 
 /*
@@ -21,8 +22,9 @@
 struct transport_run;    /* a transport's run-wide state */
 struct transport_loop;   /* a transport's state in one loop */
 
-/* The epoll tag a loop keeps for itself (its timerfd); a transport registers its sockets under any other. */
-#define TRANSPORT_TAG_LOOP UINT64_MAX
+/* The epoll tag the loop's clock keeps for its timerfd (hammer/loopclock.h); a transport registers its
+ * sockets under any other. */
+#define TRANSPORT_TAG_LOOP LOOPCLOCK_TAG
 
 /* What a transport gets from its loop. */
 struct transport_env {
@@ -32,9 +34,10 @@ struct transport_env {
 	uint32_t park_max;        /* idle connections to other servers this loop may hold */
 	/* A call of client id ended (never for a begin that returned -1). */
 	void (*ended)(void *ctx, uint32_t id, const struct workload_answer *a, uint64_t now);
-	/* Fire the loop's due timers: a long batch of transport work calls it between pieces. */
-	void (*timers)(void *ctx);
 	void *ctx;
+	/* Fire the loop's due timers: a long batch of transport work calls it between pieces. */
+	void (*timers)(void *timers_ctx);
+	void *timers_ctx;
 };
 
 struct transport_ops {
@@ -72,5 +75,7 @@ struct transport_ops {
 
 extern const struct transport_ops TRANSPORT_WIRE;
 extern const struct transport_ops TRANSPORT_CURL;
+/* Virtual time: calls cross a stated network to an in-process model (cfg->sim, hammer/sim.h). */
+extern const struct transport_ops TRANSPORT_SIM;
 
 #endif

@@ -533,7 +533,7 @@ static void curl_expire(struct transport_loop *t, uint64_t now)
 		sh->due_ns = UINT64_MAX;
 		curl_multi_socket_action(sh->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 		drain_shard(t, sh);
-		t->env.timers(t->env.ctx);
+		t->env.timers(t->env.timers_ctx);
 		now = clock_monotonic_ns();
 	}
 }

@@ -104,10 +104,10 @@ static bool held_off(struct vclient_host *h, struct vclient *c, uint64_t now)
 /* --shared-wait: an answer's Retry-After holds every client of the run off until it is over. */
 static void hold_everyone(struct vclient_host *h, const struct workload_answer *a, uint64_t now)
 {
+	int64_t wall_s = (int64_t)((h->start_wall_ns + vclient_since_start(h, now)) / NS_PER_SEC);
 	uint64_t wait, until, seen;
 
-	if (h->hold_until == NULL || a->retry_after == NULL ||
-	    retry_after_parse(a->retry_after, (int64_t)(clock_wall_ns() / NS_PER_SEC), &wait) != 0)
+	if (h->hold_until == NULL || a->retry_after == NULL || retry_after_parse(a->retry_after, wall_s, &wait) != 0)
 		return;
 	until = now + wait;
 	seen = atomic_load_explicit(h->hold_until, memory_order_relaxed);
@@ -172,7 +172,7 @@ static void finish_request(struct vclient_host *h, struct vclient *c, uint64_t n
 		if (why != RETRY_REASON_OK && why != RETRY_REASON_RETRY)
 			r->gave_up[why]++;
 	}
-	h->request_done(h, c, now);
+	h->request_done(h->done_ctx, c, now);
 }
 
 void vclient_timer(struct vclient_host *h, struct vclient *c, uint64_t due, uint64_t now)
@@ -240,7 +240,7 @@ static void attempt_ended(struct vclient_host *h, struct vclient *c, const struc
 	in.idempotent = -1;
 	in.retry_after = a->retry_after;
 	in.ratelimit = a->ratelimit;
-	in.now_wall_s = (int64_t)(clock_wall_ns() / NS_PER_SEC);
+	in.now_wall_s = (int64_t)((h->start_wall_ns + vclient_since_start(h, now)) / NS_PER_SEC);
 	in.attempt = c->attempt;
 	in.elapsed_ns = now - c->first_ns;
 	in.waited_ns = c->waited_ns;
@@ -298,6 +298,13 @@ void vclient_ended(struct vclient_host *h, struct vclient *c, const struct workl
 		return;
 	}
 	attempt_ended(h, c, a, now);
+}
+
+void vclient_call_ended(void *host, uint32_t id, const struct workload_answer *a, uint64_t now)
+{
+	struct vclient_host *h = host;
+
+	vclient_ended(h, &h->clients[id], a, now);
 }
 
 void vclient_drain_failed(struct vclient_host *h, uint64_t now)

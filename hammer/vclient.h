@@ -57,14 +57,16 @@ struct vclient_host {
 	_Atomic uint64_t *hold_until;  /* --shared-wait: the run's latest Retry-After ends then; NULL: off */
 	struct vclient *clients;
 	uint64_t start_ns;             /* the run's start instant */
+	uint64_t start_wall_ns;        /* its wall time (ns since 1970): an HTTP-date Retry-After is read against it */
 	uint32_t nurls;                /* the run's servers */
 	uint32_t loop_index, nloops;   /* request k of loop i goes to server (i + k * nloops) % nurls */
 	uint64_t seq;                  /* requests started by this loop */
 	uint32_t *failq;               /* clients whose call failed as it began, or whose attempt the
 	                                * throttle refused (a ring of nclients) */
 	uint32_t fq_head, fq_n, nclients;
-	/* The client's request is over: give it the next one or let it idle. */
-	void (*request_done)(struct vclient_host *h, struct vclient *c, uint64_t now);
+	/* The client's request is over: give it the next one or let it idle (ctx: done_ctx). */
+	void (*request_done)(void *ctx, struct vclient *c, uint64_t now);
+	void *done_ctx;
 	_Atomic uint64_t prog_requests, prog_calls;
 };
 
@@ -86,6 +88,9 @@ void vclient_timer(struct vclient_host *h, struct vclient *c, uint64_t due, uint
 
 /* A call of c ended: the workload's next call, or the retry decision on the attempt. */
 void vclient_ended(struct vclient_host *h, struct vclient *c, const struct workload_answer *a, uint64_t now);
+
+/* The same for client id of host (a struct vclient_host): a transport's ended callback (transport_env). */
+void vclient_call_ended(void *host, uint32_t id, const struct workload_answer *a, uint64_t now);
 
 /* End the calls that failed as they began (queued by the send), and the requests the throttle refused. */
 void vclient_drain_failed(struct vclient_host *h, uint64_t now);

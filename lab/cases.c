@@ -257,21 +257,11 @@ free_text:
 	return rc;
 }
 
-static void cases_usage(FILE *f)
+/* The presets a row's "policy" names, wrapped. */
+static void cases_presets(FILE *f)
 {
-	fprintf(f, "usage: ratelab cases FILE [--seed N] [--junit FILE|-]\n\n"
-	        "Replays a retry-cases table (JSON) through the retry-policy engine with a fixed RNG\n"
-	        "and prints 'ok' or 'FAIL' per row, then 'N passed, N failed'.  Exit: 0 all pass,\n"
-	        "1 a row failed, 2 usage error or malformed table (named as FILE:LINE).\n\n"
-	        "  --seed N   replay with RNG seed N instead of the table's \"rng_seed\" (default 1):\n"
-	        "             a row whose wait bounds are right passes under any seed\n"
-	        "  --junit FILE|-  the rows as JUnit XML for CI: one testcase per row\n\n"
-	        "Row: {\"id\", \"seed\", \"rule\", \"name\", \"policy\": preset, \"set\": {knob: value},\n"
-	        "  \"method\", \"idempotent\", \"status\" + \"headers\" | \"error\": refused|reset|timeout|other,\n"
-	        "  \"attempt\", \"elapsed_ms\", \"waited_ms\", \"prev_wait_ms\", \"blind_waits\", \"now\",\n"
-	        "  \"now_ms\", \"budget\": {\"firsts\", \"retries\", \"at_ms\", \"tokens\"},\n"
-	        "  \"expect\": {\"retry\": bool, \"reason\", \"wait_ms\": n | [lo, hi]}}\n"
-	        "Presets: %s.\n", retry_preset_names());
+	fputc('\n', f);
+	cli_write_wrapped(f, "presets:", 10, retry_preset_names());
 }
 
 struct cases_opts {
@@ -283,13 +273,35 @@ struct cases_opts {
 
 static const struct cli_option CASES_OPTIONS[] = {
 	{ "--seed", CLI_U64, CLI_FIELD(struct cases_opts, seed), .max = INT64_MAX,
-	  CLI_GIVEN(struct cases_opts, seed_given) },
-	{ "--junit", CLI_STRING, CLI_FIELD(struct cases_opts, junit) },
+	  CLI_GIVEN(struct cases_opts, seed_given), .arg = "N", .section = CLI_SEC_DOES,
+	  .help = "replay with RNG seed N instead of the table's \"rng_seed\" (default 1): a row "
+	          "whose wait bounds are right passes under any seed" },
+	{ "--junit", CLI_STRING, CLI_FIELD(struct cases_opts, junit), .arg = "FILE|-", .section = CLI_SEC_OUTPUT,
+	  .help = "the rows as JUnit XML for CI: one testcase per row" },
 	{ "FILE", CLI_STRING, CLI_FIELD(struct cases_opts, path), .required = true },
 	{ NULL },
 };
 
-static const struct cli_command CASES_CLI = { "cases", cases_usage };
+static const struct cli_option *const CASES_TABLES[] = { CASES_OPTIONS, NULL };
+
+static const struct cli_help CASES_HELP = {
+	.usage = "ratelab cases FILE [options]",
+	.about = "Replays a retry-cases table (JSON) through the retry-policy engine with a fixed "
+	         "RNG and prints 'ok' or 'FAIL' per row, then 'N passed, N failed'.",
+	.tables = CASES_TABLES,
+	.notes = "a row: {\"id\", \"seed\", \"rule\", \"name\", \"policy\": preset,\n"
+	         "  \"set\": {knob: value}, \"method\", \"idempotent\",\n"
+	         "  \"status\" + \"headers\" | \"error\": refused|reset|timeout|other,\n"
+	         "  \"attempt\", \"elapsed_ms\", \"waited_ms\", \"prev_wait_ms\", \"blind_waits\",\n"
+	         "  \"now\", \"now_ms\", \"budget\": {\"firsts\", \"retries\", \"at_ms\", \"tokens\"},\n"
+	         "  \"expect\": {\"retry\": bool, \"reason\", \"wait_ms\": n | [lo, hi]}}\n",
+	.more = cases_presets,
+	.exits = "0\tevery row passed\n"
+	         "1\ta row failed\n"
+	         "2\ta bad flag or value, or a malformed table (named as FILE:LINE)\n",
+};
+
+static const struct cli_command CASES_CLI = { "cases", NULL, &CASES_HELP };
 
 int cases_main(int argc, char **argv)
 {

@@ -21,6 +21,7 @@
 #include "lab/herd_impl.h"
 #include "lab/herd_occ.h"
 #include "lab/herd_report.h"
+#include "lab/simserver.h"
 #include "server/handlers/occ.h"
 #include "server/server.h"
 
@@ -49,33 +50,50 @@ static size_t discard(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
+/* The in-process server's config: one global limit on "/" (and /occ, added by the caller). */
+static int server_config(const struct herd_opts *o, struct server_config *c, char *err, size_t errlen)
+{
+	struct config_route *r;
+
+	server_config_defaults(c);
+	c->key = CONFIG_KEY_GLOBAL;
+	c->seed = o->seed;
+	r = &c->routes[0];
+	snprintf(r->limiter, sizeof(r->limiter), "%s", o->limiter);
+	r->params.limit = o->limit;
+	r->params.window_ns = NS_PER_SEC;
+	r->params.burst = o->burst;
+	return limiter_params_check(limiter_find(o->limiter), &r->params, err, errlen);
+}
+
 static struct server *start_server(const struct herd_opts *o, struct occ_route *oc, char *err, size_t errlen)
 {
 	struct server_config c;
-	struct config_route *r;
 
-	server_config_defaults(&c);
+	if (server_config(o, &c, err, errlen) != 0)
+		return NULL;
 	c.port = 0;
 	c.quiet = true;
-	c.key = CONFIG_KEY_GLOBAL;
 	c.threads = 4;
 	/* Every client keeps its connection open, all from this machine: room for all of them. */
 	if (c.max_connections < o->clients + 64)
 		c.max_connections = o->clients + 64;
 	c.max_connections_per_ip = c.max_connections;
-	c.seed = o->seed;
-	r = &c.routes[0];
-	snprintf(r->limiter, sizeof(r->limiter), "%s", o->limiter);
-	r->params.limit = o->limit;
-	r->params.window_ns = NS_PER_SEC;
-	r->params.burst = o->burst;
-	if (limiter_params_check(limiter_find(o->limiter), &r->params, err, errlen) != 0)
-		return NULL;
 	if (occ_route_register(&c, oc) != 0) {
 		snprintf(err, errlen, "cannot add /occ");
 		return NULL;
 	}
 	return server_start(&c, err, errlen);
+}
+
+/* --sim: the model of the server start_server would start. */
+static struct simserver *sim_model_new(const struct herd_opts *o, char *err, size_t errlen)
+{
+	struct server_config c;
+
+	if (server_config(o, &c, err, errlen) != 0)
+		return NULL;
+	return simserver_new(&c, &o->delay, o->seed, err, errlen);
 }
 
 /* POST URL/reset, with Authorization: Bearer token unless token is NULL; returns 0, or -1 with a reason. */
@@ -257,7 +275,8 @@ static int policy_result(const struct herd_opts *o, struct herd_join *hj, size_t
  * 1 when Ctrl-C stopped it (out is left empty), or -1 with err filled.
  */
 static int run_policy(const struct herd_opts *o, const char *url, const struct retry_policy *pol, size_t i,
-                      struct herd_join *hj, struct herd_result *out, char *err, size_t errlen)
+                      struct herd_join *hj, const struct sim_config *sim, struct herd_result *out,
+                      char *err, size_t errlen)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	char label[96];
@@ -268,7 +287,7 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
 		.timeout_ns = 10 * NS_PER_SEC, .connect_timeout_ns = 5 * NS_PER_SEC, .seed = o->seed,
 		.policy = pol, .interval_ns = HERD_PEAK_NS, .by_start_ns = HERD_BIN_NS,
 		.progress = progress_wanted(stderr) ? stderr : NULL, .progress_label = label,
-		.progress_unit = "clients done", .cancel = &herd_cancel,
+		.progress_unit = "clients done", .cancel = &herd_cancel, .sim = sim,
 	};
 	struct hammer_result r;
 	int rc;
@@ -299,12 +318,53 @@ static int run_policy(const struct herd_opts *o, const char *url, const struct r
 	return rc;
 }
 
+/* The gap row of --compare: virtual minus real, column by column. */
+static void gap_row(const struct herd_result *real, const struct herd_result *virt)
+{
+	double ms = ((double)virt->completion_ns - (double)real->completion_ns) / 1e6;
+	double per = ((double)virt->calls - (double)real->calls) / (double)(real->clients ? real->clients : 1);
+	char done[32];
+
+	snprintf(done, sizeof(done), "%+.0fms", ms);
+	printf("%-14s %+7lld %+7lld %+7lld %+8.2f %9s %+11lld %+14lld\n", "  gap",
+	       (long long)virt->successes - (long long)real->successes,
+	       (long long)virt->failures - (long long)real->failures, (long long)virt->calls - (long long)real->calls,
+	       per, done, (long long)virt->peak_attempts - (long long)real->peak_attempts,
+	       (long long)virt->peak_retries - (long long)real->peak_retries);
+}
+
 /*
- * Every policy in turn, a table row as each finishes; *done gets how many
- * finished.  Returns 0, 130 when Ctrl-C stopped the run, or 1 (reported).
+ * --compare: policy i on the real server (out), then in virtual time against
+ * its model; the two rows and the gap.  0, 1 on Ctrl-C, -1 with err.
+ */
+static int compare_policy(const struct herd_opts *o, const char *base, const char *url, const struct retry_policy *pol,
+                          size_t i, const struct sim_config *sim, struct herd_result *out, char *err, size_t errlen)
+{
+	struct herd_result virt = { 0 };
+	int rc;
+
+	if (post_reset(base, o->admin_token, err, errlen) != 0)
+		return -1;
+	if ((rc = run_policy(o, url, pol, i, NULL, NULL, out, err, errlen)) != 0 ||
+	    (rc = run_policy(o, url, pol, i, NULL, sim, &virt, err, errlen)) != 0) {
+		herd_result_destroy(&virt);
+		return rc;
+	}
+	snprintf(virt.policy, sizeof(virt.policy), "  virtual");
+	herd_report_row(stdout, out, i == 0);
+	herd_report_row(stdout, &virt, false);
+	gap_row(out, &virt);
+	herd_result_destroy(&virt);
+	return 0;
+}
+
+/*
+ * Every policy in turn, a table row as each finishes (with --compare: the
+ * real row, the virtual one and the gap); *done gets how many finished.
+ * Returns 0, 130 when Ctrl-C stopped the run, or 1 (reported).
  */
 static int run_all(const struct herd_opts *o, const char *base, const struct retry_policy *pol,
-                   struct herd_result *res, struct herd_join *hj, size_t *done)
+                   struct herd_result *res, struct herd_join *hj, const struct sim_config *sim, size_t *done)
 {
 	char err[512], url[640];
 	int rc = 0;
@@ -317,9 +377,18 @@ static int run_all(const struct herd_opts *o, const char *base, const struct ret
 	for (*done = 0; *done < o->npolicies && rc == 0; ++*done) {
 		size_t i = *done;
 
+		if (o->compare) {
+			if (atomic_load(&herd_cancel) || (rc = compare_policy(o, base, url, &pol[i], i, sim, &res[i], err,
+			                                                      sizeof(err))) != 0)
+				break;
+			fflush(stdout);
+			continue;
+		}
 		/* joined, node 0 resets the server once every node is ready (on_leader) */
-		if (atomic_load(&herd_cancel) || (hj == NULL && post_reset(base, o->admin_token, err, sizeof(err)) != 0) ||
-		    (rc = run_policy(o, url, &pol[i], i, hj, &res[i], err, sizeof(err))) != 0)
+		/* a model starts from nothing at every run */
+		if (atomic_load(&herd_cancel) ||
+		    (hj == NULL && sim == NULL && post_reset(base, o->admin_token, err, sizeof(err)) != 0) ||
+		    (rc = run_policy(o, url, &pol[i], i, hj, sim, &res[i], err, sizeof(err))) != 0)
 			break;
 		herd_report_row(stdout, &res[i], i == 0);
 		fflush(stdout);
@@ -412,39 +481,61 @@ static int herd_setup(struct herd_opts *o, struct retry_policy *pol, struct herd
 	return 0;
 }
 
+/*
+ * What the herd runs against, unless --url: the in-process server (its URL
+ * in url) and, with --sim or --compare, its model.  0, or -1 (reported).
+ */
+static int start_targets(const struct herd_opts *o, struct occ_route *oc, struct server **srv, struct sim_config *sim,
+                         char *url, size_t len)
+{
+	char err[256];
+
+	oc->delay = o->delay;
+	oc->seed = o->seed;
+	if ((o->sim || o->compare) && !(sim->model_state = sim_model_new(o, err, sizeof(err)))) {
+		fprintf(stderr, "ratelab herd: %s\n", err);
+		return -1;
+	}
+	if (o->sim) {
+		snprintf(url, len, "http://sim");
+	} else if (!o->url) {
+		if (!(oc->occ = occ_new()) || !(*srv = start_server(o, oc, err, sizeof(err)))) {
+			fprintf(stderr, "ratelab herd: %s\n", oc->occ ? err : "out of memory");
+			return -1;
+		}
+		snprintf(url, len, "http://127.0.0.1:%d", server_port(*srv));
+	}
+	return 0;
+}
+
 /* The herd of a set-up run: the server (or --url), every policy, the report.  Returns the exit code; frees hj's join. */
 static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct herd_join *hj)
 {
 	struct herd_result res[HERD_MAX_POLICIES] = { 0 };
 	struct occ_route oc = { 0 };
 	struct server *srv = NULL;
+	struct sim_config sim = { o->net, &SIMSERVER_OPS, NULL };
 	char url[128], err[256] = "";
 	size_t done = 0;
 	int rc = 1;
 
 	/* a connection per client, and the server's end of it when the server runs in this process */
-	if (hammer_raise_nofile(o->url ? local_clients(o, o->join_url ? hj : NULL) : 2 * o->clients, 1, err,
-	                        sizeof(err)) != 0 ||
+	if ((!o->sim && hammer_raise_nofile(o->url ? local_clients(o, o->join_url ? hj : NULL) : 2 * o->clients, 1, err,
+	                        sizeof(err)) != 0) ||
 	    curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "ratelab herd: %s\n", err[0] ? err : "curl_global_init failed");
 		join_free(hj->join);
 		return 1;
 	}
-	oc.delay = o->delay;
-	oc.seed = o->seed;
-	if (!o->url) {
-		if (!(oc.occ = occ_new()) || !(srv = start_server(o, &oc, err, sizeof(err)))) {
-			fprintf(stderr, "ratelab herd: %s\n", oc.occ ? err : "out of memory");
-			goto stop;
-		}
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port(srv));
-	}
+	if (start_targets(o, &oc, &srv, &sim, url, sizeof(url)) != 0)
+		goto stop;
 	hj->base = o->url;
 	hj->admin_token = o->admin_token;
 	if (o->url)
 		probe_policy(o->url, o->workload == HERD_WORKLOAD_OCC ? "/" : o->path, o->server_policy);
 	catch_sigint();
-	rc = run_all(o, o->url ? o->url : url, pol, res, o->join_url ? hj : NULL, &done);
+	rc = run_all(o, o->url ? o->url : url, pol, res, o->join_url ? hj : NULL,
+	             o->sim || o->compare ? &sim : NULL, &done);
 	if (rc == 130)
 		fprintf(stderr, "ratelab herd: interrupted: %zu of %zu policies finished\n", done, o->npolicies);
 	if ((rc == 0 || rc == 130) && o->report_dir && write_report(o, res, done) != 0)
@@ -452,6 +543,7 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 stop:
 	server_stop(srv);
 	occ_free(oc.occ);
+	simserver_free(sim.model_state);
 	for (size_t i = 0; i < o->npolicies; i++)
 		herd_result_destroy(&res[i]);
 	join_free(hj->join);

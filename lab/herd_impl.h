@@ -9,10 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hammer/sim.h"
 #include "lab/herd.h"
 #include "server/handlers/occ.h"
 
 #define HERD_MAX_POLICIES 16
+#define HERD_MAX_CLIENTS 100000         /* real runs */
+#define HERD_SIM_MAX_CLIENTS 1000000    /* --sim */
 
 struct herd_opts {
 	const char *url;
@@ -35,6 +38,9 @@ struct herd_opts {
 	const char *join_url;     /* --join redis://HOST:PORT/RUNID, or NULL */
 	uint32_t nodes;           /* --nodes */
 	uint64_t join_timeout_ns; /* --join-timeout */
+	bool sim;                 /* --sim: every policy in virtual time against a model of the server */
+	struct sim_net net;       /* --sim-delay, --sim-loss, --sim-connect */
+	bool compare;             /* --compare: each policy real and virtual, and the gap */
 };
 
 /*

@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,51 +16,6 @@
 #include "lab/herd_impl.h"
 #include "server/handlers/occ.h"
 #include "server/limit/limiter.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	"usage: ratelab herd [options]\n"
-	"\n"
-	"The thundering herd: for each policy, POST /reset, then --clients virtual clients\n"
-	"fire at the same instant and retry under that policy until they succeed or give\n"
-	"up.  One table row per policy.  Without --url it starts its own server in process.\n"
-	"\n"
-	"  --policies LIST     comma-separated (default %s);\n"
-	"                      a retry preset name works too (%s)\n"
-	"  --policy NAME       add one more policy (a preset) to the list\n"
-	"  --clients N         virtual clients (default 200)\n"
-	"  --workload W        request (GET until 2xx, default) or occ (GET /occ, then PUT\n"
-	"                      with If-Match, backing off on 409 until the write succeeds)\n"
-	"  --seed N            fixes every random wait (default 1)\n"
-	"  --report DIR        write DIR/report.html, DIR/results.json, DIR/<policy>.csv\n"
-	"  --base DUR          backoff base of the built-in policies (500ms; occ: 10ms)\n"
-	"  --cap DUR           cap of one wait (2s; occ: 1s)\n"
-	"  --max-attempts N    attempts per client, the first included (10; occ: 100)\n"
-	"  --max-time DUR      bound on one policy's run; clients still waiting fail (60s)\n"
-	"  --url URL           target this server instead of starting one\n"
-	"  --admin-token T     send Authorization: Bearer T with POST /reset (a server\n"
-	"                      started with --admin-token T; needed off its machine)\n"
-	"  --path PATH         request workload path (default /)\n"
-	"  --limiter NAME      in-process server's limiter (token-bucket; occ: none)\n"
-	"  --limit N           its requests per second (default 50)\n"
-	"  --burst N           its burst (default 20)\n"
-	"  --delay MEAN[±SD]   in-process server: network delay on /occ (e.g. 2ms±1ms)\n"
-	"  --join redis://HOST:PORT/RUNID --nodes N   one herd from N machines (with --url):\n"
-	"                      --clients is the total, every policy starts at one instant on\n"
-	"                      all nodes, node 0 resets the server and prints the merged table\n"
-	"  --join-timeout DUR  the longest wait for the other nodes (30s)\n"
-	"\n"
-	"Columns: calls are all HTTP requests; done in is the time of the last success;\n"
-	"peak/100ms is the most attempts in any 100 ms window, retries/100ms the most\n"
-	"retries (the first volley is the same for every policy, so this is the echo).\n"
-	"On a terminal a progress line shows the policy running.  Ctrl-C stops the run:\n"
-	"the policies that finished are reported (with --report too) and herd exits 130.\n"
-	"\n"
-	"exit: 0 every policy ran, 1 a run could not be set up, 2 usage error,\n"
-	"      4 a joined herd could not start or reach Redis, 130 Ctrl-C\n",
-	HERD_DEFAULT_POLICIES, retry_preset_names());
-}
 
 /* Append the comma-separated names of list, each a built-in or a preset; why filled on -1. */
 static int add_policies(struct herd_opts *o, const char *list, char *why, size_t wl)
@@ -166,37 +122,121 @@ static int opt_delay(void *base, const struct cli_option *opt, const char *v, ch
 	return 0;
 }
 
+static int opt_sim_delay(void *base, const struct cli_option *opt, const char *v, char *why, size_t wl)
+{
+	char inner[256];
+
+	(void)opt;
+	if (sim_net_parse_delay(v, &((struct herd_opts *)base)->net, inner, sizeof(inner)) != 0)
+		return snprintf(why, wl, "is not a delay such as 10ms or 10ms\xc2\xb1" "2ms"), -1;
+	return 0;
+}
+
 _Static_assert(HERD_WORKLOAD_REQUEST == 0 && HERD_WORKLOAD_OCC == 1, "WORKLOADS follows enum herd_workload");
 static const char *const WORKLOADS[] = { "request", "occ", NULL };
 
 #define HO(member) CLI_FIELD(struct herd_opts, member)
 
+static char policy_list[512];
+static pthread_once_t policy_list_once = PTHREAD_ONCE_INIT;
+
+static void build_policy_list(void)
+{
+	snprintf(policy_list, sizeof(policy_list), "%s, %s", HERD_DEFAULT_POLICIES, retry_preset_names());
+}
+
+/* The policies --policies takes (for completion and "did you mean"). */
+static const char *policy_words(void)
+{
+	pthread_once(&policy_list_once, build_policy_list);
+	return policy_list;
+}
+
 static const struct cli_option HERD_OPTIONS[] = {
-	{ "--policies", CLI_CUSTOM, .fn = opt_policies },
-	{ "--policy", CLI_CUSTOM, .fn = opt_policies },
-	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = 100000 },
-	{ "--seed", CLI_U64, HO(seed), .max = UINT64_MAX },
-	{ "--workload", CLI_CHOICE, HO(workload), .words = WORKLOADS },
-	{ "--report", CLI_STRING, HO(report_dir) },
-	{ "--url", CLI_CUSTOM, .fn = opt_url },
-	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token },
-	{ "--path", CLI_CUSTOM, .fn = opt_path },
-	{ "--base", CLI_DURATION, HO(knobs.base_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, base_set) },
-	{ "--cap", CLI_DURATION, HO(knobs.cap_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, cap_set) },
-	{ "--max-time", CLI_DURATION, HO(max_ns), .min = 1, .max = UINT64_MAX },
+	{ "--policies", CLI_CUSTOM, .fn = opt_policies, .values = policy_words, .section = CLI_SEC_DOES, .arg = "LIST",
+	  .help = "comma-separated (default " HERD_DEFAULT_POLICIES "); a retry preset works "
+	          "too." },
+	{ "--policy", CLI_CUSTOM, .fn = opt_policies, .values = policy_words, .section = CLI_SEC_DOES, .arg = "NAME",
+	  .help = "add one more policy (a preset) to the list." },
+	{ "--clients", CLI_U64, HO(clients), .min = 1, .max = HERD_SIM_MAX_CLIENTS, .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "virtual clients (default 200; at most 100,000, or 1,000,000 with --sim)" },
+	{ "--seed", CLI_U64, HO(seed), .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "fixes every random wait (default 1)" },
+	{ "--workload", CLI_CHOICE, HO(workload), .words = WORKLOADS, .section = CLI_SEC_RUN, .arg = "request|occ",
+	  .help = "request: GET until 2xx (default); occ: GET /occ, then PUT with If-Match, "
+	          "backing off on 409 until the write succeeds" },
+	{ "--report", CLI_STRING, HO(report_dir), .section = CLI_SEC_OUTPUT, .arg = "DIR",
+	  .help = "write DIR/report.html, DIR/results.json, DIR/<policy>.csv" },
+	{ "--url", CLI_CUSTOM, .fn = opt_url, .section = CLI_SEC_RUN, .arg = "URL",
+	  .help = "target this server instead of starting one" },
+	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token, .section = CLI_SEC_ADVANCED, .arg = "T",
+	  .help = "send Authorization: Bearer T with POST /reset (a server started with "
+	          "--admin-token T; needed off its machine)" },
+	{ "--path", CLI_CUSTOM, .fn = opt_path, .section = CLI_SEC_RUN, .arg = "PATH",
+	  .help = "request workload path (default /)" },
+	{ "--base", CLI_DURATION, HO(knobs.base_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, base_set), .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "backoff base of the built-in policies (500ms; occ: 10ms)" },
+	{ "--cap", CLI_DURATION, HO(knobs.cap_ns), .max = UINT64_MAX, CLI_GIVEN(struct herd_opts, cap_set), .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "cap of one wait (2s; occ: 1s)" },
+	{ "--max-time", CLI_DURATION, HO(max_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "bound on one policy's run; clients still waiting fail (60s)" },
 	{ "--max-attempts", CLI_U64, HO(knobs.max_attempts), .min = 1, .max = 10000,
-	  CLI_GIVEN(struct herd_opts, attempts_set) },
-	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, CLI_GIVEN(struct herd_opts, limiter_set) },
-	{ "--limit", CLI_U64, HO(limit), .min = 1, .max = 1000000000 },
-	{ "--burst", CLI_U64, HO(burst), .min = 1, .max = 1000000000 },
-	{ "--delay", CLI_CUSTOM, .fn = opt_delay },
-	{ "--join", CLI_CUSTOM, .fn = opt_join },
-	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX },
-	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX },
+	  CLI_GIVEN(struct herd_opts, attempts_set), .section = CLI_SEC_DOES, .arg = "N",
+	  .help = "attempts per client, the first included (10; occ: 100)" },
+	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, .values = limiter_names, CLI_GIVEN(struct herd_opts, limiter_set), .section = CLI_SEC_RUN, .arg = "NAME",
+	  .help = "the in-process server's limiter (token-bucket; occ: none)." },
+	{ "--limit", CLI_U64, HO(limit), .min = 1, .max = 1000000000, .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "its requests per second (default 50)" },
+	{ "--burst", CLI_U64, HO(burst), .min = 1, .max = 1000000000, .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "its burst (default 20)" },
+	{ "--delay", CLI_CUSTOM, .fn = opt_delay, .section = CLI_SEC_RUN, .arg = "MEAN[±SD]",
+	  .help = "in-process server: network delay on /occ (e.g. 2ms±1ms)" },
+	{ "--join", CLI_CUSTOM, .fn = opt_join, .section = CLI_SEC_ADVANCED, .arg = "redis://HOST:PORT/RUNID",
+	  .help = "one herd from N machines (with --url and --nodes N): --clients is the total, "
+	          "every policy starts at one instant on all nodes, node 0 resets the server and "
+	          "prints the merged table" },
+	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "how many herds --join waits for" },
+	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "the longest wait for the other nodes (30s)" },
+	{ "--sim", CLI_BOOL, HO(sim), .section = CLI_SEC_ADVANCED,
+	  .help = "exact virtual time: the same engine and policies against an in-process model "
+	          "of the server (its limiter, /occ and --delay), no sockets; up to 1,000,000 "
+	          "clients; same --seed, same bytes" },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
+	  .help = "with --sim: each message's one-way network delay (default 100us)" },
+	{ "--sim-loss", CLI_DOUBLE, HO(net.loss), .dmin = 0, .dmax = 1, .section = CLI_SEC_ADVANCED, .arg = "P",
+	  .help = "with --sim: each message lost with probability P (0..1)" },
+	{ "--sim-connect", CLI_DURATION, HO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "with --sim: a client's first call pays DUR to connect (default 0)" },
+	{ "--compare", CLI_BOOL, HO(compare), .section = CLI_SEC_ADVANCED,
+	  .help = "each policy both ways, on the in-process server and in virtual time (the "
+	          "--sim-* flags apply): the two rows and the gap per column (virtual minus real); "
+	          "--report keeps the real runs" },
 	{ NULL },
 };
 
-static const struct cli_command HERD_CLI = { "herd", usage };
+static const struct cli_option *const HERD_TABLES[] = { HERD_OPTIONS, NULL };
+
+static const struct cli_help HERD_HELP = {
+	.usage = "ratelab herd [options]",
+	.about = "The thundering herd: for each policy, POST /reset, then --clients virtual clients "
+	         "fire at the same instant and retry under that policy until they succeed or give up.  "
+	         "One table row per policy.  Without --url it starts its own server in process.",
+	.tables = HERD_TABLES,
+	.notes = "Columns: calls are all HTTP requests; done in is the time of the last success;\n"
+	         "peak/100ms is the most attempts in any 100 ms window, retries/100ms the most\n"
+	         "retries (the first volley is the same for every policy, so this is the echo).\n"
+	         "On a terminal a progress line shows the policy running.  Ctrl-C stops the run:\n"
+	         "the policies that finished are reported (with --report too).\n",
+	.exits = "0\tevery policy ran\n"
+	         "1\ta run could not be set up\n"
+	         "2\ta bad flag or value\n"
+	         "4\ta joined herd could not start or reach Redis\n"
+	         "130\tCtrl-C\n",
+};
+
+static const struct cli_command HERD_CLI = { "herd", NULL, &HERD_HELP };
 
 static void opts_defaults(struct herd_opts *o)
 {
@@ -211,6 +251,7 @@ static void opts_defaults(struct herd_opts *o)
 	o->path = "/";
 	o->max_ns = 60 * NS_PER_SEC;
 	o->join_timeout_ns = 30 * NS_PER_SEC;
+	sim_net_defaults(&o->net);
 	add_policies(o, HERD_DEFAULT_POLICIES, why, sizeof(why));
 }
 
@@ -240,6 +281,23 @@ static int check_report_dir(const char *dir, char *err, size_t errlen)
 	return cli_bad_value(err, errlen, "herd", "--report", dir, "cannot be made (%s)", strerror(errno));
 }
 
+/* What --sim allows and a real herd does not, and the other way round. */
+static int check_sim(const struct herd_opts *o, char *err, size_t errlen)
+{
+	char n[32];
+
+	if (o->sim && (o->url != NULL || o->join_url != NULL))
+		return cli_fail(err, errlen, "herd", "--sim models its own server: no --url or --join");
+	if (o->compare && (o->sim || o->url != NULL || o->join_url != NULL))
+		return cli_fail(err, errlen, "herd", "--compare runs its own server both ways: no --sim, --url or --join");
+	if (!o->sim && o->clients > HERD_MAX_CLIENTS) {
+		snprintf(n, sizeof(n), "%u", o->clients);
+		return cli_bad_value(err, errlen, "herd", "--clients", n, "is more than %u (up to %u with --sim)",
+		                     HERD_MAX_CLIENTS, HERD_SIM_MAX_CLIENTS);
+	}
+	return 0;
+}
+
 int herd_opts_parse(struct herd_opts *o, int argc, char **argv)
 {
 	struct cli_group g = { HERD_OPTIONS, o };
@@ -256,6 +314,8 @@ int herd_opts_parse(struct herd_opts *o, int argc, char **argv)
 		                                                    : "--nodes needs --join redis://HOST:PORT/RUNID");
 	if (rc == 0 && o->join_url != NULL && o->url == NULL)
 		rc = cli_fail(err, sizeof(err), "herd", "--join needs --url (the one server every node sends to)");
+	if (rc == 0)
+		rc = check_sim(o, err, sizeof(err));
 	if (rc != 0)
 		return cli_exit(&HERD_CLI, rc, err) == 0 ? 1 : 2;
 	herd_knobs_defaults(o->workload, &def);

@@ -39,59 +39,58 @@ static void on_signal(int sig)
 	verify_interrupted = sig;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: ratelab verify --scenario NAME|FILE [options] -- COMMAND [ARGS...]\n"
-	        "       ratelab verify --all [options] -- COMMAND [ARGS...]\n"
-	        "       ratelab verify --list\n"
-	        "\n"
-	        "Starts a scenario server on a free port, runs COMMAND with RATELAB_URL set to it and\n"
-	        "RATELAB_METHOD to the method the scenario is for (a literal $RATELAB_URL or\n"
-	        "$RATELAB_METHOD in ARGS is replaced too; proxy variables are unset and NO_PROXY set),\n"
-	        "and grades what the server saw.  COMMAND's stdout goes to stderr, so stdout holds only\n"
-	        "the verdicts (with --all, COMMAND's output is dropped).  Each expectation passes, fails,\n"
-	        "or is not observed (N/O: nothing in the run decides it).  A run ends when COMMAND does,\n"
-	        "at --timeout, or (on scenarios that say so in --list) once an expectation has failed\n"
-	        "for good.\n"
-	        "\n"
-	        "  --scenario NAME|FILE  a built-in (--list) or a JSON script:\n"
-	        "                        [{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}]\n"
-	        "  --all                 every built-in scenario with its own expectations: one table\n"
-	        "  --list                the built-in scenarios: what each answers, what a correct client does\n"
-	        "  --expect LIST         comma-separated: %s\n"
-	        "                        (default: the scenario's own list)\n"
-	        "  --clients N           run N copies at once, each its own client (URL .../client-K); 1..64\n"
-	        "  --timeout DUR         kill COMMAND past this (default 60s)\n"
-	        "  --strict              an expectation not observed fails\n"
-	        "  --json FILE|-         verdicts, evidence and arrivals as JSON\n"
-	        "  --junit FILE|-        JUnit XML for CI: one testcase per expectation\n"
-	        "  --jobs N              --all: scenarios run at once (default 6; 1..32)\n"
-	        "  --quiet               no arrival list and no progress line (shown on a\n"
-	        "                        terminal while the command runs), verdicts only\n"
-	        "\n"
-	        "exit: 0 every expectation holds, 1 one fails (or, with --strict, is not observed),\n"
-	        "      2 usage error, 4 COMMAND could not run or never reached the server, 130 interrupted\n",
-	        verify_grade_names());
-}
-
 static const struct cli_option VERIFY_OPTIONS[] = {
-	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario) },
-	{ "--all", CLI_BOOL, CLI_FIELD(struct verify_opts, all) },
-	{ "--list", CLI_BOOL, CLI_FIELD(struct verify_opts, list) },
-	{ "--expect", CLI_STRING, CLI_FIELD(struct verify_opts, expect) },
-	{ "--json", CLI_STRING, CLI_FIELD(struct verify_opts, json) },
-	{ "--junit", CLI_STRING, CLI_FIELD(struct verify_opts, junit) },
-	{ "--clients", CLI_U64, CLI_FIELD(struct verify_opts, clients), .min = 1, .max = VERIFY_CHILD_MAX },
-	{ "--timeout", CLI_DURATION, CLI_FIELD(struct verify_opts, timeout_ns), .min = 1, .max = UINT64_MAX },
-	{ "--jobs", CLI_U64, CLI_FIELD(struct verify_opts, jobs), .min = 1, .max = VERIFY_MAX_JOBS },
-	{ "--strict", CLI_BOOL, CLI_FIELD(struct verify_opts, strict) },
-	{ "--quiet", CLI_BOOL, CLI_FIELD(struct verify_opts, quiet) },
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct verify_opts, scenario), .values = scenario_builtin_names, .section = CLI_SEC_RUN, .arg = "NAME|FILE",
+	  .help = "a built-in (see --list) or a JSON script such as "
+	          "[{\"status\":429,\"retry_after\":\"2\"},{\"status\":200}]" },
+	{ "--all", CLI_BOOL, CLI_FIELD(struct verify_opts, all), .section = CLI_SEC_RUN,
+	  .help = "every built-in scenario with its own expectations: one table" },
+	{ "--list", CLI_BOOL, CLI_FIELD(struct verify_opts, list), .section = CLI_SEC_RUN,
+	  .help = "the built-in scenarios: what each answers, what a correct client does" },
+	{ "--expect", CLI_STRING, CLI_FIELD(struct verify_opts, expect), .values = verify_grade_names, .section = CLI_SEC_DOES, .arg = "LIST",
+	  .help = "comma-separated expectations (default: the scenario's own list)." },
+	{ "--json", CLI_STRING, CLI_FIELD(struct verify_opts, json), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
+	  .help = "verdicts, evidence and arrivals as JSON" },
+	{ "--junit", CLI_STRING, CLI_FIELD(struct verify_opts, junit), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
+	  .help = "JUnit XML for CI: one testcase per expectation" },
+	{ "--clients", CLI_U64, CLI_FIELD(struct verify_opts, clients), .min = 1, .max = VERIFY_CHILD_MAX, .section = CLI_SEC_DOES, .arg = "N",
+	  .help = "run N copies at once, each its own client (URL .../client-K); 1..64" },
+	{ "--timeout", CLI_DURATION, CLI_FIELD(struct verify_opts, timeout_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "kill COMMAND past this (default 60s)" },
+	{ "--jobs", CLI_U64, CLI_FIELD(struct verify_opts, jobs), .min = 1, .max = VERIFY_MAX_JOBS, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "--all: scenarios run at once (default 6; 1..32)" },
+	{ "--strict", CLI_BOOL, CLI_FIELD(struct verify_opts, strict), .section = CLI_SEC_DOES,
+	  .help = "an expectation not observed fails" },
+	{ "--quiet", CLI_BOOL, CLI_FIELD(struct verify_opts, quiet), .section = CLI_SEC_OUTPUT,
+	  .help = "no arrival list and no progress line (shown on a terminal while the command "
+	          "runs), verdicts only" },
 	{ "COMMAND", CLI_REST, CLI_FIELD(struct verify_opts, cmd) },
 	{ NULL },
 };
 
-static const struct cli_command VERIFY_CLI = { "verify", usage };
+static const struct cli_option *const VERIFY_TABLES[] = { VERIFY_OPTIONS, NULL };
+
+static const struct cli_help VERIFY_HELP = {
+	.usage = "ratelab verify --scenario NAME|FILE [options] -- COMMAND [ARGS...]\n"
+	         "ratelab verify --all [options] -- COMMAND [ARGS...]\n"
+	         "ratelab verify --list",
+	.about = "Starts a scenario server on a free port, runs COMMAND with RATELAB_URL set to it "
+	         "and RATELAB_METHOD to the method the scenario is for (a literal $RATELAB_URL or "
+	         "$RATELAB_METHOD in ARGS is replaced too; proxy variables are unset and NO_PROXY "
+	         "set), and grades what the server saw.  COMMAND's stdout goes to stderr, so stdout "
+	         "holds only the verdicts (with --all, COMMAND's output is dropped).  Each expectation "
+	         "passes, fails, or is not observed (N/O: nothing in the run decides it).  A run ends "
+	         "when COMMAND does, at --timeout, or (on scenarios that say so in --list) once an "
+	         "expectation has failed for good.",
+	.tables = VERIFY_TABLES,
+	.exits = "0\tevery expectation holds\n"
+	         "1\tone fails (or, with --strict, is not observed)\n"
+	         "2\ta bad flag or value\n"
+	         "4\tCOMMAND could not run or never reached the server\n"
+	         "130\tinterrupted\n",
+};
+
+static const struct cli_command VERIFY_CLI = { "verify", NULL, &VERIFY_HELP };
 
 /* What cli_parse cannot check: which flags go together. */
 static int check_combination(const struct verify_opts *o, char *err, size_t errlen)

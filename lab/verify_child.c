@@ -19,6 +19,7 @@
 #define FOUND_MAX 512              /* descendants stopped per set */
 #define DEPTH_MAX 64               /* ancestors walked per process */
 #define GRACE_NS (500ULL * 1000000ULL)
+#define SWEEP_NS (10ULL * 1000000000ULL)   /* the longest a sweep keeps finding and killing */
 #define NO_PROXY_HOSTS "127.0.0.1,localhost,::1"
 
 extern char **environ;
@@ -417,28 +418,57 @@ void verify_children_kill(struct verify_children *c)
 	signal_all(c, pids, n, SIGTERM);
 	while ((verify_children_reap(c) > 0 || alive(pids, n) > 0) && clock_monotonic_ns() < until)
 		nanosleep(&ts, NULL);
-	/* Whatever was started since the first look, and what outlived SIGTERM. */
-	n = collect(c, pids, FOUND_MAX);
-	signal_all(c, pids, n, SIGKILL);
-	for (unsigned i = 0; i < c->n; i++)
-		if (!c->ch[i].done && waitpid(c->ch[i].pid, &c->ch[i].status, 0) == c->ch[i].pid) {
-			c->ch[i].done = true;
-			c->ch[i].status = decode_status(c->ch[i].status);
-		}
-	until = clock_monotonic_ns() + GRACE_NS;
-	while (alive(pids, n) > 0 && clock_monotonic_ns() < until)
-		nanosleep(&ts, NULL);
+	/*
+	 * Whatever was started since the first look, and what outlived SIGTERM:
+	 * FOUND_MAX at a time, looking again until a look finds none (bounded).
+	 */
+	until = clock_monotonic_ns() + SWEEP_NS;
+	do {
+		uint64_t grace = clock_monotonic_ns() + GRACE_NS;
+
+		n = collect(c, pids, FOUND_MAX);
+		signal_all(c, pids, n, SIGKILL);
+		for (unsigned i = 0; i < c->n; i++)
+			if (!c->ch[i].done && waitpid(c->ch[i].pid, &c->ch[i].status, 0) == c->ch[i].pid) {
+				c->ch[i].done = true;
+				c->ch[i].status = decode_status(c->ch[i].status);
+			}
+		while (alive(pids, n) > 0 && clock_monotonic_ns() < grace)
+			nanosleep(&ts, NULL);
+	} while (n > 0 && clock_monotonic_ns() < until);
 }
 
+/* Reap every child of verify that has ended (orphans it is subreaper of); for the sweep, when no set runs. */
+static void reap_any(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/*
+ * Everything below verify, by parent links: whatever its environment and
+ * session (env -i, setsid), since verify is the subreaper of all it starts.
+ * FOUND_MAX at a time, looking again until a look finds none, within
+ * SWEEP_NS (a fork bomb outruns any bound; SIGKILL of the groups first).
+ */
 void verify_child_sweep(void)
 {
 	static pid_t pids[FOUND_MAX];
-	uint64_t until = clock_monotonic_ns() + GRACE_NS;
-	struct timespec ts = { 0, 5 * 1000000L };
-	size_t n = collect(NULL, pids, FOUND_MAX);
+	uint64_t until = clock_monotonic_ns() + SWEEP_NS;
+	struct timespec ts = { 0, 2 * 1000000L };
+	size_t n;
 
-	for (size_t i = 0; i < n; i++)
-		kill(pids[i], SIGKILL);
-	while (alive(pids, n) > 0 && clock_monotonic_ns() < until)
-		nanosleep(&ts, NULL);
+	do {
+		uint64_t grace = clock_monotonic_ns() + GRACE_NS;
+
+		n = collect(NULL, pids, FOUND_MAX);
+		for (size_t i = 0; i < n; i++)
+			kill(pids[i], SIGKILL);
+		reap_any();
+		while (alive(pids, n) > 0 && clock_monotonic_ns() < grace) {
+			reap_any();
+			nanosleep(&ts, NULL);
+		}
+	} while (n > 0 && clock_monotonic_ns() < until);
+	reap_any();
 }

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "server/http/path.h"
 
 int config_parse_key(const char *s, enum config_key *key, char *header, size_t hlen, char *err, size_t errlen)
 {
@@ -85,14 +86,15 @@ static int fail(struct cfg_ctx *c, const char *field, const char *what)
 	return -1;
 }
 
+/* A count from 1 to UINT32_MAX, the bounds of --limit and --burst. */
 static int get_u64(struct cfg_ctx *c, json_t *o, const char *field, uint64_t *out)
 {
 	json_t *v = json_object_get(o, field);
 
 	if (!v)
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 1)
-		return fail(c, field, "must be a whole number >= 1");
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (json_int_t)UINT32_MAX)
+		return fail(c, field, "must be a whole number from 1 to 4294967295");
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
@@ -124,14 +126,18 @@ static int get_layers(struct cfg_ctx *c, json_t *o, struct config_route *r)
 static int get_strings(struct cfg_ctx *c, json_t *o, struct config_route *r)
 {
 	const char *s;
-	char why[160];
+	char why[160], norm[sizeof(r->prefix)];
+	size_t nlen;
 	json_t *v;
 
 	if (!json_is_string(v = json_object_get(o, "prefix")) || (s = json_string_value(v))[0] != '/' ||
 	    strlen(s) >= sizeof(r->prefix))
 		return fail(c, json_object_get(o, "prefix") ? "prefix" : NULL,
 		            "needs \"prefix\": a path starting with '/' (under 128 bytes)");
-	config_route_defaults(r, s);
+	/* kept in the form request paths are matched in, so "//api" meets "/api" and "/api/../x" is "/x" */
+	if (path_normalize(s, strlen(s), norm, sizeof(norm), &nlen) < 0)
+		return fail(c, "prefix", "is not a path (a '%' without two hex digits, or a NUL)");
+	config_route_defaults(r, norm);
 	if ((v = json_object_get(o, "limiter"))) {
 		if (!json_is_string(v) || !limiter_find(json_string_value(v)))
 			return fail(c, "limiter", "unknown limiter");

@@ -54,24 +54,41 @@ struct serve_opts {
 };
 
 static const struct cli_option SERVE_OPTIONS[] = {
-	{ "--scenario", CLI_STRING, CLI_FIELD(struct serve_opts, scenario) },
+	{ "--scenario", CLI_STRING, CLI_FIELD(struct serve_opts, scenario), .values = scenario_builtin_names, .section = CLI_SEC_DOES, .arg = "NAME|FILE",
+	  .help = "answer limited paths from a script instead of the limiter (client "
+	          "conformance, see 'ratelab verify --help'); GET /scenario lists the arrivals; "
+	          "built-ins: 'ratelab verify --list'" },
 	{ NULL },
 };
 
-static void usage(FILE *f)
-{
-	server_usage(f);
-	occ_route_usage(f);
-	store_redis_cli_usage(f);
-	scenario_usage(f);
-	fprintf(f, "\nSIGINT or SIGTERM drains: no new connections, requests in flight answered (a body\n"
-	           "still arriving gets 503), at most 5 s.  Exit status: 0 after the drain, 1 when the\n"
-	           "server cannot start, 2 on a bad flag, %d when a second SIGINT or SIGTERM cuts the\n"
-	           "drain short.\n",
-	        SERVE_EXIT_FORCED);
-}
+#define SERVE_STR_(x) #x
+#define SERVE_STR(x) SERVE_STR_(x)
 
-static const struct cli_command SERVE_CLI = { "serve", usage };
+static const struct cli_option *const SERVE_TABLES[] = {
+	server_args_options, SERVE_OPTIONS, occ_route_options, store_redis_cli_options, NULL,
+};
+
+static const struct cli_help SERVE_HELP = {
+	.usage = "ratelab serve [options]",
+	.about = "A rate-limited HTTP lab server.  Every path is limited except /dashboard (the live "
+	         "page for a projector), /play (the attendees' page: pick or write a retry policy, run "
+	         "it against /, compare runs), /room (the room herd: GET, POST to arm it, admin), "
+	         "/events (its figures as Server-Sent Events), /stats (JSON), "
+	         "/metrics (Prometheus), POST /reset (clear limiter state and stats; loopback or "
+	         "--admin-token only) and /healthz.  A client may name itself in the dashboard with "
+	         "an X-Client-Name header.  Prints 'listening on http://ADDR:PORT' when ready, then "
+	         "the dashboard's URL (with --bind 0.0.0.0 or ::, first one URL per LAN address for "
+	         "the attendees, their /play page).",
+	.tables = SERVE_TABLES,
+	.notes = "SIGINT or SIGTERM drains: no new connections, requests in flight answered (a\n"
+	         "body still arriving gets 503), at most 5 s.\n",
+	.exits = "0\tafter the drain\n"
+	         "1\tthe server cannot start\n"
+	         "2\ta bad flag or value\n"
+	         SERVE_STR(SERVE_EXIT_FORCED) "\ta second SIGINT or SIGTERM cut the drain short\n",
+};
+
+static const struct cli_command SERVE_CLI = { "serve", NULL, &SERVE_HELP };
 
 /* What serve wires together: the server's config and the parts its flags configure. */
 struct serve_parts {

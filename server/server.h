@@ -204,9 +204,6 @@ int server_args_finish(struct server_args *a, char *err, size_t errlen);
  */
 int server_config_from_args(struct server_config *c, int argc, char **argv, char *err, size_t errlen);
 
-/* The --help text. */
-void server_usage(FILE *f);
-
 /*
  * Fit the in-process key tables into c->max_key_memory.  Every route holds
  * up to c->max_keys keys of store_memory_key_bytes each, so the tables can

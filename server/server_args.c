@@ -53,81 +53,6 @@ int server_config_add_handler(struct server_config *c, const char *path, server_
 	return 0;
 }
 
-void server_usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: ratelab serve [options]\n"
-	        "\n"
-	        "A rate-limited HTTP lab server.  Every path is limited except /dashboard (the live\n"
-	        "page for a projector), /play (the attendees' page: pick or write a retry policy,\n"
-	        "run it against /, compare runs), /events (its figures as Server-Sent Events), /stats (JSON),\n"
-	        "/metrics (Prometheus), POST /reset (clear limiter state and stats; loopback or\n"
-	        "--admin-token only) and /healthz.\n"
-	        "A client may name itself in the dashboard with an X-Client-Name header.\n"
-	        "Prints 'listening on http://ADDR:PORT' when ready, then the dashboard's URL (with\n"
-	        "--bind 0.0.0.0 or ::, first one URL per LAN address for the attendees);\n"
-	        "SIGINT/SIGTERM drain and exit 0.\n"
-	        "\n"
-	        "  --bind ADDR               listen address (default 127.0.0.1; 0.0.0.0 or :: for a\n"
-	        "                            room: every address, :: IPv4 ones too)\n"
-	        "  --port N                  port (default 8080; 0 picks a free one)\n"
-	        "  --limiter NAME            %s (default token-bucket)\n"
-	        "  --limit N                 requests per window (default 10)\n"
-	        "  --window DUR              window, e.g. 1s, 250ms, 1m (default 1s)\n"
-	        "  --burst N                 bucket capacity / allowed excess (default: the limit)\n"
-	        "  --layer RATE              a layer of the layered limiter, e.g. 30/1m; repeatable\n"
-	        "  --key global|ip|header:NAME  what is limited (default ip; a request without\n"
-	        "                            the header falls back to its IP address)\n"
-	        "  --status 429|503          rejection status (default 429)\n"
-	        "  --retry-after seconds|http-date|none  (default seconds: the wait rounded up, never 0)\n"
-	        "  --headers ietf|legacy|both|none  RateLimit headers (default ietf)\n"
-	        "  --threads N               listeners, one thread each, sharing the port (default 2)\n"
-	        "  --max-keys N              cap of each route's per-key state table, LRU-evicted\n"
-	        "                            (default 100000, or fewer when the limiter's state is\n"
-	        "                            large: as many as fit --max-key-memory)\n"
-	        "  --max-key-memory SIZE     memory the key tables may grow to, e.g. 64M, 1G; a\n"
-	        "                            --max-keys that does not fit is refused (default 64M)\n"
-	        "  --max-connections N       connections open at once; past it a new one is closed\n"
-	        "                            (default: what the open-file limit allows, raised to\n"
-	        "                            its hard value, at most %d)\n"
-	        "  --max-connections-per-ip N  connections one client address may hold (default:\n"
-	        "                            three quarters of --max-connections)\n"
-	        "  --header-timeout DUR      a request head (request line and headers) must be in\n"
-	        "                            within DUR of the connection opening or of its\n"
-	        "                            previous answer, else the connection closes (default 10s)\n"
-	        "  --connection-timeout DUR  idle connection timeout (default 30s)\n"
-	        "  --max-body BYTES          larger request bodies get 413 (default 65536)\n"
-	        "  --faults SPEC             e.g. 503:5,502:2,504:1,reset:1,no-retry-after:10,delay=50ms:20\n"
-	        "                            (percent; statuses replace admitted answers, reset closes\n"
-	        "                            the connection unanswered, no-retry-after drops the header\n"
-	        "                            from rejections, delay holds the answer)\n"
-	        "  --query-faults            accept ?status=503:50&delay=50ms on limited paths\n"
-	        "  --seed N                  seed of the fault draws (default 1)\n"
-	        "  --admin-token T           admin endpoints (POST /reset) also answer clients that\n"
-	        "                            are not on loopback when they send Authorization: Bearer T\n"
-	        "                            (by default they answer loopback clients only; a form or\n"
-	        "                            text/plain body or a foreign Origin is refused either way)\n"
-	        "  --config FILE             JSON routes: {\"routes\":[{\"prefix\":\"/api\",\"limiter\":\"gcra\",\n"
-	        "                            \"limit\":5,\"window\":\"1s\",\"burst\":10,\"key\":\"ip\"}]}\n"
-	        "  --top-clients N           clients /dashboard, /stats and /metrics show by name,\n"
-	        "                            the most active first; the rest in one row (default 50)\n"
-	        "  --max-subscribers N       /events streams (open dashboards) at once (default 32)\n",
-	        limiter_names(), SERVER_CONNECTIONS_DEFAULT);
-	fprintf(f,   /* two strings: one would pass the 4095 characters C11 promises to support */
-	        "  --capacity SPEC           a modelled backend behind the limiter, e.g.\n"
-	        "                            workers=4,service=10ms,queue=fifo:1000: virtual workers,\n"
-	        "                            a service time (10ms, 10ms\xc2\xb1" "2ms or exp:10ms) and a\n"
-	        "                            queue (fifo or lifo[:N]); queue-timeout=DUR drops requests\n"
-	        "                            that waited longer, reject-cost=F makes a refusal cost F\n"
-	        "                            service times.  A request whose client has gone is still\n"
-	        "                            served; /stats counts that work apart\n"
-	        "  --trigger F@START+LEN     with --capacity: only F of the workers (25%% or 0.25) from\n"
-	        "                            START for LEN, counted from the start or POST /reset;\n"
-	        "                            repeatable\n"
-	        "  --quiet                   no log lines on stderr\n"
-	        "  --help                    this text\n");
-}
-
 static int opt_bind(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
 	struct server_args *a = base;
@@ -248,42 +173,106 @@ static int opt_trigger(void *base, const struct cli_option *o, const char *v, ch
 	return 0;
 }
 
+static const char *key_words(void)
+{
+	return "global, ip, header:";
+}
+
+static const char *status_words(void)
+{
+	return "429, 503";
+}
+
 static const char *const RETRY_AFTER_WORDS[] = { "seconds", "http-date", "none", NULL };
 static const char *const HEADERS_WORDS[] = { "none", "ietf", "legacy", "both", NULL };
 
 #define SA(member) CLI_FIELD(struct server_args, member)
+#define SERVER_STR_(x) #x
+#define SERVER_STR(x) SERVER_STR_(x)
 
 const struct cli_option server_args_options[] = {
-	{ "--bind", CLI_CUSTOM, .fn = opt_bind },
-	{ "--port", CLI_U64, SA(cfg.port), .max = 65535 },
-	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, CLI_GIVEN(struct server_args, limiter_set) },
-	{ "--limit", CLI_U64, SA(cfg.routes[0].params.limit), .min = 1, .max = UINT32_MAX },
-	{ "--window", CLI_DURATION, SA(cfg.routes[0].params.window_ns), .min = 1, .max = UINT64_MAX },
-	{ "--burst", CLI_U64, SA(cfg.routes[0].params.burst), .min = 1, .max = UINT32_MAX },
-	{ "--layer", CLI_CUSTOM, .fn = opt_layer },
-	{ "--key", CLI_CUSTOM, .fn = opt_key },
-	{ "--status", CLI_CUSTOM, .fn = opt_status },
-	{ "--retry-after", CLI_CHOICE, SA(cfg.retry_after), .words = RETRY_AFTER_WORDS },
-	{ "--headers", CLI_CHOICE, SA(cfg.headers), .words = HEADERS_WORDS },
-	{ "--threads", CLI_U64, SA(cfg.threads), .min = 1, .max = 64 },
+	{ "--bind", CLI_CUSTOM, .fn = opt_bind, .section = CLI_SEC_RUN, .arg = "ADDR",
+	  .help = "listen address (default 127.0.0.1; 0.0.0.0 or :: for a room: every address, "
+	          ":: IPv4 ones too)" },
+	{ "--port", CLI_U64, SA(cfg.port), .max = 65535, .section = CLI_SEC_RUN, .arg = "N",
+	  .help = "port (default 8080; 0 picks a free one)" },
+	{ "--limiter", CLI_CUSTOM, .fn = opt_limiter, .values = limiter_names, CLI_GIVEN(struct server_args, limiter_set), .section = CLI_SEC_DOES, .arg = "NAME",
+	  .help = "the algorithm (default token-bucket)." },
+	{ "--limit", CLI_U64, SA(cfg.routes[0].params.limit), .min = 1, .max = UINT32_MAX, .section = CLI_SEC_DOES, .arg = "N",
+	  .help = "requests per window (default 10)" },
+	{ "--window", CLI_DURATION, SA(cfg.routes[0].params.window_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_DOES, .arg = "DUR",
+	  .help = "window, e.g. 1s, 250ms, 1m (default 1s)" },
+	{ "--burst", CLI_U64, SA(cfg.routes[0].params.burst), .min = 1, .max = UINT32_MAX, .section = CLI_SEC_DOES, .arg = "N",
+	  .help = "bucket capacity / allowed excess (default: the limit)" },
+	{ "--layer", CLI_CUSTOM, .fn = opt_layer, .section = CLI_SEC_DOES, .arg = "RATE",
+	  .help = "a layer of the layered limiter, e.g. 30/1m; repeatable" },
+	{ "--key", CLI_CUSTOM, .fn = opt_key, .values = key_words, .section = CLI_SEC_DOES, .arg = "global|ip|header:NAME",
+	  .help = "what is limited (default ip; a request without the header falls back to its "
+	          "IP address)" },
+	{ "--status", CLI_CUSTOM, .fn = opt_status, .values = status_words, .section = CLI_SEC_DOES, .arg = "429|503",
+	  .help = "rejection status (default 429)" },
+	{ "--retry-after", CLI_CHOICE, SA(cfg.retry_after), .words = RETRY_AFTER_WORDS, .section = CLI_SEC_DOES, .arg = "seconds|http-date|none",
+	  .help = "the Retry-After of a rejection (default seconds: the wait rounded up, never 0)" },
+	{ "--headers", CLI_CHOICE, SA(cfg.headers), .words = HEADERS_WORDS, .section = CLI_SEC_DOES, .arg = "ietf|legacy|both|none",
+	  .help = "RateLimit headers (default ietf)" },
+	{ "--threads", CLI_U64, SA(cfg.threads), .min = 1, .max = 64, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "listeners, one thread each, sharing the port (default 2)" },
 	{ "--max-keys", CLI_U64, SA(cfg.max_keys), .min = 1, .max = 1ULL << 32,
-	  CLI_GIVEN(struct server_args, cfg.max_keys_set) },
-	{ "--max-key-memory", CLI_CUSTOM, .fn = opt_key_memory },
-	{ "--max-connections", CLI_U64, SA(cfg.max_connections), .min = 1, .max = 1000000 },
-	{ "--max-connections-per-ip", CLI_U64, SA(cfg.max_connections_per_ip), .min = 1, .max = 1000000 },
-	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX },
-	{ "--header-timeout", CLI_DURATION, SA(cfg.header_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC },
-	{ "--max-body", CLI_U64, SA(cfg.max_body), .max = 1ULL << 30 },
-	{ "--faults", CLI_CUSTOM, .fn = opt_faults },
-	{ "--query-faults", CLI_BOOL, SA(cfg.query_faults) },
-	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX },
-	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token },
-	{ "--config", CLI_STRING, SA(config_path) },
-	{ "--capacity", CLI_CUSTOM, .fn = opt_capacity },
-	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger },
-	{ "--quiet", CLI_BOOL, SA(cfg.quiet) },
-	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000 },
-	{ "--max-subscribers", CLI_U64, SA(cfg.max_subscribers), .min = 1, .max = 1024 },
+	  CLI_GIVEN(struct server_args, cfg.max_keys_set), .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "cap of each route's per-key state table, LRU-evicted (default 100000, or "
+	          "fewer when the limiter's state is large: as many as fit --max-key-memory)" },
+	{ "--max-key-memory", CLI_CUSTOM, .fn = opt_key_memory, .section = CLI_SEC_ADVANCED, .arg = "SIZE",
+	  .help = "memory the key tables may grow to, e.g. 64M, 1G (K, M, G are 1024-based; KB "
+	          "and KiB read the same); a --max-keys that does not fit is refused (default "
+	          "64M)" },
+	{ "--max-connections", CLI_U64, SA(cfg.max_connections), .min = 1, .max = 1000000, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "connections open at once; past it a new one is closed (default: what the "
+	          "open-file limit allows, raised to its hard value, at most "
+	          SERVER_STR(SERVER_CONNECTIONS_DEFAULT) ")" },
+	{ "--max-connections-per-ip", CLI_U64, SA(cfg.max_connections_per_ip), .min = 1, .max = 1000000, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "connections one client address may hold (default: three quarters of "
+	          "--max-connections)" },
+	{ "--connection-timeout", CLI_DURATION, SA(cfg.connection_timeout_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "idle connection timeout (default 30s)" },
+	{ "--header-timeout", CLI_DURATION, SA(cfg.header_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "a request head (request line and headers) must be in within DUR of the "
+	          "connection opening or of its previous answer, else the connection closes "
+	          "(default 10s)" },
+	{ "--max-body", CLI_BYTES, SA(cfg.max_body), .max = 1ULL << 30, .section = CLI_SEC_ADVANCED, .arg = "SIZE",
+	  .help = "larger request bodies get 413, e.g. 64K, 1M (default 64K)" },
+	{ "--faults", CLI_CUSTOM, .fn = opt_faults, .section = CLI_SEC_DOES, .arg = "SPEC",
+	  .help = "faults in percent of answers, e.g. 503:5,502:2,reset:1,delay=50ms:20 "
+	          "(statuses replace admitted answers, reset closes the connection unanswered, "
+	          "no-retry-after drops the header from rejections, delay holds the answer)" },
+	{ "--query-faults", CLI_BOOL, SA(cfg.query_faults), .section = CLI_SEC_DOES,
+	  .help = "accept ?status=503:50&delay=50ms on limited paths" },
+	{ "--seed", CLI_U64, SA(cfg.seed), .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "seed of the fault draws (default 1)" },
+	{ "--admin-token", CLI_CUSTOM, .fn = opt_admin_token, .section = CLI_SEC_ADVANCED, .arg = "T",
+	  .help = "admin endpoints (POST /reset) also answer clients that are not on loopback "
+	          "when they send Authorization: Bearer T (by default they answer loopback "
+	          "clients only; a form or text/plain body or a foreign Origin is refused either "
+	          "way)" },
+	{ "--config", CLI_STRING, SA(config_path), .section = CLI_SEC_RUN, .arg = "FILE",
+	  .help = "JSON routes, e.g. {\"routes\":[{\"prefix\":\"/api\", \"limiter\":\"gcra\", "
+	          "\"limit\":5, \"window\":\"1s\", \"burst\":10, \"key\":\"ip\"}]}" },
+	{ "--capacity", CLI_CUSTOM, .fn = opt_capacity, .section = CLI_SEC_DOES, .arg = "SPEC",
+	  .help = "a modelled backend behind the limiter, e.g. "
+	          "workers=4,service=10ms,queue=fifo:1000: virtual workers, a service time "
+	          "(10ms, 10ms±2ms or exp:10ms) and a queue (fifo or lifo[:N]); "
+	          "queue-timeout=DUR drops requests that waited longer, reject-cost=F makes a "
+	          "refusal cost F service times.  A request whose client has gone is still "
+	          "served; /stats counts that work apart" },
+	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger, .section = CLI_SEC_DOES, .arg = "F@START+LEN",
+	  .help = "with --capacity: only F of the workers (25% or 0.25) from START for LEN, "
+	          "counted from the start or POST /reset; repeatable" },
+	{ "--quiet", CLI_BOOL, SA(cfg.quiet), .section = CLI_SEC_OUTPUT,
+	  .help = "no log lines on stderr" },
+	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000, .section = CLI_SEC_OUTPUT, .arg = "N",
+	  .help = "clients /dashboard, /stats and /metrics show by name, the most active first; "
+	          "the rest in one row (default 50)" },
+	{ "--max-subscribers", CLI_U64, SA(cfg.max_subscribers), .min = 1, .max = 1024, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "/events streams (open dashboards) at once (default 32)" },
 	{ NULL },
 };
 
@@ -341,12 +330,12 @@ int server_args_finish(struct server_args *a, char *err, size_t errlen)
 
 static void serve_usage_only(FILE *f)
 {
-	server_usage(f);
+	(void)f;  /* server_config_from_args returns 1 for --help; its caller writes the usage */
 }
 
 int server_config_from_args(struct server_config *c, int argc, char **argv, char *err, size_t errlen)
 {
-	static const struct cli_command SERVE = { "serve", serve_usage_only };
+	static const struct cli_command SERVE = { "serve", serve_usage_only, NULL };
 	struct server_args *a = malloc(sizeof(*a));
 	struct cli_group g = { server_args_options, a };
 	int rc;

@@ -426,6 +426,10 @@ static void metrics_routes(struct strbuf *b, struct stats *s, const struct stats
 	sb_printf(b, "# HELP ratelab_store_errors_total Limiter store (Redis) failures.\n# TYPE ratelab_store_errors_total counter\n");
 	for (size_t i = 0; i < n; i++)
 		sb_printf(b, "ratelab_store_errors_total{route=\"%s\"} %" PRIu64 "\n", ri[i].prefix, ri[i].store.errors);
+	sb_printf(b, "# HELP ratelab_store_corrupt_total Limiter store (Redis) keys found corrupt and reset.\n"
+	          "# TYPE ratelab_store_corrupt_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		sb_printf(b, "ratelab_store_corrupt_total{route=\"%s\"} %" PRIu64 "\n", ri[i].prefix, ri[i].store.corrupt);
 }
 
 /* One gauge per route with a backend: help, type, then name{route} value (a uint32_t field of the stats). */

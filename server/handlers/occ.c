@@ -219,13 +219,8 @@ static int opt_delay(void *base, const struct cli_option *o, const char *v, char
 }
 
 const struct cli_option occ_route_options[] = {
-	{ "--delay", CLI_CUSTOM, .fn = opt_delay },
+	{ "--delay", CLI_CUSTOM, .fn = opt_delay, .section = CLI_SEC_DOES, .arg = "MEAN[±SD]",
+	  .help = "mimic network delay on /occ answers (e.g. 2ms±1ms); /occ is one versioned "
+	          "record: GET gives its ETag, PUT with If-Match writes (200) or conflicts (409)" },
 	{ NULL },
 };
-
-void occ_route_usage(FILE *f)
-{
-	fprintf(f, "  --delay MEAN[±SD]         mimic network delay on /occ answers (e.g. 2ms±1ms);\n"
-	           "                            /occ is one versioned record: GET gives its ETag,\n"
-	           "                            PUT with If-Match writes (200) or conflicts (409)\n");
-}

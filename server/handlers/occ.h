@@ -79,7 +79,4 @@ int occ_route_register(struct server_config *c, struct occ_route *r);
 /* `ratelab serve --delay MEAN[±SD]`: the flag table over a struct occ_route (common/cli.h). */
 extern const struct cli_option occ_route_options[];
 
-/* The --delay line of `ratelab serve --help`. */
-void occ_route_usage(FILE *f);
-
 #endif

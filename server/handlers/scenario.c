@@ -500,13 +500,6 @@ static int handle_log(struct server *srv, void *ctx, const struct server_request
 	return out->body ? 0 : -1;
 }
 
-void scenario_usage(FILE *f)
-{
-	fprintf(f, "\nscenario (client conformance, see 'ratelab verify --help'):\n"
-	           "  --scenario NAME|FILE  answer limited paths from a script instead of the limiter;\n"
-	           "                        GET /scenario lists the arrivals.  Built-ins: 'ratelab verify --list'\n");
-}
-
 /* POST /reset: every client starts the script again, and the log is empty. */
 static void reset_hook(void *ctx)
 {

@@ -196,9 +196,6 @@ struct server_reply;
 int scenario_server_handler(struct server *srv, void *ctx, const struct server_request *req,
                             struct server_reply *out);
 
-/* The --scenario lines of `ratelab serve --help`. */
-void scenario_usage(FILE *f);
-
 /*
  * Make c answer every limited path from sc, GET /scenario list the arrivals
  * as JSON, and POST /reset start every client at the first step again (and

@@ -257,6 +257,10 @@ static int parse_delay(json_t *v, struct scenario_step *st, size_t i, char *err,
 
 	if (!v)
 		return 0;
+	/* milliseconds are compared before they are scaled: 2^64 ns / 10^6 ms would wrap to nearly nothing */
+	if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+	    (uint64_t)json_integer_value(v) > SCENARIO_MAX_DELAY_NS / NS_PER_MS)
+		return fail(err, errlen, i, "\"delay\" is over the 10s cap");
 	if (json_is_integer(v) && json_integer_value(v) >= 0)
 		st->delay_ns = (uint64_t)json_integer_value(v) * NS_PER_MS;
 	else if (!json_is_string(v) || parse_duration(json_string_value(v), &st->delay_ns, why, sizeof(why)) < 0)
@@ -291,15 +295,15 @@ static bool known_key(const char *k)
 	return false;
 }
 
-/* The status: required, 100..599, unless the step's fault sends no status line. */
+/* The status: required, 200..599 (a 1xx is no final answer), unless the step's fault sends no status line. */
 static int parse_status(json_t *status, struct scenario_step *st, size_t i, char *err, size_t errlen)
 {
 	bool statusless = st->fault == SCENARIO_FAULT_RESET || st->fault == SCENARIO_FAULT_MALFORMED;
 
 	if (!status && statusless)
 		return 0;
-	if (!json_is_integer(status) || json_integer_value(status) < 100 || json_integer_value(status) > 599)
-		return fail(err, errlen, i, "\"status\" must be an integer 100..599");
+	if (!json_is_integer(status) || json_integer_value(status) < 200 || json_integer_value(status) > 599)
+		return fail(err, errlen, i, "\"status\" must be an integer 200..599 (a 1xx is no final answer)");
 	st->status = (int)json_integer_value(status);
 	return 0;
 }

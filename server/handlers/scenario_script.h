@@ -24,7 +24,7 @@ struct scenario_retry_after {
 };
 
 struct scenario_step {
-	int status;                          /* 100..599 */
+	int status;                          /* 200..599 */
 	struct scenario_retry_after ra[SCENARIO_MAX_RA];
 	size_t nra;                          /* 0, 1, or 2 (a doubled header) */
 	char headers[SCENARIO_HEADERS_LEN];  /* extra "Name: value\n" lines */

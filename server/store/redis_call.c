@@ -37,8 +37,9 @@ int redis_call_build(struct store_redis *s, struct redis_call *k, const char *ke
 	size_t n = s->key_prefix_len, own = strlen(s->owner);
 
 	memcpy(k->key, s->key_prefix, n);
-	if (key_escape(k->key, sizeof(k->key), &n, key, keylen) < 0)
+	if (key_escape(k->key, sizeof(k->key), &n, key, keylen) < 0 || n >= sizeof(k->key))
 		return -1;
+	k->key[n] = '\0';
 	if (s->o.caller_clock)
 		parse_format_u64(k->now, now);
 	else
@@ -83,17 +84,19 @@ redisReply *redis_call_run(struct store_redis *s, struct redis_conn *c, struct r
 	return redisCommandArgv(c->c, k->argc, k->argv, k->argl);
 }
 
-int redis_call_decision(const redisReply *r, struct limiter_decision *d)
+int redis_call_decision(const redisReply *r, struct limiter_decision *d, bool *was_corrupt)
 {
-	long long v[7];
+	long long v[8] = { 0 };
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || (r->elements != 7 && r->elements != 8))
 		return -1;
-	for (size_t i = 0; i < 7; i++) {
-		if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0)
+	for (size_t i = 0; i < r->elements; i++) {
+		if (r->element[i] == NULL || r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0 ||
+		    (i == 6 && r->element[i]->integer >= LIMITER_MAX_LAYERS))
 			return -1;
 		v[i] = r->element[i]->integer;
 	}
+	*was_corrupt = v[7] != 0;
 	d->admitted = v[0] != 0;
 	d->wait_ns = (uint64_t)v[1];
 	d->remaining = (uint64_t)v[2];
@@ -110,8 +113,10 @@ int redis_call_script(struct store_redis *s, const char *key, size_t keylen, uin
 {
 	struct redis_conn *c = redis_conn_get(s);
 	struct redis_call k;
+	struct limiter_decision got;
 	redisReply *r;
 	const char *why = "out of memory";
+	bool corrupt = false;
 	int rc = -1;
 
 	if (c == NULL || redis_conn_ready(s, c, &why) < 0)
@@ -126,7 +131,7 @@ int redis_call_script(struct store_redis *s, const char *key, size_t keylen, uin
 		redis_conn_drop(c);
 		return -1;
 	}
-	if (d == NULL || redis_call_decision(r, d) == 0)
+	if (redis_call_decision(r, d != NULL ? d : &got, &corrupt) == 0)
 		rc = 0;
 	else
 		why = r->type == REDIS_REPLY_ERROR ? r->str : "unexpected script reply";
@@ -134,6 +139,8 @@ int redis_call_script(struct store_redis *s, const char *key, size_t keylen, uin
 		redis_conn_note_success(s);
 	else
 		redis_conn_note_failure(s, why);
+	if (rc == 0 && corrupt)
+		redis_conn_note_corrupt(s, k.key);
 	freeReplyObject(r);
 	return rc;
 fail:

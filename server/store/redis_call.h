@@ -1,6 +1,7 @@
 #ifndef RATELAB_REDIS_CALL_H
 #define RATELAB_REDIS_CALL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "server/store/store_redis_impl.h"
@@ -31,8 +32,13 @@ int redis_call_build(struct store_redis *s, struct redis_call *k, const char *ke
 /* Run k on c: EVALSHA, or EVAL when the sha is unknown or Redis forgot it.  The reply, or NULL (connection lost). */
 redisReply *redis_call_run(struct store_redis *s, struct redis_conn *c, struct redis_call *k);
 
-/* The script's reply into *d; 0, or -1 when it is not the 7 integers a script returns. */
-int redis_call_decision(const redisReply *r, struct limiter_decision *d);
+/*
+ * The script's reply into *d, and into *was_corrupt whether the script found
+ * the key corrupt and reset it (its 8th element).  0, or -1 when r is not
+ * the 7 or 8 non-negative integers a script returns (any other type or
+ * shape, checked before use).
+ */
+int redis_call_decision(const redisReply *r, struct limiter_decision *d, bool *was_corrupt);
 
 /*
  * One script call on this thread's connection: 0 with *d filled (d may be

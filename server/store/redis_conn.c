@@ -22,6 +22,16 @@ void redis_conn_note_failure(struct store_redis *s, const char *why)
 	        s->host, s->port, why, s->o.fail_closed ? "closed (503)" : "open (admitting)");
 }
 
+void redis_conn_note_corrupt(struct store_redis *s, const char *key)
+{
+	uint64_t n = atomic_fetch_add(&s->corrupt, 1) + 1;
+
+	if (s->o.quiet || (n > STORE_REDIS_CORRUPT_LOGS && n % 1000 != 0))
+		return;
+	fprintf(stderr, "ratelab: store: redis key %s was corrupt (not a state ratelab writes); reset to a fresh "
+	        "state (%" PRIu64 " so far)\n", key, n);
+}
+
 void redis_conn_note_success(struct store_redis *s)
 {
 	uint64_t n;

@@ -15,6 +15,13 @@
 /* Count a failed decision (why: the reason for the outage's log line).  Thread-safe. */
 void redis_conn_note_failure(struct store_redis *s, const char *why);
 
+/*
+ * The script found key's state corrupt and reset it: counted (store_stats
+ * .corrupt) and logged as corrupt, not as an outage (the first
+ * STORE_REDIS_CORRUPT_LOGS keys by name, then every 1000th).  Thread-safe.
+ */
+void redis_conn_note_corrupt(struct store_redis *s, const char *key);
+
 /* A command succeeded: end an outage (its closing log line).  Thread-safe. */
 void redis_conn_note_success(struct store_redis *s);
 

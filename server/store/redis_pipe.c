@@ -77,12 +77,15 @@ static void items_fail(struct store_redis *s, struct pipe_item *it, const char *
 static void item_reply(struct store_redis *s, struct pipe_item *it, redisReply *r)
 {
 	struct limiter_decision got;
+	bool corrupt = false;
 	int rc = -1;
 
-	if (redis_call_decision(r, &got) == 0) {
+	if (redis_call_decision(r, &got, &corrupt) == 0) {
 		if (it->d != NULL)
 			*it->d = got;
 		redis_conn_note_success(s);
+		if (corrupt)
+			redis_conn_note_corrupt(s, it->k.key);
 		rc = 0;
 	} else {
 		redis_conn_note_failure(s, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected script reply");

@@ -20,7 +20,10 @@
  *   ARGV[4]  a unique token "OWNER:SEQ" (names sorted-set members/leases)
  *   ARGV[5]  limit   ARGV[6] window_ns   ARGV[7] burst   ARGV[8] lease_ns
  *   ARGV[9]  nlayers, then limit and window_ns of each layer
- * Reply: {admitted, wait_ns, remaining, limit, window_ns, reset_ns, layer}.
+ * Reply: {admitted, wait_ns, remaining, limit, window_ns, reset_ns, layer},
+ * and an 8th element, 1, when the key held a state no script writes (another
+ * type, junk, a time far ahead, numbers that break the arithmetic): it was
+ * then deleted and the decision made on a fresh state.
  * Every script leaves its key with a TTL (the time until the state is as good
  * as fresh; a fresh-equivalent state is deleted), plus 10 s of slack when the
  * caller gives `now`, since that clock need not run at Redis's pace.

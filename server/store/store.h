@@ -21,6 +21,7 @@ struct store_stats {
 	uint64_t evictions;   /* keys dropped by the cap (LRU) */
 	uint64_t expirations; /* keys dropped because idle */
 	uint64_t errors;      /* backend errors (Redis); 0 for memory */
+	uint64_t corrupt;     /* keys whose state was corrupt and reset (Redis); 0 for memory */
 };
 
 /*

@@ -140,7 +140,22 @@ static void redis_release(struct store *base, const char *key, size_t keylen, ui
 		(void)redis_call_script(s, key, keylen, now, 1, "r", NULL);
 }
 
-/* Unlink one SCAN page of this store's keys; returns the next cursor, or -1 on failure. */
+/* SCAN's cursor: a decimal string of 1 to 18 digits; -1 for anything else. */
+static long long scan_cursor(const redisReply *r)
+{
+	long long v = 0;
+
+	if (r == NULL || r->type != REDIS_REPLY_STRING || r->len < 1 || r->len > 18)
+		return -1;
+	for (size_t i = 0; i < r->len; i++) {
+		if (r->str[i] < '0' || r->str[i] > '9')
+			return -1;
+		v = v * 10 + (r->str[i] - '0');
+	}
+	return v;
+}
+
+/* Unlink one SCAN page of this store's keys; returns the next cursor, or -1 on failure (any other reply shape). */
 static long long reset_page(struct store_redis *s, redisContext *rc, long long cursor)
 {
 	char pattern[STORE_REDIS_KEY_MAX];
@@ -149,14 +164,15 @@ static long long reset_page(struct store_redis *s, redisContext *rc, long long c
 
 	snprintf(pattern, sizeof(pattern), "%s%s:*", s->prefix, s->lops->name);
 	r = redisCommand(rc, "SCAN %lld MATCH %s COUNT 1000", cursor, pattern);
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[1]->type != REDIS_REPLY_ARRAY)
 		goto out;
 	keys = r->element[1];
-	next = strtoll(r->element[0]->str, NULL, 10);
-	for (size_t i = 0; i < keys->elements; i++) {
+	next = scan_cursor(r->element[0]);
+	for (size_t i = 0; next >= 0 && i < keys->elements; i++) {
 		redisReply *k = keys->element[i];
 
-		if (!redis_conn_reply_ok(redisCommand(rc, "UNLINK %b", k->str, (size_t)k->len)))
+		if (k->type != REDIS_REPLY_STRING ||
+		    !redis_conn_reply_ok(redisCommand(rc, "UNLINK %b", k->str, (size_t)k->len)))
 			next = -1;
 	}
 out:
@@ -192,6 +208,7 @@ static void redis_stats(struct store *base, struct store_stats *out)
 
 	memset(out, 0, sizeof(*out));
 	out->errors = atomic_load(&s->errors);
+	out->corrupt = atomic_load(&s->corrupt);
 }
 
 static void redis_free(struct store *base)

@@ -96,9 +96,6 @@ void store_redis_cli_init(struct store_redis_cli *c);
  */
 extern const struct cli_option store_redis_cli_options[];
 
-/* The --help lines of those flags. */
-void store_redis_cli_usage(FILE *f);
-
 /*
  * A server_store_fn (server/server.h): ctx is a struct store_redis_cli.
  * Called once per route, in route order, from one thread.  max_keys is unused

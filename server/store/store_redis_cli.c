@@ -6,16 +6,6 @@
 
 #include "common/clock.h"
 
-void store_redis_cli_usage(FILE *f)
-{
-	fprintf(f, "  --store URL               where limiter state lives: memory (default) or\n"
-	           "                            redis://HOST:PORT[/DB], shared by every replica\n"
-	           "  --store-prefix P          Redis key namespace (default %s)\n"
-	           "  --store-failure MODE      Redis unreachable: open admits, closed answers 503\n"
-	           "                            (default open)\n",
-	           STORE_REDIS_DEFAULT_PREFIX);
-}
-
 /* --store memory | redis://HOST:PORT[/DB]; a URL is checked now, connected to at start. */
 static int opt_store(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
@@ -46,9 +36,13 @@ static int opt_prefix(void *base, const struct cli_option *o, const char *v, cha
 static const char *const FAILURE_MODES[] = { "open", "closed", NULL };  /* o.fail_closed */
 
 const struct cli_option store_redis_cli_options[] = {
-	{ "--store", CLI_CUSTOM, .fn = opt_store },
-	{ "--store-prefix", CLI_CUSTOM, .fn = opt_prefix },
-	{ "--store-failure", CLI_CHOICE, CLI_FIELD(struct store_redis_cli, o.fail_closed), .words = FAILURE_MODES },
+	{ "--store", CLI_CUSTOM, .fn = opt_store, .section = CLI_SEC_ADVANCED, .arg = "URL",
+	  .help = "where limiter state lives: memory (default) or redis://HOST:PORT[/DB], shared "
+	          "by every replica" },
+	{ "--store-prefix", CLI_CUSTOM, .fn = opt_prefix, .section = CLI_SEC_ADVANCED, .arg = "P",
+	  .help = "Redis key namespace (default " STORE_REDIS_DEFAULT_PREFIX ")" },
+	{ "--store-failure", CLI_CHOICE, CLI_FIELD(struct store_redis_cli, o.fail_closed), .words = FAILURE_MODES, .section = CLI_SEC_ADVANCED, .arg = "open|closed",
+	  .help = "Redis unreachable: open admits (default), closed answers 503" },
 	{ NULL },
 };
 

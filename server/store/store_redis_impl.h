@@ -21,6 +21,7 @@
 
 #define STORE_REDIS_KEY_MAX     1024
 #define STORE_REDIS_NPARAM_MAX  (REDIS_SCRIPTS_FIXED_ARGS + 2 * LIMITER_MAX_LAYERS)
+#define STORE_REDIS_CORRUPT_LOGS 10
 
 /* One connection: a thread's own (redis_conn_get), or the pipeline's. */
 struct redis_conn {
@@ -56,6 +57,7 @@ struct store_redis {
 	atomic_bool have_sha;
 	atomic_bool down;
 	atomic_uint_fast64_t errors;
+	atomic_uint_fast64_t corrupt;   /* keys found corrupt and reset */
 	atomic_uint_fast64_t outage_errors;
 	atomic_uint_fast64_t seq;
 };

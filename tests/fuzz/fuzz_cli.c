@@ -62,7 +62,7 @@ static void no_usage(FILE *f)
 	(void)f;
 }
 
-static const struct cli_command CMD = { "fuzz", no_usage };
+static const struct cli_command CMD = { "fuzz", no_usage, NULL };
 
 static void check_line(int rc, const char *err)
 {

@@ -12,6 +12,7 @@ struct redis_proc {
 	pid_t pid;          /* 0: not running */
 	int port;
 	char url[64];       /* "redis://127.0.0.1:PORT" */
+	int keep_fd;        /* fake_redis_start: the write end of its stdin (it exits when closed); 0 none */
 };
 
 /* True when redis-server is on PATH, installing it with scripts/install-deps (CI) when missing. */
@@ -22,6 +23,15 @@ int redis_proc_start(struct redis_proc *r, int port);
 
 /* True when a Redis on 127.0.0.1:port answers PING within 200 ms. */
 bool redis_proc_ping(int port);
+
+/*
+ * Start tests/harness/fake_redis.py, a hostile Redis speaking RESP on
+ * 127.0.0.1 (a free port): it answers like Redis except for the commands
+ * given in overrides ("NAME=RAW RESP" or "GET:KEY=RAW RESP", NULL-terminated;
+ * see the script).  Waits up to 20 s for its port.  Stop it with
+ * redis_proc_stop.  Returns 0 or -1.
+ */
+int fake_redis_start(struct redis_proc *r, const char *const *overrides);
 
 /* SIGKILL it and reap it; a no-op when it is not running. */
 void redis_proc_stop(struct redis_proc *r);

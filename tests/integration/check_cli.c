@@ -259,9 +259,9 @@ START_TEST(herd_mistakes)
 		{ { "herd", "--bogus", NULL }, "ratelab herd: unknown option '--bogus'\n" },
 		{ { "herd", "--clients", "5", "--seed", NULL }, "ratelab herd: --seed needs a value\n" },
 		/* the range is named, not just 'bad value' */
-		{ { "herd", "--clients", "0", NULL }, "ratelab herd: --clients: '0' is not a number from 1 to 100000\n" },
+		{ { "herd", "--clients", "0", NULL }, "ratelab herd: --clients: '0' is not a number from 1 to 1000000\n" },
 		{ { "herd", "--clients=100001", NULL },
-		  "ratelab herd: --clients: '100001' is not a number from 1 to 100000\n" },
+		  "ratelab herd: --clients: '100001' is more than 100000 (up to 1000000 with --sim)\n" },
 		/* a URL that cannot be one is a usage error before any DNS lookup */
 		{ { "herd", "--url", "nan", NULL }, "ratelab herd: --url: 'nan' is not an http:// or https:// URL with a host\n" },
 		{ { "herd", "--admin-token", "a b", NULL },
@@ -355,6 +355,73 @@ START_TEST(merge_mistakes)
 }
 END_TEST
 
+/* Mistakes that teach: the nearest option, command or value; the unit a number lacks; one
+ * size syntax; a flag where a value belongs.  Each one line, exit 2. */
+START_TEST(mistakes_that_teach)
+{
+	static const struct mistake M[] = {
+		{ { "serve", "--limter", "gcra", NULL }, "ratelab serve: unknown option '--limter' (did you mean --limiter?)\n" },
+		{ { "verify", "--client", "3", NULL }, "ratelab verify: unknown option '--client' (did you mean --clients?)\n" },
+		{ { "hammer", "--policy", "navie", NULL },
+		  "ratelab hammer: --policy: 'navie' is not one of none, lab, signaldb, wasm, saia, aws-standard, grpc, "
+		  "naive, sre-adaptive (did you mean naive?)\n" },
+		{ { "serve", "--limiter", "gcar", NULL },
+		  "ratelab serve: --limiter: 'gcar' is not one of token-bucket, leaky-bucket, fixed-window, sliding-log, "
+		  "sliding-window, gcra, concurrency, layered, none (did you mean gcra?)\n" },
+		{ { "serve", "--headers", "ieft", NULL },
+		  "ratelab serve: --headers: 'ieft' is not one of none, ietf, legacy, both (did you mean ietf?)\n" },
+		{ { "storm", "--policies", "naive,bakoff", NULL },
+		  "ratelab storm: --policies: 'naive,bakoff' names an unknown policy 'bakoff' (naive,backoff,budget,adaptive, "
+		  "or a preset: none, lab, signaldb, wasm, saia, aws-standard, grpc, naive, sre-adaptive) "
+		  "(did you mean backoff?)\n" },
+		{ { "server", NULL }, "ratelab: unknown command 'server' (did you mean serve?)\n" },
+		{ { "hamer", "--requests", "1", NULL }, "ratelab: unknown command 'hamer' (did you mean hammer?)\n" },
+		{ { "frobnicate", NULL }, "ratelab: unknown command 'frobnicate' (try 'ratelab --help')\n" },
+		{ { "serve", "--zzzzzz", NULL }, "ratelab serve: unknown option '--zzzzzz'\n" },
+		{ { "hammer", "--timeout", "500", NULL },
+		  "ratelab hammer: --timeout: '500' needs a unit, e.g. 500ms or 500s (ns, us, ms, s, m, h, d)\n" },
+		{ { "serve", "--window", "1", NULL },
+		  "ratelab serve: --window: '1' needs a unit, e.g. 1ms or 1s (ns, us, ms, s, m, h, d)\n" },
+		{ { "hammer", "--base", "100", NULL },
+		  "ratelab hammer: --base: '100' needs a unit, e.g. 100ms or 100s (ns, us, ms, s, m, h, d)\n" },
+		{ { "herd", "--delay", "2.5", NULL },
+		  "ratelab herd: --delay: '2.5' needs a unit, e.g. 2.5ms or 2.5s (ns, us, ms, s, m, h, d)\n" },
+		{ { "serve", "--max-body", "1XB", NULL },
+		  "ratelab serve: --max-body: '1XB' is not a size such as 64K, 1M or 1MiB (0 B to 1 GiB; K = 1024)\n" },
+		{ { "serve", "--max-body", "2G", NULL },
+		  "ratelab serve: --max-body: '2G' is not a size such as 64K, 1M or 1MiB (0 B to 1 GiB; K = 1024)\n" },
+		{ { "serve", "--limit", "--port", "0", NULL }, "ratelab serve: --limit needs a value before --port\n" },
+		{ { "hammer", "--requests", "--concurrency=2", NULL },
+		  "ratelab hammer: --requests needs a value before --concurrency\n" },
+		{ { "verify", "--scenario", "--all", NULL }, "ratelab verify: --scenario needs a value before --all\n" },
+	};
+
+	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
+}
+END_TEST
+
+/* The size forms --max-body and --max-key-memory share: each starts a server (port 0) that says so. */
+START_TEST(sizes_take_one_syntax)
+{
+	static const char *const sizes[][2] = {
+		{ "--max-body", "65536" }, { "--max-body", "64K" }, { "--max-body", "1M" }, { "--max-body", "1MB" },
+		{ "--max-body", "1MiB" }, { "--max-key-memory", "64M" }, { "--max-key-memory", "64MB" },
+		{ "--max-key-memory", "64mib" },
+	};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		/* --config on a missing file fails after every flag parsed: exit 2 with the --config line, not the size's */
+		const char *args[] = { "serve", "--port", "0", sizes[i][0], sizes[i][1], "--config", "/nonexistent/x.json", NULL };
+		struct test_run r;
+
+		ck_assert_int_eq(testutil_run(&r, args, NULL, RUN_MS), 0);
+		ck_assert_msg(strstr(r.err, "--config") != NULL && strstr(r.err, sizes[i][0]) == NULL,
+		              "%s %s: stderr '%s'", sizes[i][0], sizes[i][1], r.err);
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -368,6 +435,8 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, herd_mistakes);
 	tcase_add_test(tc, storm_mistakes);
 	tcase_add_test(tc, merge_mistakes);
+	tcase_add_test(tc, mistakes_that_teach);
+	tcase_add_test(tc, sizes_take_one_syntax);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -310,10 +310,10 @@ START_TEST(usage_errors_exit_2)
 		"ratelab hammer: --requests: 'x' is not a number from 1 to 18446744073709551614\n",
 		"ratelab hammer: --concurrency: '0' is not a number from 1 to 1000000\n",
 		"ratelab hammer: --policy: 'nope' is not one of none, lab, signaldb, wasm, saia, aws-standard, grpc, naive, "
-		"sre-adaptive\n",
+		"sre-adaptive (did you mean none?)\n",
 		"ratelab hammer: --backoff: 'sideways' is not one of none, constant, exponential, full, equal, decorrelated, "
 		"randomized\n",
-		"ratelab hammer: --timeout: '5' is not a duration of at least 1ms\n",
+		"ratelab hammer: --timeout: '5' needs a unit, e.g. 5ms or 5s (ns, us, ms, s, m, h, d)\n",
 		"ratelab hammer: --expect: 'ok>>3' is not a list of checks such as ok>=30,429<=5,wall<=10s (keys: a status, "
 		"ok, failed, requests, calls, retries, errors, wall)\n",
 		"ratelab hammer: --requests needs a value\n",

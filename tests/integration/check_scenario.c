@@ -294,6 +294,11 @@ START_TEST(script_errors_name_the_step)
 		{ "[{\"status\":429,\"retry_after\":\"date:x\"}]", "date:N" },
 		{ "[{\"status\":200,\"headers\":{\"Bad Name\":\"v\"}}]", "\"headers\"" },
 		{ "[{\"status\":200,\"delay\":\"11s\"}]", "10s cap" },
+		/* 18446744073710 ms is 2^64 ns and a bit: it wrapped to 0.45 ms */
+		{ "[{\"status\":200},{\"status\":200,\"delay\":18446744073710}]", "step 2: \"delay\" is over the 10s cap" },
+		{ "[{\"status\":200,\"delay\":10001}]", "step 1: \"delay\" is over the 10s cap" },
+		{ "[{\"status\":100}]", "step 1: \"status\"" },
+		{ "[{\"status\":200},{\"status\":101}]", "step 2: \"status\"" },
 		{ "[{\"status\":200,\"colour\":1}]", "unknown key \"colour\"" },
 		{ "[{\"status\":", "not JSON" },
 		{ "[{\"fault\":\"explode\"}]", "step 1: \"fault\" is one of" },

@@ -1,5 +1,6 @@
 /* `ratelab verify`: the CLI, real clients (curl, the lab's hammer), CI output, and the hammer's grade table. */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -91,8 +92,12 @@ START_TEST(help_and_list_go_to_stdout)
 	ck_assert_has(r.out, "ratelab verify --all [options] -- COMMAND");
 	ck_assert_has(r.out, "no-retry-non-idempotent");
 	ck_assert_has(r.out, "--junit FILE|-");
-	ck_assert_has(r.out, "exit: 0 every expectation holds, 1 one fails (or, with --strict, is not observed),\n"
-	                     "      2 usage error, 4 COMMAND could not run or never reached the server, 130 interrupted\n");
+	ck_assert_has(r.out, "exit status:\n"
+	                     "  0     every expectation holds\n"
+	                     "  1     one fails (or, with --strict, is not observed)\n"
+	                     "  2     a bad flag or value\n"
+	                     "  4     COMMAND could not run or never reached the server\n"
+	                     "  130   interrupted\n");
 	testutil_run_free(&r);
 	run_verify(&r, LIST, 5000);
 	ck_assert_int_eq(r.status, 0);
@@ -209,6 +214,63 @@ START_TEST(detached_processes_are_stopped)
 	if (left)
 		kill(left, SIGKILL);
 	ck_assert_msg(left == 0, "the detached 'sleep 61.5' outlived verify");
+}
+END_TEST
+
+/* Processes whose command line is exactly `cmdline` (NULs as spaces); with kill_them, SIGKILLed. */
+static int count_processes(const char *cmdline, bool kill_them)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		char path[64], buf[128];
+		ssize_t got;
+		int fd, pid = atoi(de->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+		if ((fd = open(path, O_RDONLY)) < 0)
+			continue;
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (got <= 0)
+			continue;
+		buf[got] = '\0';
+		for (ssize_t i = 0; i < got - 1; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		if (strcmp(buf, cmdline) != 0)
+			continue;
+		n++;
+		if (kill_them)
+			kill(pid, SIGKILL);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * A command that starts 1,000 detached children with an empty environment
+ * (env -i setsid: no marker, another session) leaves none behind: verify is
+ * their subreaper and kills everything below it, however many.  600 left 88.
+ */
+START_TEST(thousand_detached_children_are_stopped)
+{
+	static const char *const ARGS[] = { "verify", "--scenario", "post-503", "--quiet", "--", "sh", "-c",
+		                            "i=0; while [ $i -lt 1000 ]; do env -i setsid sleep 61.75 & i=$((i+1)); done; "
+		                            "curl -s -o /dev/null -X POST \"$RATELAB_URL/\"", NULL };
+	struct test_run r;
+	int left;
+
+	run_verify(&r, ARGS, 60000);
+	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+	testutil_run_free(&r);
+	left = count_processes("sleep 61.75", true);
+	ck_assert_msg(left == 0, "%d of the 1,000 detached 'sleep 61.75' outlived verify", left);
 }
 END_TEST
 
@@ -802,6 +864,7 @@ Suite *verify_suite(void)
 	tcase_add_test(cli, proxy_variables_are_not_inherited);
 	tcase_add_test(cli, cannot_run_exits_4);
 	tcase_add_test(cli, detached_processes_are_stopped);
+	tcase_add_test(cli, thousand_detached_children_are_stopped);
 	tcase_add_test(cli, full_log_says_so);
 	tcase_add_test(cli, junit_for_ci);
 	tcase_add_test(cli, all_scenarios_one_table);

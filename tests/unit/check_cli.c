@@ -24,6 +24,7 @@ struct opts {
 	unsigned actions;
 	const char *custom;
 	bool count_given;
+	uint32_t body;
 };
 
 static const char *const MODES[] = { "request", "occ", NULL };
@@ -47,6 +48,11 @@ static int bump(void *base, const struct cli_option *o, const char *v, char *why
 	return 0;
 }
 
+static const char *even_words(void)
+{
+	return "aa, bbbb, cccccc";
+}
+
 static const struct cli_option OPTS[] = {
 	{ "--quiet", CLI_BOOL, CLI_FIELD(struct opts, quiet) },
 	{ "--name", CLI_STRING, CLI_FIELD(struct opts, name) },
@@ -60,7 +66,8 @@ static const struct cli_option OPTS[] = {
 	{ "--ratio", CLI_DOUBLE, CLI_FIELD(struct opts, ratio), .dmin = 0, .dmax = 1 },
 	{ "--workload", CLI_CHOICE, CLI_FIELD(struct opts, mode), .words = MODES },
 	{ "--header", CLI_LIST, CLI_FIELD(struct opts, headers), .max = 3, CLI_COUNT(struct opts, nheaders) },
-	{ "--even", CLI_CUSTOM, .fn = even },
+	{ "--even", CLI_CUSTOM, .fn = even, .values = even_words },
+	{ "--body", CLI_BYTES, CLI_FIELD(struct opts, body), .min = 1, .max = 1ULL << 30 },
 	{ "--bump", CLI_ACTION, .fn = bump },
 	{ "URL", CLI_LIST, CLI_FIELD(struct opts, urls), .max = 2, CLI_COUNT(struct opts, nurls) },
 	{ NULL },
@@ -71,7 +78,7 @@ static void no_usage(FILE *f)
 	(void)f;
 }
 
-static const struct cli_command CMD = { "test", no_usage };
+static const struct cli_command CMD = { "test", no_usage, NULL };
 
 static char err[512];
 
@@ -124,8 +131,10 @@ START_TEST(both_forms_and_types)
 	ck_assert_double_eq_tol(o.rate, 2.5, 1e-12);
 	ck_assert_str_eq(o.name, "");           /* --flag= gives the empty value */
 	ck_assert_uint_eq(o.count, 9);          /* the later flag wins */
-	ck_assert(!run(&o, (const char *const[]){ "--name", "--quiet", NULL }));
-	ck_assert_str_eq(o.name, "--quiet");    /* a value-taking flag takes the next argument */
+	ck_assert(!run(&o, (const char *const[]){ "--name", "--other", NULL }));
+	ck_assert_str_eq(o.name, "--other");    /* a value-taking flag takes the next argument... */
+	ck_assert(!run(&o, (const char *const[]){ "--name=--quiet", NULL }));
+	ck_assert_str_eq(o.name, "--quiet");    /* ...and one of its own flags with = only */
 	ck_assert(!o.quiet && !o.count_given);
 }
 END_TEST
@@ -146,7 +155,13 @@ START_TEST(mistakes_have_one_wording)
 	FAILS("ratelab test: --threads: '257' is not a number from 1 to 256", "--threads", "257");
 	FAILS("ratelab test: --small: '256' is not a number from 0 to 255", "--small", "256");
 	FAILS("ratelab test: --wait: 'soon' is not a duration such as 250ms, 2s or 1m", "--wait", "soon");
-	FAILS("ratelab test: --wait: '5' is not a duration such as 250ms, 2s or 1m", "--wait", "5");
+	FAILS("ratelab test: --wait: '5' needs a unit, e.g. 5ms or 5s (ns, us, ms, s, m, h, d)", "--wait", "5");
+	FAILS("ratelab test: --wait: '0.5' needs a unit, e.g. 0.5ms or 0.5s (ns, us, ms, s, m, h, d)", "--wait", "0.5");
+	FAILS("ratelab test: unknown option '--cuont' (did you mean --count?)", "--cuont", "3");
+	FAILS("ratelab test: unknown option '--qiet' (did you mean --quiet?)", "--qiet");
+	FAILS("ratelab test: unknown option '--xyzzy'", "--xyzzy");
+	FAILS("ratelab test: --count needs a value before --quiet", "--count", "--quiet");
+	FAILS("ratelab test: --count needs a value before --wait", "--count", "--wait=1s");
 	FAILS("ratelab test: --timeout: '500us' is not a duration of at least 1ms", "--timeout", "500us");
 	FAILS("ratelab test: --window: '0' is not a duration above 0", "--window", "0");
 	FAILS("ratelab test: --rate: 'x' is not a rate such as 50, 2.5 or 30/1m (0.001 to 1e+07 per second)",
@@ -347,6 +362,103 @@ START_TEST(result_files_are_checked_before_a_run)
 }
 END_TEST
 
+/* Sizes read one way everywhere (binary units); near misses name the word meant. */
+START_TEST(sizes_and_suggestions)
+{
+	static const struct { const char *v; uint32_t bytes; } SIZES[] = {
+		{ "65536", 65536 }, { "64K", 65536 }, { "64k", 65536 }, { "64KB", 65536 }, { "64KiB", 65536 },
+		{ "1M", 1048576 }, { "1MB", 1048576 }, { "1MiB", 1048576 }, { "1G", 1073741824 },
+	};
+	struct opts o;
+	char near[32];
+
+	for (size_t i = 0; i < sizeof(SIZES) / sizeof(SIZES[0]); i++) {
+		ck_assert_int_eq(run(&o, (const char *const[]){ "--body", SIZES[i].v, NULL }), 0);
+		ck_assert_uint_eq(o.body, SIZES[i].bytes);
+	}
+	FAILS("ratelab test: --body: '2G' is not a size such as 64K, 1M or 1MiB (1 B to 1 GiB; K = 1024)", "--body", "2G");
+	FAILS("ratelab test: --body: '1.5M' is not a size such as 64K, 1M or 1MiB (1 B to 1 GiB; K = 1024)", "--body",
+	      "1.5M");
+	FAILS("ratelab test: --workload: 'ocx' is not one of request, occ (did you mean occ?)", "--workload", "ocx");
+	FAILS("ratelab test: --even: 'bbbbb' has an odd length (did you mean bbbb?)", "--even", "bbbbb");
+	FAILS("ratelab test: --even: 'zzz' has an odd length", "--even", "zzz");
+	ck_assert(cli_suggest("navie", "none, lab, naive", near, sizeof(near)));
+	ck_assert_str_eq(near, "naive");
+	ck_assert(cli_suggest("server", "serve hammer", near, sizeof(near)));
+	ck_assert_str_eq(near, "serve");
+	ck_assert(!cli_suggest("naive", "naive, lab", near, sizeof(near)));  /* itself is no suggestion */
+	ck_assert(!cli_suggest("xyz", "naive, lab", near, sizeof(near)));
+}
+END_TEST
+
+/* The table the completion generator reads: every option, its kind and its words, in table order. */
+START_TEST(options_table_is_written)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	const struct cli_option *const tables[] = { OPTS, NULL };
+
+	ck_assert_int_eq(cli_write_options(f, tables), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "--quiet flag\n--name file\n--count value\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n--workload value request occ\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n--even value aa bbbb cccccc\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n--bump flag\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\nURL positional\n"));
+	free(buf);
+}
+END_TEST
+
+static const struct cli_option HELP_OPTS[] = {
+	{ "--out", CLI_STRING, CLI_FIELD(struct opts, name), .arg = "FILE", .section = CLI_SEC_OUTPUT,
+	  .help = "where the result goes" },
+	{ "--workload", CLI_CHOICE, CLI_FIELD(struct opts, mode), .words = MODES, .arg = "W", .section = CLI_SEC_RUN,
+	  .help = "what each client does, a sentence long enough to be wrapped at eighty columns by the writer." },
+	{ "--a-very-long-flag-name", CLI_BOOL, CLI_FIELD(struct opts, quiet), .section = CLI_SEC_RUN, .help = "short" },
+	{ "--hidden", CLI_BOOL, CLI_FIELD(struct opts, herd) },
+	{ NULL },
+};
+
+/* The shared layout: sections in order, words appended, a long lead on its own line, 80 columns. */
+START_TEST(usage_has_one_layout)
+{
+	static const struct cli_option *const tables[] = { HELP_OPTS, NULL };
+	static const struct cli_help help = {
+		.usage = "ratelab test [options]\nratelab test --list",
+		.about = "Tests the writer.",
+		.tables = tables,
+		.exits = "0\tdone\n2\ta bad flag or value\n",
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cli_write_usage(f, &help);
+	fclose(f);
+	ck_assert_str_eq(buf,
+	                 "usage: ratelab test [options]\n"
+	                 "       ratelab test --list\n"
+	                 "\n"
+	                 "Tests the writer.\n"
+	                 "\n"
+	                 "what to run:\n"
+	                 "  --workload W          what each client does, a sentence long enough to be\n"
+	                 "                        wrapped at eighty columns by the writer. One of:\n"
+	                 "                        request, occ.\n"
+	                 "  --a-very-long-flag-name\n"
+	                 "                        short\n"
+	                 "\n"
+	                 "output:\n"
+	                 "  --out FILE            where the result goes\n"
+	                 "\n"
+	                 "exit status:\n"
+	                 "  0     done\n"
+	                 "  2     a bad flag or value\n");
+	free(buf);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -362,6 +474,9 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, groups_write_their_own_struct);
 	tcase_add_test(tc, messages_for_later_checks);
 	tcase_add_test(tc, result_files_are_checked_before_a_run);
+	tcase_add_test(tc, sizes_and_suggestions);
+	tcase_add_test(tc, options_table_is_written);
+	tcase_add_test(tc, usage_has_one_layout);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -42,6 +42,24 @@ START_TEST(two_routes)
 }
 END_TEST
 
+/* A prefix is kept in the normal form request paths are matched in: "/api/../x" matches "/x". */
+START_TEST(prefixes_normalised)
+{
+	static const char *text = "{\"routes\": [{\"prefix\": \"/api/../x\"}, {\"prefix\": \"//b/./c/\"},"
+	                          " {\"prefix\": \"/%7Eu\"}, {\"prefix\": \"/l\", \"limit\": 4294967295}]}";
+	struct config_route r[CONFIG_MAX_ROUTES];
+	size_t n = 0;
+	char err[256] = "";
+
+	ck_assert_msg(parse(text, r, &n, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_str_eq(r[0].prefix, "/x");
+	ck_assert_str_eq(r[1].prefix, "/b/c/");
+	ck_assert_str_eq(r[2].prefix, "/~u");
+	ck_assert_uint_eq(r[3].params.limit, 4294967295u);
+}
+END_TEST
+
 struct bad_case {
 	const char *text;
 	const char *want;
@@ -60,6 +78,17 @@ START_TEST(errors_name_line_and_problem)
 		{ "{\"routes\": [\n  {\"prefix\": \"/a\",\n   \"layers\": [\"30/1m\", \"x/y\"]}\n]}",
 		  "routes.json:3: routes[0].layers: layer 1" },
 		{ "{\"routes\": [{\"prefix\": \"/a\"},\n {\"prefix\": \"/a\"}]}", "routes.json:2: routes[1].prefix: duplicate" },
+		/* prefixes meet in the normal form of request paths: these were a second, dead route */
+		{ "{\"routes\": [{\"prefix\": \"/api\"},\n {\"prefix\": \"//api\"}]}",
+		  "routes.json:2: routes[1].prefix: duplicate" },
+		{ "{\"routes\": [{\"prefix\": \"/api\"},\n {\"prefix\": \"/x/../%61pi\"}]}",
+		  "routes.json:2: routes[1].prefix: duplicate" },
+		{ "{\"routes\": [{\"prefix\": \"/a%zz\"}]}", "routes[0].prefix: " },
+		/* the command line's bounds: --limit and --burst stop at 4294967295 */
+		{ "{\"routes\": [{\"prefix\": \"/a\", \"limiter\": \"concurrency\", \"limit\": 4294967297}]}",
+		  "routes[0].limit: must be a whole number from 1 to 4294967295" },
+		{ "{\"routes\": [{\"prefix\": \"/a\", \"burst\": 4294967296}]}",
+		  "routes[0].burst: must be a whole number from 1 to 4294967295" },
 		{ "{\"routes\": []}", "routes.json:1: needs an object with a non-empty \"routes\" list" },
 		{ "{\"routes\": [{\"prefix\": \"/a\"}], \"extra\": 1}", "only \"routes\"" },
 		{ "", "routes.json:1:" },
@@ -120,6 +149,7 @@ Suite *config_suite(void)
 	TCase *tc = tcase_create("routes");
 
 	tcase_add_test(tc, two_routes);
+	tcase_add_test(tc, prefixes_normalised);
 	tcase_add_test(tc, errors_name_line_and_problem);
 	tcase_add_test(tc, load_file);
 	tcase_add_test(tc, keys);

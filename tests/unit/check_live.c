@@ -37,9 +37,9 @@ static void setup(struct fixture *f)
 	memset(f, 0, sizeof(*f));
 	f->stats = stats_new(2, T0);
 	f->clients = clients_new(&KEY, T0);
-	f->routes[0] = (struct stats_route_info){ "/", "token-bucket", { 2, 0, 0, 0 }, "\"default\";q=9;w=1", "ip",
+	f->routes[0] = (struct stats_route_info){ "/", "token-bucket", { 2, 0, 0, 0, 0 }, "\"default\";q=9;w=1", "ip",
 	                                          false, { 0 } };
-	f->routes[1] = (struct stats_route_info){ "/g", "gcra", { 1, 0, 0, 0 }, "\"default\";q=9;w=1", "global",
+	f->routes[1] = (struct stats_route_info){ "/g", "gcra", { 1, 0, 0, 0, 0 }, "\"default\";q=9;w=1", "global",
 	                                          false, { 0 } };
 	f->parts = (struct live_parts){ f->stats, f->clients, 1, f->routes, 2, 429, 3 };
 	record(f, "a\"b", 0, true, T0 + 10 * MS);

@@ -140,6 +140,13 @@ START_TEST(bad_raw_is_refused)
 		{ "lateness", "{\"count\":2,\"min\":1,\"max\":1,\"sum\":1.0,\"buckets\":[[1,1]]}", "lateness" },
 		{ "timeline", "{\"interval_ns\":100000000,\"codes\":[200],\"rows\":[[1,0,0,0]]}", "timeline row" },
 		{ "timeline", "{\"interval_ns\":5000000,\"codes\":[],\"rows\":[]}", "interval (5 ms)" },
+		/* counts past what a run makes, and buckets whose sum wraps to the stated count */
+		{ "requests", "4611686018427387903", "requests" },
+		{ "statuses", "{\"200\":1000000000001}", "statuses" },
+		{ "wall_ns", "9223372036854775807", "wall_ns" },
+		{ "latency", "{\"count\":0,\"min\":1,\"max\":2,\"sum\":0.0,\"buckets\":[[1,9223372036854775807],"
+		  "[2,9223372036854775807],[3,2]]}", "latency" },
+		{ "latency", "{\"count\":1,\"min\":5,\"max\":1,\"sum\":1.0,\"buckets\":[[1,1]]}", "latency" },
 	};
 	struct hammer_result r;
 
@@ -157,6 +164,41 @@ START_TEST(bad_raw_is_refused)
 		json_decref(raw);
 	}
 	hammer_result_destroy(&r);
+}
+END_TEST
+
+/* Text is bounded before it is parsed: its size, then its count of values. */
+START_TEST(parse_is_bounded)
+{
+	size_t big = RESULT_CODEC_MAX_BYTES + 1, dense = 2 * RESULT_CODEC_MAX_VALUES + 8;
+	char *text = malloc(big), err[200] = "";
+	json_t *o;
+
+	ck_assert_ptr_nonnull(text);
+	memset(text, ' ', big);
+	text[0] = '{';
+	text[big - 1] = '}';
+	ck_assert_ptr_null(result_codec_parse(text, big, err, sizeof(err)));
+	ck_assert_str_eq(err, "larger than 8 MiB");
+	/* {"a":[0,0,...]} with a million and more values in 2 MB */
+	memcpy(text, "{\"a\":[0", 7);
+	for (size_t i = 7; i < dense; i += 2)
+		memcpy(text + i, ",0", 2);
+	memcpy(text + dense, "]}", 2);
+	ck_assert_ptr_null(result_codec_parse(text, dense + 2, err, sizeof(err)));
+	ck_assert_str_eq(err, "more than 1000000 JSON values");
+	/* commas inside strings are not values */
+	{
+		static const char strs[] = "{\"a\":\",,,\\\",,\"}";
+
+		ck_assert_ptr_nonnull(o = result_codec_parse(strs, strlen(strs), err, sizeof(err)));
+	}
+	json_decref(o);
+	ck_assert_ptr_null(result_codec_parse("[1]", 3, err, sizeof(err)));
+	ck_assert_str_eq(err, "not a JSON object");
+	ck_assert_ptr_null(result_codec_parse("{\"a\":1,\"a\":2}", 13, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "duplicate"));
+	free(text);
 }
 END_TEST
 
@@ -187,6 +229,7 @@ Suite *result_codec_suite(void)
 	tcase_add_test(tc, round_trip_is_exact);
 	tcase_add_test(tc, add_merges_and_shifts);
 	tcase_add_test(tc, bad_raw_is_refused);
+	tcase_add_test(tc, parse_is_bounded);
 	tcase_add_test(tc, report_json_carries_raw);
 	suite_add_tcase(s, tc);
 	return s;

@@ -11,8 +11,8 @@
 #define T0 (1000 * NS_PER_SEC)   /* the stats' start: any monotonic time */
 
 static const struct stats_route_info ROUTES[2] = {
-	{ "/", "token-bucket", { 3, 1, 2, 0 }, NULL, NULL, false, { 0 } },
-	{ "/api", "token-bucket", { 4, 0, 0, 5 }, NULL, NULL, false, { 0 } },
+	{ "/", "token-bucket", { 3, 1, 2, 0, 0 }, NULL, NULL, false, { 0 } },
+	{ "/api", "token-bucket", { 4, 0, 0, 5, 0 }, NULL, NULL, false, { 0 } },
 };
 
 /* 3 admitted and 2 rejected on "/", 1 rejected on "/api", a 503 and a reset off the routes. */

@@ -46,11 +46,13 @@ struct rig {
 	unsigned done;          /* requests over (request_done calls) */
 };
 
-static void on_done(struct vclient_host *h, struct vclient *c, uint64_t now)
+static void on_done(void *ctx, struct vclient *c, uint64_t now)
 {
+	struct rig *r = ctx;
+
 	(void)c;
 	(void)now;
-	((struct rig *)h)->done++;
+	r->done++;
 }
 
 /* A host of NCLIENTS clients under preset sre-adaptive with a K = 2, 10 s throttle made at time 0. */
@@ -76,6 +78,7 @@ static void rig_init(struct rig *r)
 	r->h.failq = r->failq;
 	r->h.nclients = NCLIENTS;
 	r->h.request_done = on_done;
+	r->h.done_ctx = r;
 	for (uint32_t i = 0; i < NCLIENTS; i++)
 		vclient_init(&r->c[i], i, i, SEED, NULL);
 }
