@@ -64,6 +64,7 @@ COMMON_SRC := \
 	common/retry/retry_presets.c \
 	common/retry/retry_throttle.c \
 	common/siphash.c \
+	common/svg.c \
 	common/ticks.c \
 	common/timeline.c
 SERVER_SRC := \
@@ -75,6 +76,8 @@ SERVER_SRC := \
 	server/handlers/dashboard.c \
 	server/handlers/events.c \
 	server/handlers/occ.c \
+	server/handlers/play.c \
+	server/handlers/room.c \
 	server/handlers/scenario.c \
 	server/handlers/scenario_script.c \
 	server/http/addr_count.c \

@@ -6,8 +6,9 @@
 # the answers pile up in a file, where cdp_wait finds the one with the id it
 # wants.  Every wait is bounded.  No websocket client is needed.
 #
-#   cdp_start DIR                     start chromium with its profile and pipes under DIR;
-#                                     1, with a message, when chromium is not installed
+#   cdp_start DIR                     start chromium with its profile and pipes under DIR
+#                                     (and the extra flags in CDP_FLAGS, if set); 1, with a
+#                                     message, when chromium is not installed
 #                                     (scripts/install-deps installs it; this never does)
 #   cdp_page URL WIDTH HEIGHT         open URL in a WIDTHxHEIGHT viewport; sets CDP_SESSION
 #   cdp_viewport WIDTH HEIGHT         resize the viewport
@@ -32,7 +33,7 @@ cdp_start() {
 	"$CDP_CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 		--disable-background-networking --disable-component-update --disable-sync \
 		--disable-dev-shm-usage --user-data-dir="$CDP_DIR/profile" --remote-debugging-pipe \
-		about:blank 3<"$CDP_DIR/cdp.in" 4>"$CDP_DIR/cdp.out" 2>"$CDP_DIR/chromium.err" &
+		${CDP_FLAGS:-} about:blank 3<"$CDP_DIR/cdp.in" 4>"$CDP_DIR/cdp.out" 2>"$CDP_DIR/chromium.err" &
 	CDP_PID=$!
 }
 

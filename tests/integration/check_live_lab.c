@@ -541,7 +541,7 @@ START_TEST(workshop_banner)
 	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
 	for (int i = 0; i < n; i++) {
 		ck_assert(next_line(&s, line, sizeof(line)));
-		snprintf(want, sizeof(want), "attendees:   http://%s:%d/", lan[i], s.port);
+		snprintf(want, sizeof(want), "attendees:   http://%s:%d/play", lan[i], s.port);
 		ck_assert_str_eq(line, want);
 		snprintf(url, sizeof(url), "http://%s:%d/healthz", lan[i], s.port);
 		ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, NULL), 0);
