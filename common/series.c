@@ -106,6 +106,8 @@ static _Atomic uint64_t *row_for_write(struct series *s, uint64_t row)
 	if (s->p.shape == SERIES_RING) {
 		uint64_t slot = row % s->cap, seen = load(&s->tags[slot]);
 
+		if (row == UINT64_MAX)
+			return NULL;    /* its tag would read as "none" */
 		/* The first writer of a recycled slot clears it. */
 		if (seen != row + 1 && atomic_compare_exchange_strong(&s->tags[slot], &seen, row + 1))
 			for (unsigned c = 0; c < s->p.width; c++)
@@ -153,7 +155,7 @@ uint64_t series_get(const struct series *s, uint64_t row, unsigned col)
 	if (s->p.shape == SERIES_RING) {
 		uint64_t slot = row % s->cap;
 
-		return load(&s->tags[slot]) == row + 1 ? load(&s->cells[slot * s->p.width + col]) : 0;
+		return row != UINT64_MAX && load(&s->tags[slot]) == row + 1 ? load(&s->cells[slot * s->p.width + col]) : 0;
 	}
 	return row < s->nrows ? load(&s->cells[row * s->p.width + col]) : 0;
 }

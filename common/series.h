@@ -54,7 +54,11 @@ void series_free(struct series *s);
 /* The row time now_ns falls in (0 before the origin).  Pure. */
 uint64_t series_row_of(const struct series *s, uint64_t now_ns);
 
-/* Add n to column col of row.  Returns 0, or -1 when a FROM_START series cannot grow (nothing counted). */
+/*
+ * Add n to column col of row.  Returns 0, or -1 (nothing counted) when a
+ * FROM_START series cannot grow, col is past the width or a ring is given
+ * row UINT64_MAX.
+ */
 int series_add(struct series *s, uint64_t row, unsigned col, uint64_t n);
 
 /* Set level col of row to v (and its peak, col + 1, to v if higher).  Returns 0 or -1 as series_add. */

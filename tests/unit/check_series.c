@@ -140,6 +140,9 @@ START_TEST(ring_recycles_rows)
 	ck_assert_uint_eq(series_get(s, 6, 0), 0);      /* never written, same slot */
 	ck_assert_uint_eq(series_sum(s, 0, 14, 0), 3);  /* only the last four rows */
 	series_clear(s, 0);
+	/* A cleared slot holds no row, not even the one whose number would wrap to its empty tag. */
+	ck_assert_uint_eq(series_get(s, UINT64_MAX, 1), 0);
+	ck_assert_int_eq(series_add(s, UINT64_MAX, 1, 1), -1);
 	ck_assert_uint_eq(series_get(s, 14, 1), 0);
 	ck_assert_uint_eq(series_get(s, 13, 0), 0);
 	ck_assert_int_eq(series_add(s, 13, 0, 1), 0);
