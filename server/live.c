@@ -42,9 +42,18 @@ static json_t *row_json(const struct clients_row *r, uint64_t now_ns, bool one)
 	                      "early_max_ms", ms_of(r->early_max_ns),
 	                      "last_seen_s", r->last_ns && now_ns > r->last_ns ? (double)(now_ns - r->last_ns) / 1e9 : 0.0);
 
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "paired_retries", json_integer((json_int_t)r->paired));
+	json_object_set_new(o, "new_while_waiting", json_integer((json_int_t)r->waiting_new));
 	/* A verdict is about one client: the summed row has none. */
-	if (o && one)
+	if (one) {
+		char says[160];
+
+		clients_explain(r, says, sizeof(says));
 		json_object_set_new(o, "verdict", json_string(clients_verdict_name(clients_verdict_of(r))));
+		json_object_set_new(o, "says", json_string(says));
+	}
 	return o;
 }
 
@@ -170,6 +179,10 @@ static void metrics_clients(FILE *f, const struct clients_snapshot *snap)
 		  offsetof(struct clients_row, early), false },
 		{ "early_seconds_total", "How early the early retries came, summed.",
 		  offsetof(struct clients_row, early_ns), true },
+		{ "paired_retries_total", "Retries judged against their own request's rejection (Retry-Request).",
+		  offsetof(struct clients_row, paired), false },
+		{ "new_while_waiting_total", "First attempts (Retry-Attempt: 0) sent while the client was told to wait.",
+		  offsetof(struct clients_row, waiting_new), false },
 	};
 
 	for (size_t i = 0; i < sizeof(M) / sizeof(M[0]); i++)

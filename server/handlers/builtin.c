@@ -1,4 +1,4 @@
-/* /dashboard, /events, /stats, /metrics, /reset and /healthz. */
+/* /dashboard, /play, /events, /stats, /metrics, /reset, /healthz and /favicon.ico. */
 #include "server/handlers/builtin.h"
 
 #include <stdio.h>
@@ -7,6 +7,7 @@
 
 #include "server/handlers/dashboard.h"
 #include "server/handlers/events.h"
+#include "server/handlers/play.h"
 
 static int reply_text(struct server_reply *out, int status, const char *type, char *body)
 {
@@ -68,12 +69,33 @@ static int handle_dashboard(struct server *s, void *ctx, const struct server_req
 	return reply_text(out, 200, "text/html; charset=utf-8", dashboard_page());
 }
 
+static int handle_play(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)s;
+	(void)ctx;
+	if (get_only(req, out))
+		return 0;
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: no-store\n");
+	return reply_text(out, 200, "text/html; charset=utf-8", play_page());
+}
+
 static int handle_events(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
 	(void)s;
 	if (get_only(req, out))
 		return 0;
 	return events_subscribe(ctx, req, out);
+}
+
+/* The icon a browser asks for with every page: none, and not a limited request that would count as a client. */
+static int handle_favicon(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)s;
+	(void)ctx;
+	if (get_only(req, out))
+		return 0;
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: max-age=86400\n");
+	return reply_text(out, 204, "text/plain", strdup(""));
 }
 
 static int handle_healthz(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
@@ -93,9 +115,9 @@ static int builtin_start(struct server *srv, const struct server_config *cfg, st
 		const char *path;
 		server_handler_fn fn;
 	} table[BUILTIN_HANDLERS] = {
-		{ "/dashboard", handle_dashboard }, { "/events", handle_events },
+		{ "/dashboard", handle_dashboard }, { "/play", handle_play }, { "/events", handle_events },
 		{ "/stats", handle_stats }, { "/metrics", handle_metrics },
-		{ "/reset", handle_reset }, { "/healthz", handle_healthz },
+		{ "/reset", handle_reset }, { "/healthz", handle_healthz }, { "/favicon.ico", handle_favicon },
 	};
 	struct events *ev;
 

@@ -132,6 +132,16 @@ static void abort_connection(struct MHD_Connection *c)
 	}
 }
 
+/* What Retry-Attempt says (clients.h): digits only, else nothing. */
+static enum clients_said attempt_said(const char *v)
+{
+	size_t n = v ? strspn(v, "0123456789") : 0;
+
+	if (n == 0 || n > 9 || v[n] != '\0')
+		return CLIENTS_SAID_NOTHING;
+	return strspn(v, "0") == n ? CLIENTS_SAID_FIRST : CLIENTS_SAID_RETRY;
+}
+
 /*
  * Count rq in the per-client figures: under the name the client gives
  * itself, else its limiter key when the limiter keys per client, else its
@@ -141,10 +151,18 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
                          const struct request *rq, uint64_t announced_ns, uint64_t now)
 {
 	const char *name = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Client-Name");
-	struct clients_event e = { rq->key, rq->keylen, rq->route, rq->d.admitted, announced_ns, rq->d.remaining,
-		                   rq->d.limit };
+	struct clients_event e = { .id = rq->key, .idlen = rq->keylen, .route = rq->route, .admitted = rq->d.admitted,
+	                          .announced_ns = announced_ns, .remaining = rq->d.remaining, .limit = rq->d.limit };
+	const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Request");
 	char own[CLIENT_KEY_LEN];
 
+	e.said = attempt_said(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Attempt"));
+	if (!idem)
+		idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+	if (idem) {
+		e.request = idem;
+		e.requestlen = strnlen(idem, CLIENT_KEY_LEN);
+	}
 	if (name) {
 		e.idlen = client_key_named(own, name, strlen(name));
 		e.id = own;

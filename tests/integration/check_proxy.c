@@ -29,21 +29,13 @@ struct py_upstream {
 	char url[64];
 };
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Start tests/harness/upstream.py and read its "listening on PORT" (at most 10 s); 0 or -1. */
 static int py_start(struct py_upstream *u)
 {
 	char script[4096], line[128] = "";
 	int in[2], out[2];
 	size_t n = 0;
-	double deadline = mono_ms() + 10000;
+	double deadline = testutil_mono_ms() + 10000;
 
 	testutil_path("tests/harness/upstream.py", script, sizeof(script));
 	if (pipe(in) < 0 || pipe(out) < 0 || (u->pid = fork()) < 0)
@@ -59,7 +51,7 @@ static int py_start(struct py_upstream *u)
 	close(in[0]);
 	close(out[1]);
 	u->in_fd = in[1];
-	while (n < sizeof(line) - 1 && !strchr(line, '\n') && mono_ms() < deadline) {
+	while (n < sizeof(line) - 1 && !strchr(line, '\n') && testutil_mono_ms() < deadline) {
 		struct pollfd p = { out[0], POLLIN, 0 };
 		ssize_t r;
 
@@ -182,7 +174,7 @@ END_TEST
 /* The proxy's /stats upstream.buffered_bytes once it reads 0 (polled at most 5 s), else its last value. */
 static long long buffered_settles(const struct test_server *px)
 {
-	double deadline = mono_ms() + 5000;
+	double deadline = testutil_mono_ms() + 5000;
 	long long n;
 
 	do {
@@ -193,7 +185,7 @@ static long long buffered_settles(const struct test_server *px)
 		if (n == 0)
 			break;
 		poll(NULL, 0, 10);
-	} while (mono_ms() < deadline);
+	} while (testutil_mono_ms() < deadline);
 	return n;
 }
 
@@ -291,9 +283,9 @@ START_TEST(upstream_failures)
 
 	ck_assert_int_eq(py_start(&u), 0);
 	proxy_start(&px, u.url, args);
-	t0 = mono_ms();
+	t0 = testutil_mono_ms();
 	ck_assert_int_eq(get(px.url, "/hang", NULL, NULL), 504);
-	took = mono_ms() - t0;
+	took = testutil_mono_ms() - t0;
 	ck_assert_msg(took >= 500 && took < 10000, "504 after %.0f ms", took);
 	ck_assert_int_eq(get(px.url, "/close", NULL, NULL), 502);
 	ck_assert_int_eq(get(px.url, "/huge", NULL, NULL), 502);
@@ -377,8 +369,8 @@ START_TEST(parked_not_held)
 		curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, discard);
 		ck_assert_int_eq(curl_multi_add_handle(m, e[i]), CURLM_OK);
 	}
-	deadline = mono_ms() + 10000;
-	while (py_count(&u, "hang") < HANGS && mono_ms() < deadline)
+	deadline = testutil_mono_ms() + 10000;
+	while (py_count(&u, "hang") < HANGS && testutil_mono_ms() < deadline)
 		drive(m, 50);
 	ck_assert_int_eq(py_count(&u, "hang"), HANGS);
 	/* The one listener thread is free: another request is answered while the four wait. */
@@ -387,8 +379,8 @@ START_TEST(parked_not_held)
 	ck_assert_int_eq(testutil_jint(j, "upstream", "in_flight"), HANGS);
 	json_decref(j);
 	ck_assert_int_eq(testutil_server_stop(&px, 10000), 0);
-	deadline = mono_ms() + 10000;
-	while (running > 0 && mono_ms() < deadline)
+	deadline = testutil_mono_ms() + 10000;
+	while (running > 0 && testutil_mono_ms() < deadline)
 		running = drive(m, 50);
 	for (int i = 0; i < HANGS; i++) {
 		long st = 0;
@@ -421,9 +413,9 @@ START_TEST(faults_in_front)
 	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
 
 	proxy_start(&px, u.url, delay_args);
-	t0 = mono_ms();
+	t0 = testutil_mono_ms();
 	ck_assert_int_eq(get(px.url, "/echo/d", NULL, NULL), 200);
-	took = mono_ms() - t0;
+	took = testutil_mono_ms() - t0;
 	ck_assert_msg(took >= 200, "answered %.0f ms after", took);
 	ck_assert_int_eq(py_count(&u, "echo"), 1);
 	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
@@ -434,7 +426,7 @@ END_TEST
 /* The proxy's /stats upstream.buffered_bytes once it reaches at least n (polled at most 10 s), else its last value. */
 static long long buffered_reaches(const struct test_server *px, long long n)
 {
-	double deadline = mono_ms() + 10000;
+	double deadline = testutil_mono_ms() + 10000;
 	long long b;
 
 	do {
@@ -445,7 +437,7 @@ static long long buffered_reaches(const struct test_server *px, long long n)
 		if (b >= n)
 			break;
 		poll(NULL, 0, 10);
-	} while (mono_ms() < deadline);
+	} while (testutil_mono_ms() < deadline);
 	return b;
 }
 
