@@ -115,7 +115,7 @@ START_TEST(own_answers_on_both_sides_of_the_line)
 	struct test_server s;
 	json_t *j;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	ck_assert_int_eq(status_of(&s, "GET / HTTX/1.1\r\nHost: x\r\n\r\n"), 400);
 	snprintf(big, sizeof(big), "GET /%020000d HTTP/1.1\r\nHost: x\r\n\r\n", 0);
 	ck_assert_int_eq(status_of(&s, big), 414);
