@@ -190,7 +190,9 @@ uint64_t series_interval_ns(const struct series *s)
 
 void series_clear(struct series *s, uint64_t origin_ns)
 {
-	s->p.origin_ns = origin_ns;
+	/* Written only when it moves: a shared ring's writers read it meanwhile. */
+	if (s->p.origin_ns != origin_ns)
+		s->p.origin_ns = origin_ns;
 	if (s->p.shape == SERIES_RING) {
 		for (uint64_t i = 0; i < s->cap; i++)
 			store(&s->tags[i], 0);

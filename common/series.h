@@ -76,8 +76,9 @@ uint64_t series_sum(const struct series *s, uint64_t from, uint64_t to, unsigned
 uint64_t series_interval_ns(const struct series *s);
 
 /*
- * Zero every row and move the origin to origin_ns.  On a shared RING a
- * racing series_add may survive into the new rows.
+ * Zero every row and move the origin to origin_ns.  A shared RING may be
+ * cleared while others write, if its origin stays the same; a racing
+ * series_add may then survive into the cleared rows.
  */
 void series_clear(struct series *s, uint64_t origin_ns);
 
