@@ -63,6 +63,7 @@ COMMON_SRC := \
 	common/retry/retry_policy.c \
 	common/retry/retry_presets.c \
 	common/retry/retry_throttle.c \
+	common/series.c \
 	common/siphash.c \
 	common/svg.c \
 	common/ticks.c \

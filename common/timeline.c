@@ -1,34 +1,30 @@
 #include "common/timeline.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-struct timeline_row {
-	uint64_t attempts;
-	uint64_t retries;
-	uint64_t errors;
-	uint64_t other;
-	uint64_t by_code[TIMELINE_MAX_CODES];
-};
+#include "common/series.h"
+
+/* A row's columns: the counts, then one per status code in order of first sight. */
+enum { COL_ATTEMPTS, COL_RETRIES, COL_ERRORS, COL_OTHER, COL_CODES };
 
 struct timeline {
-	uint64_t interval_ns;
-	struct timeline_row *rows;
-	uint32_t nrows;     /* rows in use */
-	uint32_t cap;
+	struct series *rows;
 	unsigned ncodes;
 	int codes[TIMELINE_MAX_CODES];
 };
 
 struct timeline *timeline_new(uint64_t interval_ns)
 {
+	struct series_params p = { .shape = SERIES_FROM_START, .interval_ns = interval_ns,
+	                           .max_rows = TIMELINE_MAX_ROWS, .width = COL_CODES + TIMELINE_MAX_CODES };
 	struct timeline *t;
 
-	if (interval_ns == 0)
+	if (interval_ns == 0 || (t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
-	t = calloc(1, sizeof(*t));
-	if (t != NULL)
-		t->interval_ns = interval_ns;
+	if ((t->rows = series_new(&p)) == NULL) {
+		free(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -36,33 +32,8 @@ void timeline_free(struct timeline *t)
 {
 	if (t == NULL)
 		return;
-	free(t->rows);
+	series_free(t->rows);
 	free(t);
-}
-
-/* The row for offset_ns, grown into; NULL only when out of memory. */
-static struct timeline_row *row_at(struct timeline *t, uint64_t offset_ns)
-{
-	uint64_t r = offset_ns / t->interval_ns;
-
-	if (r >= TIMELINE_MAX_ROWS)
-		r = TIMELINE_MAX_ROWS - 1;
-	if (r >= t->cap) {
-		uint32_t ncap = t->cap ? t->cap : 64;
-		struct timeline_row *nr;
-
-		while (ncap <= r)
-			ncap *= 2;
-		nr = realloc(t->rows, sizeof(*nr) * ncap);
-		if (nr == NULL)
-			return NULL;
-		memset(nr + t->cap, 0, sizeof(*nr) * (ncap - t->cap));
-		t->rows = nr;
-		t->cap = ncap;
-	}
-	if (r >= t->nrows)
-		t->nrows = (uint32_t)r + 1;
-	return &t->rows[r];
 }
 
 /* Column of code, added when new; -1 when the columns are full. */
@@ -77,62 +48,54 @@ static int column_of(struct timeline *t, int code)
 	return (int)t->ncodes++;
 }
 
+static uint64_t row_of(const struct timeline *t, uint64_t offset_ns)
+{
+	return series_row_of(t->rows, offset_ns);
+}
+
 void timeline_sent(struct timeline *t, uint64_t offset_ns)
 {
-	struct timeline_row *row = row_at(t, offset_ns);
-
-	if (row != NULL)
-		row->attempts++;
+	series_add(t->rows, row_of(t, offset_ns), COL_ATTEMPTS, 1);
 }
 
 void timeline_retry(struct timeline *t, uint64_t offset_ns)
 {
-	struct timeline_row *row = row_at(t, offset_ns);
-
-	if (row != NULL)
-		row->retries++;
+	series_add(t->rows, row_of(t, offset_ns), COL_RETRIES, 1);
 }
 
-static void add_outcome(struct timeline *t, struct timeline_row *row, int status, uint64_t n)
+/* Count n answers with status (0: transport errors) in row.  Returns 0, or -1 when out of memory. */
+static int add_outcome(struct timeline *t, uint64_t row, int status, uint64_t n)
 {
 	int col;
 
-	if (status <= 0) {
-		row->errors += n;
-		return;
-	}
+	if (status <= 0)
+		return series_add(t->rows, row, COL_ERRORS, n);
 	col = column_of(t, status);
-	if (col < 0)
-		row->other += n;
-	else
-		row->by_code[col] += n;
+	return series_add(t->rows, row, col < 0 ? COL_OTHER : COL_CODES + (unsigned)col, n);
 }
 
 void timeline_outcome(struct timeline *t, uint64_t offset_ns, int status)
 {
-	struct timeline_row *row = row_at(t, offset_ns);
-
-	if (row != NULL)
-		add_outcome(t, row, status, 1);
+	add_outcome(t, row_of(t, offset_ns), status, 1);
 }
 
 int timeline_merge_shifted(struct timeline *dst, const struct timeline *src, uint32_t shift)
 {
-	if (dst->interval_ns != src->interval_ns)
+	if (timeline_interval_ns(dst) != timeline_interval_ns(src))
 		return -1;
-	for (uint32_t r = 0; r < src->nrows; r++) {
-		const struct timeline_row *s = &src->rows[r];
-		struct timeline_row *d = row_at(dst, ((uint64_t)r + shift) * dst->interval_ns);
+	for (uint32_t r = 0; r < timeline_rows(src); r++) {
+		uint64_t d = (uint64_t)r + shift;
 
-		if (d == NULL)
+		if (timeline_add_row(dst, (uint32_t)(d < TIMELINE_MAX_ROWS ? d : TIMELINE_MAX_ROWS - 1),
+		                     timeline_attempts(src, r), timeline_retries(src, r), timeline_errors(src, r),
+		                     timeline_other(src, r)) < 0)
 			return -1;
-		d->attempts += s->attempts;
-		d->retries += s->retries;
-		d->errors += s->errors;
-		d->other += s->other;
-		for (unsigned c = 0; c < src->ncodes; c++)
-			if (s->by_code[c] != 0)
-				add_outcome(dst, d, src->codes[c], s->by_code[c]);
+		for (unsigned c = 0; c < src->ncodes; c++) {
+			uint64_t n = timeline_count(src, r, c);
+
+			if (n != 0 && add_outcome(dst, d, src->codes[c], n) < 0)
+				return -1;
+		}
 	}
 	return 0;
 }
@@ -145,67 +108,59 @@ int timeline_merge(struct timeline *dst, const struct timeline *src)
 int timeline_add_row(struct timeline *t, uint32_t row, uint64_t attempts, uint64_t retries,
                      uint64_t errors, uint64_t other)
 {
-	struct timeline_row *d = row_at(t, (uint64_t)row * t->interval_ns);
-
-	if (d == NULL)
+	if (series_add(t->rows, row, COL_ATTEMPTS, attempts) < 0)
 		return -1;
-	d->attempts += attempts;
-	d->retries += retries;
-	d->errors += errors;
-	d->other += other;
+	series_add(t->rows, row, COL_RETRIES, retries);
+	series_add(t->rows, row, COL_ERRORS, errors);
+	series_add(t->rows, row, COL_OTHER, other);
 	return 0;
 }
 
 int timeline_add_code(struct timeline *t, uint32_t row, int code, uint64_t n)
 {
-	struct timeline_row *d = row_at(t, (uint64_t)row * t->interval_ns);
-
-	if (d == NULL)
+	/* The row exists afterwards even when n is 0, as with timeline_add_row. */
+	if (series_add(t->rows, row, COL_ATTEMPTS, 0) < 0)
 		return -1;
-	if (n != 0)
-		add_outcome(t, d, code > 0 ? code : 0, n);
-	return 0;
+	return n != 0 ? add_outcome(t, row, code > 0 ? code : 0, n) : 0;
 }
 
-uint64_t timeline_interval_ns(const struct timeline *t) { return t->interval_ns; }
-uint32_t timeline_rows(const struct timeline *t) { return t->nrows; }
+uint64_t timeline_interval_ns(const struct timeline *t) { return series_interval_ns(t->rows); }
+uint32_t timeline_rows(const struct timeline *t) { return (uint32_t)series_rows(t->rows); }
 unsigned timeline_ncodes(const struct timeline *t) { return t->ncodes; }
 int timeline_code(const struct timeline *t, unsigned i) { return i < t->ncodes ? t->codes[i] : 0; }
 
 uint64_t timeline_attempts(const struct timeline *t, uint32_t row)
 {
-	return row < t->nrows ? t->rows[row].attempts : 0;
+	return series_get(t->rows, row, COL_ATTEMPTS);
 }
 
 uint64_t timeline_retries(const struct timeline *t, uint32_t row)
 {
-	return row < t->nrows ? t->rows[row].retries : 0;
+	return series_get(t->rows, row, COL_RETRIES);
 }
 
 uint64_t timeline_errors(const struct timeline *t, uint32_t row)
 {
-	return row < t->nrows ? t->rows[row].errors : 0;
+	return series_get(t->rows, row, COL_ERRORS);
 }
 
 uint64_t timeline_other(const struct timeline *t, uint32_t row)
 {
-	return row < t->nrows ? t->rows[row].other : 0;
+	return series_get(t->rows, row, COL_OTHER);
 }
 
 uint64_t timeline_count(const struct timeline *t, uint32_t row, unsigned col)
 {
-	return row < t->nrows && col < t->ncodes ? t->rows[row].by_code[col] : 0;
+	return col < t->ncodes ? series_get(t->rows, row, COL_CODES + col) : 0;
 }
 
 uint64_t timeline_class(const struct timeline *t, uint32_t row, int c)
 {
 	uint64_t n = 0;
 
-	if (row >= t->nrows)
-		return 0;
 	for (unsigned i = 0; i < t->ncodes; i++)
 		if (t->codes[i] / 100 == c)
-			n += t->rows[row].by_code[i];
+			n += timeline_count(t, row, i);
 	return n;
 }
 
@@ -213,9 +168,9 @@ uint64_t timeline_peak_attempts(const struct timeline *t)
 {
 	uint64_t peak = 0;
 
-	for (uint32_t r = 0; r < t->nrows; r++)
-		if (t->rows[r].attempts > peak)
-			peak = t->rows[r].attempts;
+	for (uint32_t r = 0; r < timeline_rows(t); r++)
+		if (timeline_attempts(t, r) > peak)
+			peak = timeline_attempts(t, r);
 	return peak;
 }
 
@@ -225,17 +180,15 @@ int timeline_write_csv(const struct timeline *t, FILE *f)
 	for (unsigned i = 0; i < t->ncodes; i++)
 		fprintf(f, ",%d", t->codes[i]);
 	fprintf(f, ",other\n");
-	for (uint32_t r = 0; r < t->nrows; r++) {
-		const struct timeline_row *row = &t->rows[r];
-
-		fprintf(f, "%.3f,%llu", (double)r * (double)t->interval_ns / 1e9,
-		        (unsigned long long)row->attempts);
+	for (uint32_t r = 0; r < timeline_rows(t); r++) {
+		fprintf(f, "%.3f,%llu", (double)r * (double)timeline_interval_ns(t) / 1e9,
+		        (unsigned long long)timeline_attempts(t, r));
 		for (int c = 2; c <= 5; c++)
 			fprintf(f, ",%llu", (unsigned long long)timeline_class(t, r, c));
-		fprintf(f, ",%llu", (unsigned long long)row->errors);
+		fprintf(f, ",%llu", (unsigned long long)timeline_errors(t, r));
 		for (unsigned i = 0; i < t->ncodes; i++)
-			fprintf(f, ",%llu", (unsigned long long)row->by_code[i]);
-		fprintf(f, ",%llu\n", (unsigned long long)row->other);
+			fprintf(f, ",%llu", (unsigned long long)timeline_count(t, r, i));
+		fprintf(f, ",%llu\n", (unsigned long long)timeline_other(t, r));
 	}
 	return ferror(f) ? -1 : 0;
 }

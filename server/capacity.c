@@ -9,6 +9,12 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/prng.h"
+#include "common/series.h"
+
+/* The series' columns: the queue is a level (its length at the row's last event, and its peak). */
+enum {
+	CS_QUEUE_END, CS_QUEUE_MAX, CS_ARRIVED, CS_SHED, CS_SERVED, CS_SERVED_GONE, CS_WORK, CS_WORK_GONE, CS_WIDTH
+};
 
 struct slot {
 	void *job;
@@ -25,8 +31,7 @@ struct capacity {
 	uint64_t debt_ns;             /* rejection work no worker has taken yet */
 	bool closed;
 	struct capacity_stats t;      /* counters (queue, busy, workers filled in on read) */
-	struct capacity_bucket *rows;
-	uint32_t last_row;            /* the last row with an event */
+	struct series *rows;          /* 100 ms rows from the epoch */
 };
 
 /* ---- parsing ---- */
@@ -223,6 +228,8 @@ const char *capacity_shed_name(enum capacity_shed_reason r)
 
 /* ---- the model ---- */
 
+static void note_queue(struct capacity *c, uint64_t now);
+
 struct capacity *capacity_new(const struct capacity_params *p, uint64_t now_ns, uint64_t seed)
 {
 	struct capacity *c;
@@ -233,11 +240,15 @@ struct capacity *capacity_new(const struct capacity_params *p, uint64_t now_ns, 
 	c->epoch_ns = now_ns;
 	prng_seed(&c->rng, seed);
 	c->q = calloc(p->queue_max ? p->queue_max : 1, sizeof(*c->q));
-	c->rows = calloc(CAPACITY_BUCKETS, sizeof(*c->rows));
+	c->rows = series_new(&(struct series_params){ .shape = SERIES_FROM_START, .interval_ns = CAPACITY_BUCKET_NS,
+	                                              .origin_ns = now_ns, .max_rows = CAPACITY_BUCKETS,
+	                                              .reserve = CAPACITY_BUCKETS, .width = CS_WIDTH,
+	                                              .levels = 1u << CS_QUEUE_END });
 	if (c->q == NULL || c->rows == NULL) {
 		capacity_free(c);
 		return NULL;
 	}
+	note_queue(c, now_ns);
 	return c;
 }
 
@@ -246,7 +257,7 @@ void capacity_free(struct capacity *c)
 	if (c == NULL)
 		return;
 	free(c->q);
-	free(c->rows);
+	series_free(c->rows);
 	free(c);
 }
 
@@ -255,29 +266,15 @@ static uint64_t since_epoch(const struct capacity *c, uint64_t now)
 	return now > c->epoch_ns ? now - c->epoch_ns : 0;
 }
 
-/* The row of now (the last one past the series' end), its queue figures brought up to date. */
-static struct capacity_bucket *row(struct capacity *c, uint64_t now)
+/* Count n in column col of now's row (the series holds its rows from the start: it never fails). */
+static void count(struct capacity *c, uint64_t now, unsigned col, uint64_t n)
 {
-	uint64_t i = since_epoch(c, now) / CAPACITY_BUCKET_NS;
-	struct capacity_bucket *b;
-
-	if (i >= CAPACITY_BUCKETS)
-		i = CAPACITY_BUCKETS - 1;
-	b = &c->rows[i];
-	if (i > c->last_row) {
-		b->queue_max = b->queue_end = c->rows[c->last_row].queue_end;
-		c->last_row = (uint32_t)i;
-	}
-	return b;
+	series_add(c->rows, series_row_of(c->rows, now), col, n);
 }
 
 static void note_queue(struct capacity *c, uint64_t now)
 {
-	struct capacity_bucket *b = row(c, now);
-
-	b->queue_end = c->len;
-	if (c->len > b->queue_max)
-		b->queue_max = c->len;
+	series_level(c->rows, series_row_of(c->rows, now), CS_QUEUE_END, c->len);
 	if (c->len > c->t.queue_peak)
 		c->t.queue_peak = c->len;
 }
@@ -307,7 +304,7 @@ static void shed(struct capacity *c, uint64_t now, void *job, enum capacity_shed
 	e->done_ns = e->service_ns = 0;
 	e->why = why;
 	c->t.shed[why]++;
-	row(c, now)->shed++;
+	count(c, now, CS_SHED, 1);
 	if (why != CAPACITY_SHED_FLUSHED)
 		c->debt_ns += (uint64_t)(c->p.reject_cost * (double)c->p.service_ns);
 }
@@ -404,7 +401,7 @@ size_t capacity_arrive(struct capacity *c, uint64_t now, void *job, struct capac
 	if (max == 0)
 		return 0;
 	c->t.arrived++;
-	row(c, now)->arrived++;
+	count(c, now, CS_ARRIVED, 1);
 	n = fill(c, now, ev, max - 1);
 	n += place(c, now, job, &ev[n]);
 	return n + fill(c, now, ev + n, max - n);
@@ -413,20 +410,18 @@ size_t capacity_arrive(struct capacity *c, uint64_t now, void *job, struct capac
 size_t capacity_done(struct capacity *c, uint64_t now, uint64_t service_ns, enum capacity_client client,
                      struct capacity_event *ev, size_t max)
 {
-	struct capacity_bucket *b = row(c, now);
-
 	if (c->busy > 0)
 		c->busy--;
 	if (client != CAPACITY_NOBODY) {
 		c->t.served++;
 		c->t.work_ns += service_ns;
-		b->served++;
-		b->work_ns += service_ns;
+		count(c, now, CS_SERVED, 1);
+		count(c, now, CS_WORK, service_ns);
 		if (client == CAPACITY_GONE) {
 			c->t.served_gone++;
 			c->t.work_gone_ns += service_ns;
-			b->served_gone++;
-			b->work_gone_ns += service_ns;
+			count(c, now, CS_SERVED_GONE, 1);
+			count(c, now, CS_WORK_GONE, service_ns);
 		}
 	}
 	return fill(c, now, ev, max);
@@ -465,8 +460,7 @@ size_t capacity_flush(struct capacity *c, uint64_t now, struct capacity_event *e
 void capacity_reset(struct capacity *c, uint64_t now)
 {
 	memset(&c->t, 0, sizeof(c->t));
-	memset(c->rows, 0, CAPACITY_BUCKETS * sizeof(*c->rows));
-	c->last_row = 0;
+	series_clear(c->rows, now);
 	c->epoch_ns = now;
 	c->debt_ns = 0;
 	note_queue(c, now);
@@ -474,33 +468,36 @@ void capacity_reset(struct capacity *c, uint64_t now)
 
 void capacity_stats(const struct capacity *c, uint64_t now, struct capacity_stats *out)
 {
-	uint64_t i = since_epoch(c, now) / CAPACITY_BUCKET_NS;
+	uint64_t i = series_row_of(c->rows, now), from = i >= 9 ? i - 9 : 0;
 
 	*out = c->t;
 	out->queue = c->len;
 	out->busy = c->busy;
 	out->workers = capacity_workers_at(&c->p, since_epoch(c, now));
-	out->served_1s = out->served_gone_1s = 0;
-	for (uint64_t k = i >= 9 ? i - 9 : 0; k <= i && k <= c->last_row; k++) {
-		out->served_1s += c->rows[k].served;
-		out->served_gone_1s += c->rows[k].served_gone;
-	}
+	out->served_1s = (uint32_t)series_sum(c->rows, from, i, CS_SERVED);
+	out->served_gone_1s = (uint32_t)series_sum(c->rows, from, i, CS_SERVED_GONE);
 }
 
 size_t capacity_series(const struct capacity *c, struct capacity_bucket *out, size_t max)
 {
-	size_t n = (size_t)c->last_row + 1;
-	uint32_t carry = 0;
+	size_t n = (size_t)series_rows(c->rows);
 
 	if (n > max)
 		n = max;
 	for (size_t i = 0; i < n; i++) {
-		out[i] = c->rows[i];
-		if (out[i].queue_max == 0 && out[i].queue_end == 0 && out[i].arrived == 0 && out[i].served == 0 &&
-		    out[i].shed == 0)
-			out[i].queue_max = out[i].queue_end = carry;
-		carry = out[i].queue_end;
-		out[i].workers = capacity_workers_at(&c->p, (uint64_t)i * CAPACITY_BUCKET_NS);
+		const struct series *r = c->rows;
+
+		out[i] = (struct capacity_bucket){
+			.queue_max = (uint32_t)series_get(r, i, CS_QUEUE_MAX),
+			.queue_end = (uint32_t)series_get(r, i, CS_QUEUE_END),
+			.workers = capacity_workers_at(&c->p, (uint64_t)i * CAPACITY_BUCKET_NS),
+			.arrived = (uint32_t)series_get(r, i, CS_ARRIVED),
+			.shed = (uint32_t)series_get(r, i, CS_SHED),
+			.served = (uint32_t)series_get(r, i, CS_SERVED),
+			.served_gone = (uint32_t)series_get(r, i, CS_SERVED_GONE),
+			.work_ns = series_get(r, i, CS_WORK),
+			.work_gone_ns = series_get(r, i, CS_WORK_GONE),
+		};
 	}
 	return n;
 }

@@ -10,22 +10,20 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/series.h"
 
 #define STATS_SHARDS 16
 #define STATS_NSTATUS 600
 
-struct stats_bucket {
-	_Atomic uint64_t epoch;   /* bucket number (now / 100 ms) + 1; 0 = empty */
-	_Atomic uint64_t admitted;
-	_Atomic uint64_t rejected;
-};
+/* The timeline's columns; a bucket's number is its series row (now / 100 ms) + 1. */
+enum { TL_ADMITTED, TL_REJECTED, TL_WIDTH };
 
 struct stats_shard {
 	_Alignas(64) _Atomic uint64_t status[STATS_NSTATUS];
 	_Atomic uint64_t route[STATS_MAX_ROUTES][2];
 	_Atomic uint64_t faults;
 	_Atomic uint64_t refused[STATS_REFUSALS];
-	struct stats_bucket timeline[STATS_BUCKETS];
+	struct series *timeline;  /* a ring of the last STATS_BUCKETS rows */
 };
 
 struct stats {
@@ -47,6 +45,8 @@ static struct stats_shard *shard_of(struct stats *s)
 
 struct stats *stats_new(size_t nroutes, uint64_t now_ns)
 {
+	static const struct series_params ring = { .shape = SERIES_RING, .interval_ns = STATS_BUCKET_NS,
+	                                           .max_rows = STATS_BUCKETS, .width = TL_WIDTH, .shared = true };
 	struct stats *s;
 
 	if (nroutes > STATS_MAX_ROUTES)
@@ -55,6 +55,11 @@ struct stats *stats_new(size_t nroutes, uint64_t now_ns)
 	if (!s)
 		return NULL;
 	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < STATS_SHARDS; i++)
+		if ((s->shards[i].timeline = series_new(&ring)) == NULL) {
+			stats_free(s);
+			return NULL;
+		}
 	s->nroutes = nroutes;
 	s->start_ns = now_ns;
 	atomic_store(&s->reset_ns, now_ns);
@@ -63,28 +68,16 @@ struct stats *stats_new(size_t nroutes, uint64_t now_ns)
 
 void stats_free(struct stats *s)
 {
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < STATS_SHARDS; i++)
+		series_free(s->shards[i].timeline);
 	free(s);
 }
 
 static void bump(_Atomic uint64_t *c)
 {
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
-static void timeline_record(struct stats_shard *sh, enum stats_decision d, uint64_t now_ns)
-{
-	uint64_t epoch = now_ns / STATS_BUCKET_NS + 1;
-	struct stats_bucket *b = &sh->timeline[epoch % STATS_BUCKETS];
-	uint64_t seen = atomic_load_explicit(&b->epoch, memory_order_relaxed);
-
-	if (seen != epoch) {
-		/* The first writer of a new bucket period clears it; a shard rarely has two writers. */
-		if (atomic_compare_exchange_strong(&b->epoch, &seen, epoch)) {
-			atomic_store_explicit(&b->admitted, 0, memory_order_relaxed);
-			atomic_store_explicit(&b->rejected, 0, memory_order_relaxed);
-		}
-	}
-	bump(d == STATS_ADMITTED ? &b->admitted : &b->rejected);
 }
 
 void stats_record(struct stats *s, int route, int status, enum stats_decision d, uint64_t now_ns)
@@ -97,7 +90,7 @@ void stats_record(struct stats *s, int route, int status, enum stats_decision d,
 	if (route < 0 || (size_t)route >= s->nroutes || d == STATS_NONE)
 		return;
 	bump(&sh->route[route][d == STATS_ADMITTED]);
-	timeline_record(sh, d, now_ns);
+	series_add(sh->timeline, series_row_of(sh->timeline, now_ns), d == STATS_ADMITTED ? TL_ADMITTED : TL_REJECTED, 1);
 }
 
 uint64_t stats_uptime_ns(const struct stats *s, uint64_t now_ns)
@@ -130,8 +123,7 @@ void stats_reset(struct stats *s, uint64_t now_ns)
 			atomic_store_explicit(&sh->route[r][0], 0, memory_order_relaxed);
 			atomic_store_explicit(&sh->route[r][1], 0, memory_order_relaxed);
 		}
-		for (size_t b = 0; b < STATS_BUCKETS; b++)
-			atomic_store_explicit(&sh->timeline[b].epoch, 0, memory_order_relaxed);
+		series_clear(sh->timeline, 0);
 		atomic_store_explicit(&sh->faults, 0, memory_order_relaxed);
 		for (size_t r = 0; r < STATS_REFUSALS; r++)
 			atomic_store_explicit(&sh->refused[r], 0, memory_order_relaxed);
@@ -207,23 +199,19 @@ static json_t *refused_json(struct stats *s)
 	return o;
 }
 
-/* Sums of bucket `epoch` over the shards. */
+/* Sums of bucket `epoch` (series row epoch - 1) over the shards. */
 static void timeline_at(struct stats *s, uint64_t epoch, uint64_t *adm, uint64_t *rej)
 {
 	*adm = *rej = 0;
 	for (size_t i = 0; i < STATS_SHARDS; i++) {
-		struct stats_bucket *b = &s->shards[i].timeline[epoch % STATS_BUCKETS];
-
-		if (atomic_load_explicit(&b->epoch, memory_order_relaxed) != epoch)
-			continue;
-		*adm += atomic_load_explicit(&b->admitted, memory_order_relaxed);
-		*rej += atomic_load_explicit(&b->rejected, memory_order_relaxed);
+		*adm += series_get(s->shards[i].timeline, epoch - 1, TL_ADMITTED);
+		*rej += series_get(s->shards[i].timeline, epoch - 1, TL_REJECTED);
 	}
 }
 
 void stats_buckets(struct stats *s, uint64_t now_ns, size_t n, uint64_t *adm, uint64_t *rej, uint64_t *first)
 {
-	uint64_t last = now_ns / STATS_BUCKET_NS + 1;
+	uint64_t last = series_row_of(s->shards[0].timeline, now_ns) + 1;
 
 	n = n < STATS_BUCKETS ? n : STATS_BUCKETS;
 	for (uint64_t k = 0; k < n; k++)
@@ -234,7 +222,7 @@ void stats_buckets(struct stats *s, uint64_t now_ns, size_t n, uint64_t *adm, ui
 static json_t *timeline_json(struct stats *s, uint64_t now_ns)
 {
 	json_t *t = json_object(), *adm = json_array(), *rej = json_array();
-	uint64_t last = now_ns / STATS_BUCKET_NS + 1;
+	uint64_t last = series_row_of(s->shards[0].timeline, now_ns) + 1;
 
 	for (uint64_t k = 0; k < STATS_BUCKETS; k++) {
 		uint64_t a, r, epoch = last + k + 1 - STATS_BUCKETS;

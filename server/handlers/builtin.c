@@ -123,7 +123,10 @@ static int builtin_start(struct server *srv, const struct server_config *cfg, st
 
 	if (max < BUILTIN_HANDLERS || !(ev = events_new(srv, cfg->max_subscribers, cfg->ipv6_prefix)))
 		return -1;
+	/* Set before the first tick is armed: the tick reads it (server_live_parts) on the timer thread. */
+	*state = ev;
 	if (events_start(ev) < 0) {
+		*state = NULL;
 		events_free(ev);
 		return -1;
 	}
@@ -133,7 +136,6 @@ static int builtin_start(struct server *srv, const struct server_config *cfg, st
 		out[i].fn = table[i].fn;
 		out[i].ctx = ev;
 	}
-	*state = ev;
 	return BUILTIN_HANDLERS;
 }
 

@@ -284,15 +284,34 @@ size_t callbacks_unescape(void *cls, struct MHD_Connection *c, char *s)
 	return MHD_http_unescape(s);
 }
 
+/*
+ * An answer libmicrohttpd sent itself after the request line (a bad,
+ * oversized or missing header, Content-Length or chunk: 400, 413, 431,
+ * 500): the access handler has not answered this request (it is still at
+ * its line, or its body is still arriving), yet a response is queued.  Its
+ * status is counted here, except 400, which the log counts (daemon.c): it
+ * cannot tell those from the 400 libmicrohttpd sends before the line.
+ */
+static void count_own_answer(struct server *s, struct MHD_Connection *c, const struct request *rq)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (rq->phase != REQUEST_LINE && !rq->body_pending)
+		return;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+	if (ci && ci->http_status != MHD_HTTP_BAD_REQUEST)
+		stats_record(s->stats, -1, (int)ci->http_status, STATS_NONE, clock_monotonic_ns());
+}
+
 void callbacks_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
 	struct server *s = cls;
 	struct request *rq = *con_cls;
 
-	(void)c;
 	if (!rq)
 		return;
+	count_own_answer(s, c, rq);
 	if (rq->notify)
 		rq->handler->done(rq->handler->ctx, rq->token, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK,
 		                  clock_monotonic_ns());

@@ -172,23 +172,36 @@ static bool bind_address(const struct server_config *c, struct sockaddr_storage 
 }
 
 /*
- * MHD_OPTION_EXTERNAL_LOGGER, where the answers libmicrohttpd sends itself
- * are counted: a request it refuses before (or instead of) calling the
- * access handler (400 malformed, 413, 414, 431, 505) is logged first, by
- * 0.9.75's transmit_error_response, as "Error processing request (HTTP
- * response code is %u ...", and a connection past a listener's limit as
- * "Server reached connection limit...".  Nothing is printed.
+ * MHD_OPTION_EXTERNAL_LOGGER.  libmicrohttpd 0.9.75 reports the answers it
+ * sends before the request line is parsed nowhere but here: the access
+ * handler, the URI callback and NOTIFY_COMPLETED never see that request, and
+ * its response is gone by NOTIFY_CONNECTION's CLOSED.  Those are 414 (the line
+ * outgrows the buffer), 505 (HTTP/0.x or /2 and up) and 400 (a malformed
+ * HTTP-version), each logged first by transmit_error_response as "Error
+ * processing request (HTTP response code is %u ...".  So 414, 505 and every
+ * 400 are counted here, by the status argument; the answers it sends after
+ * the line with other statuses (413, 431, 500) are counted at NOTIFY_COMPLETED
+ * (callbacks.c) and skipped here.  A 400 after the line is logged the same way
+ * and no signal tells the two 400s apart, so 400 stays with the log.  The log
+ * also says "Server reached connection limit..." when a daemon's own limit
+ * (a backstop behind the accept policy) closes a connection before the
+ * accept policy runs.  Nothing is printed.
  */
 static void on_mhd_log(void *cls, const char *fm, va_list ap)
 {
 	static const char ANSWERED[] = "Error processing request (HTTP response code is %u";
 	static const char AT_LIMIT[] = "Server reached connection limit";
 	struct server *s = cls;
+	unsigned status;
 
-	if (strncmp(fm, ANSWERED, sizeof(ANSWERED) - 1) == 0)
-		stats_record(s->stats, -1, (int)va_arg(ap, unsigned), STATS_NONE, clock_monotonic_ns());
-	else if (strncmp(fm, AT_LIMIT, sizeof(AT_LIMIT) - 1) == 0)
+	if (strncmp(fm, ANSWERED, sizeof(ANSWERED) - 1) == 0) {
+		status = va_arg(ap, unsigned);
+		if (status == MHD_HTTP_BAD_REQUEST || status == MHD_HTTP_URI_TOO_LONG ||
+		    status == MHD_HTTP_HTTP_VERSION_NOT_SUPPORTED)
+			stats_record(s->stats, -1, (int)status, STATS_NONE, clock_monotonic_ns());
+	} else if (strncmp(fm, AT_LIMIT, sizeof(AT_LIMIT) - 1) == 0) {
 		stats_refused(s->stats, STATS_REFUSED_CONNECTION_LIMIT);
+	}
 }
 
 /*

@@ -99,6 +99,53 @@ START_TEST(routes_on_normal_path)
 END_TEST
 
 /*
+ * libmicrohttpd's own answers of every kind, each counted exactly once:
+ * those it sends before the request line is parsed (400 for a malformed
+ * HTTP-version, 414, 505 for too old and too new: counted from its log),
+ * and those after it (400 for a bad header or a malformed chunk, 413 for a
+ * Content-Length or a chunk size past 64 bits, the chunk's after the access
+ * handler saw the head, 431: counted at NOTIFY_COMPLETED, 400 from the log).
+ * A reworded log message, or a kind moving from one side of the line to
+ * the other in a new libmicrohttpd, changes these counts.
+ */
+START_TEST(own_answers_on_both_sides_of_the_line)
+{
+	static const char *const args[] = { "--limiter", "none", NULL };
+	static char big[24000];
+	struct test_server s;
+	json_t *j;
+
+	testutil_start(&s, args);
+	ck_assert_int_eq(status_of(&s, "GET / HTTX/1.1\r\nHost: x\r\n\r\n"), 400);
+	snprintf(big, sizeof(big), "GET /%020000d HTTP/1.1\r\nHost: x\r\n\r\n", 0);
+	ck_assert_int_eq(status_of(&s, big), 414);
+	ck_assert_int_eq(status_of(&s, "GET / HTTP/0.9\r\nHost: x\r\n\r\n"), 505);
+	ck_assert_int_eq(status_of(&s, "GET / HTTP/2.0\r\nHost: x\r\n\r\n"), 505);
+	ck_assert_int_eq(status_of(&s, "GET / HTTP/1.1\r\nHost x\r\n\r\n"), 400);
+	ck_assert_int_eq(status_of(&s, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), 400);
+	ck_assert_int_eq(status_of(&s, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n"),
+	                 413);
+	ck_assert_int_eq(status_of(&s, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+	                               "fffffffffffffffffffff\r\n"),
+	                 413);
+	snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: %020000d\r\n\r\n", 0);
+	ck_assert_int_eq(status_of(&s, big), 431);
+	ck_assert_int_eq(get(&s, "/"), 200);
+	j = testutil_stats(&s);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(testutil_jint(j, "status", "400"), 3);
+	ck_assert_int_eq(testutil_jint(j, "status", "413"), 2);
+	ck_assert_int_eq(testutil_jint(j, "status", "414"), 1);
+	ck_assert_int_eq(testutil_jint(j, "status", "431"), 1);
+	ck_assert_int_eq(testutil_jint(j, "status", "505"), 2);
+	ck_assert_int_eq(testutil_jint(j, "status", "200"), 1);
+	ck_assert_int_eq(testutil_jint(j, "requests", NULL), 10);
+	json_decref(j);
+	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
+}
+END_TEST
+
+/*
  * Answers libmicrohttpd sends itself, and the 404s of targets that are not
  * paths, are in /stats and /metrics: one of each, exactly.
  */
@@ -200,6 +247,7 @@ Suite *http_suite(void)
 {
 	const struct testutil_case tests[] = {
 		{ "routes_on_normal_path", routes_on_normal_path }, { "every_answer_counted", every_answer_counted },
+		{ "own_answers_on_both_sides_of_the_line", own_answers_on_both_sides_of_the_line },
 		{ "smuggling_refused", smuggling_refused },
 	};
 
