@@ -6,14 +6,13 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 PKGS     := libmicrohttpd libcurl check jansson hiredis
 
-# Missing system packages are installed once, before anything that builds.
-NODEPS_GOALS := clean distclean help layering
-ifeq ($(filter-out $(NODEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
-else ifneq ($(shell pkg-config --exists $(PKGS) && echo ok),ok)
-  $(info make: some of $(PKGS) are missing; running scripts/install-deps)
-  DEPS_RC := $(shell scripts/install-deps >&2; echo $$?)
-  ifneq ($(DEPS_RC),0)
-    $(error scripts/install-deps failed (exit $(DEPS_RC)))
+# `make deps` installs the Debian packages (scripts/install-deps); `demo`, `check` and `bench`
+# run it first, so a fresh machine needs only those commands.  Any other goal only builds,
+# and stops with a message when a library is missing.
+NODEPS_GOALS := deps check demo bench clean distclean help layering sources sources-list
+ifneq ($(filter-out $(NODEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
+  ifneq ($(shell pkg-config --exists $(PKGS) && echo ok),ok)
+    $(error some of $(PKGS) are missing (pkg-config): run `make deps`)
   endif
 endif
 
@@ -45,12 +44,128 @@ else
 endif
 
 # One static library per layer; the layers only point down (make layering):
-# lab -> server, hammer -> common.
-src_of    = $(sort $(shell find $(1) -name '*.c'))
-COMMON_SRC := $(call src_of,common)
-SERVER_SRC := $(call src_of,server)
-HAMMER_SRC := $(call src_of,hammer)
-LAB_SRC    := $(call src_of,lab)
+# lab -> server, hammer -> common.  Every source is listed here: `make sources` (run by
+# `make check`) fails naming any .c under common/ server/ hammer/ lab/ that is not.
+COMMON_SRC := \
+	common/cli.c \
+	common/clock.c \
+	common/heap.c \
+	common/histogram.c \
+	common/httpdate.c \
+	common/junit.c \
+	common/parse.c \
+	common/prng.c \
+	common/progress.c \
+	common/rate_schedule.c \
+	common/retry/retry.c \
+	common/retry/retry_after.c \
+	common/retry/retry_budget.c \
+	common/retry/retry_policy.c \
+	common/retry/retry_presets.c \
+	common/retry/retry_throttle.c \
+	common/siphash.c \
+	common/svg.c \
+	common/ticks.c \
+	common/timeline.c
+SERVER_SRC := \
+	server/capacity.c \
+	server/clients.c \
+	server/config.c \
+	server/faults.c \
+	server/handlers/builtin.c \
+	server/handlers/dashboard.c \
+	server/handlers/events.c \
+	server/handlers/occ.c \
+	server/handlers/play.c \
+	server/handlers/room.c \
+	server/handlers/scenario.c \
+	server/handlers/scenario_script.c \
+	server/http/addr_count.c \
+	server/http/admin.c \
+	server/http/backend.c \
+	server/http/callbacks.c \
+	server/http/client_key.c \
+	server/http/conns.c \
+	server/http/daemon.c \
+	server/http/framing.c \
+	server/http/headers.c \
+	server/http/hooks.c \
+	server/http/lifecycle.c \
+	server/http/limited.c \
+	server/http/listeners.c \
+	server/http/path.c \
+	server/http/proxied.c \
+	server/http/responses.c \
+	server/http/routes.c \
+	server/http/sched.c \
+	server/limit/limiter.c \
+	server/limit/limiter_concurrency.c \
+	server/limit/limiter_fixed_window.c \
+	server/limit/limiter_gcra.c \
+	server/limit/limiter_layered.c \
+	server/limit/limiter_leaky_bucket.c \
+	server/limit/limiter_none.c \
+	server/limit/limiter_sliding_log.c \
+	server/limit/limiter_sliding_window.c \
+	server/limit/limiter_token_bucket.c \
+	server/live.c \
+	server/proxy/upstream.c \
+	server/serve.c \
+	server/server_args.c \
+	server/stats.c \
+	server/store/redis_call.c \
+	server/store/redis_conn.c \
+	server/store/redis_pipe.c \
+	server/store/redis_scripts.c \
+	server/store/store_memory.c \
+	server/store/store_memory_table.c \
+	server/store/store_redis.c \
+	server/store/store_redis_cli.c
+HAMMER_SRC := \
+	hammer/engine.c \
+	hammer/expect.c \
+	hammer/hammer.c \
+	hammer/hammer_args.c \
+	hammer/join.c \
+	hammer/join_collect.c \
+	hammer/join_conn.c \
+	hammer/loop.c \
+	hammer/loopclock_real.c \
+	hammer/loopclock_virtual.c \
+	hammer/merge.c \
+	hammer/plot.c \
+	hammer/report.c \
+	hammer/result.c \
+	hammer/result_codec.c \
+	hammer/sim.c \
+	hammer/transport_curl.c \
+	hammer/transport_sim.c \
+	hammer/transport_wire.c \
+	hammer/vclient.c \
+	hammer/wire.c \
+	hammer/wireconn.c \
+	hammer/workload.c
+LAB_SRC := \
+	lab/cases.c \
+	lab/cases_row.c \
+	lab/herd.c \
+	lab/herd_occ.c \
+	lab/herd_opts.c \
+	lab/herd_report.c \
+	lab/report_dir.c \
+	lab/simserver.c \
+	lab/storm.c \
+	lab/storm_report.c \
+	lab/storm_sweep.c \
+	lab/verify.c \
+	lab/verify_baseline.c \
+	lab/verify_child.c \
+	lab/verify_grade.c \
+	lab/verify_grade_retry.c \
+	lab/verify_grade_stats.c \
+	lab/verify_noise.c \
+	lab/verify_report.c \
+	lab/verify_run.c
 LIB_SRC  := $(COMMON_SRC) $(SERVER_SRC) $(HAMMER_SRC) $(LAB_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LAYER_LIBS := $(BUILD)/liblab.a $(BUILD)/libserver.a $(BUILD)/libhammer.a $(BUILD)/libcommon.a
@@ -64,7 +179,8 @@ TEST_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o) $(INTEG_SRC:%.c=$(BUILD)/%.o) $(HARNESS
             $(BUILD)/unit/runner.o $(BUILD)/integration/runner.o
 suites_of = $(patsubst tests/$(1)/check_%.c,%,$(sort $(wildcard tests/$(1)/check_*.c)))
 
-.PHONY: all check check-unit check-integration check-shell layering demo bench fuzz soak install uninstall clean help
+.PHONY: all deps check check-nodeps check-unit check-integration check-shell layering sources sources-list demo demo-nodeps \
+	bench bench-nodeps fuzz soak install uninstall clean help
 all: $(BIN)
 
 $(BIN): $(MAIN_OBJ) $(LAYER_LIBS)
@@ -103,17 +219,44 @@ TEST_ENV = RATELAB_BIN=$(abspath $(BIN)) RATELAB_ROOT=$(CURDIR)
 layering:
 	@sh scripts/layering
 
-# `make check`: the layering, the pure suites, the suites against a real server,
-# then the script-level tests (lab guide, CLI) in tests/shell/.  CK_RUN_SUITE=name runs one suite.
-# The three runs go one after the other, even under -j: the integration suites and the
-# lab guide time real servers, and running them side by side doubles their spread.
-RUN_SHELL = @set -e; for t in $(sort $(wildcard tests/shell/*.sh)); do \
-		echo "== $$t"; $(TEST_ENV) sh $$t; done
+sources:
+	@sh scripts/sources $(LIB_SRC)
 
-check: layering $(BIN) $(UNIT_BIN) $(INTEG_BIN)
-	$(TEST_ENV) $(UNIT_BIN)
-	$(TEST_ENV) $(INTEG_BIN)
-	$(RUN_SHELL)
+sources-list:
+	@echo $(LIB_SRC)
+
+deps:
+	@sh scripts/install-deps
+
+# `make check`: deps, then check-nodeps: the layering, the listed sources, then every test
+# job side by side (tests/harness/jobs.sh): the pure suites, each integration suite as its
+# own process (CK_RUN_SUITE), each tests/shell script and each lab-guide chapter.  A new
+# tests/integration/check_X.c, tests/shell/X.sh or lab-guide/NN-X.md joins by existing.
+# CHECK_JOBS=N jobs at once (default 4); CK_RUN_SUITE=name with check-integration runs one suite.
+# A sanitized tree runs no lab-guide chapter (CHECK_LABGUIDE=1 runs them): their shown
+# figures are timings of the plain build, which ASan and TSan slow several times.
+ifneq ($(SANITIZE),)
+  CHAPTERS  := $(if $(CHECK_LABGUIDE),$(sort $(wildcard lab-guide/[0-9]*.md)))
+else
+  CHAPTERS  := $(sort $(wildcard lab-guide/[0-9]*.md))
+endif
+SHELL_TESTS := $(filter-out tests/shell/labguide.sh,$(sort $(wildcard tests/shell/*.sh)))
+CHECK_LIST  := $(BUILD)/check-jobs
+CHECK_ORDER := $(firstword $(wildcard $(BUILD)/check-times) tests/harness/job-times)
+
+# Without a -j of the caller's, the build after deps uses every core.
+check demo bench: deps
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc)) $@-nodeps
+
+check-nodeps: layering sources $(BIN) $(UNIT_BIN) $(INTEG_BIN)
+	@{ printf 'unit\t%s\n' '$(abspath $(UNIT_BIN))'; \
+	  for s in $(call suites_of,integration); do \
+		printf 'integration/%s\tCK_RUN_SUITE=%s %s\n' $$s $$s '$(abspath $(INTEG_BIN))'; done; \
+	  for t in $(SHELL_TESTS); do printf 'shell/%s\tsh %s\n' $$(basename $$t .sh) $$t; done; \
+	  printf 'lab-guide/self-test\tsh tests/shell/labguide.sh --self-test\n'; \
+	  for c in $(CHAPTERS); do printf '%s\tsh tests/shell/labguide.sh %s\n' $${c%.md} $$c; done; \
+	} > $(CHECK_LIST)
+	@$(TEST_ENV) CHECK_ORDER=$(CHECK_ORDER) CHECK_TIMES=$(BUILD)/check-times sh tests/harness/jobs.sh $(CHECK_LIST)
 
 check-unit: $(UNIT_BIN)
 	$(TEST_ENV) $(UNIT_BIN)
@@ -122,9 +265,9 @@ check-integration: $(BIN) $(INTEG_BIN)
 	$(TEST_ENV) $(INTEG_BIN)
 
 check-shell: $(BIN)
-	$(RUN_SHELL)
+	@set -e; for t in $(sort $(wildcard tests/shell/*.sh)); do echo "== $$t"; $(TEST_ENV) sh $$t; done
 
-bench: $(BIN) $(BUILD)/bench-hello $(BUILD)/bench-floor $(BUILD)/limiter_bench $(BUILD)/bench-collide
+bench-nodeps: $(BIN) $(BUILD)/bench-hello $(BUILD)/bench-floor $(BUILD)/limiter_bench $(BUILD)/bench-collide $(INTEG_BIN)
 	RATELAB_BIN=$(abspath $(BIN)) BUILD=$(BUILD) sh bench/run
 
 # The bare libmicrohttpd baseline that `make bench` compares ratelab serve and hammer against.
@@ -139,18 +282,21 @@ $(BUILD)/bench-floor: bench/floor.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread
 
 fuzz:
-	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30)
+	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),30) LIB_SRC="$(LIB_SRC)"
 
 soak: $(BIN)
 	RATELAB_BIN=$(abspath $(BIN)) sh bench/soak
 
+# BUILD=dir make clean removes that tree; a plain one removes build/ (the sanitizer trees
+# are under it) and ./ratelab.
 clean:
-	rm -rf build ratelab
+	rm -rf $(BUILD) $(BIN)
 
 help:
-	@echo "targets: all check check-unit check-integration layering demo bench fuzz soak install uninstall"
-	@echo "         man completion deb clean"
+	@echo "targets: all deps check check-nodeps check-unit check-integration check-shell layering sources"
+	@echo "         demo bench fuzz soak install uninstall man completion deb clean"
 	@echo "options: SANITIZE=address,undefined|thread WERROR=1 PREFIX=/usr/local DESTDIR= V=1"
+	@echo "         CHECK_JOBS=N CK_RUN_SUITE=name"
 
 -include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
@@ -172,7 +318,7 @@ $(BUILD)/bench-collide: $(BUILD)/bench/collide.o $(BUILD)/libserver.a $(BUILD)/l
 # ---- Shipping: man pages, shell completion, install/uninstall, the .deb, the quiet demo ----
 # man/*.1.scd (scdoc) -> $(BUILD)/man/*.1; the completion scripts are generated from the
 # option tables by scripts/gen-completion.  `make` builds both when scdoc is installed.
-.PHONY: man completion deb install-files
+.PHONY: man completion deb
 SCDOC      ?= scdoc
 MANDIR     ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
@@ -234,10 +380,10 @@ $(DEB): $(BIN) $(MAN_PAGES) $(COMPLETIONS) scripts/mkdeb README.md
 	sh scripts/mkdeb $(abspath $(BUILD)/deb-root) $@
 	rm -rf $(BUILD)/deb-root
 
-# make demo: the build is one line ("built ratelab in N s"), so the demo is the first
-# thing on screen; V=1 shows the compiler lines.  The quiet build's lines are kept in
-# $(BUILD)/demo-build.log and shown when it fails.
-demo:
+# make demo (after make deps): the build is one line ("built ratelab in N s"), so the demo
+# is the first thing on screen; V=1 shows the compiler lines.  The quiet build's lines are
+# kept in $(BUILD)/demo-build.log and shown when it fails.
+demo-nodeps:
 ifeq ($(V),1)
 	$(MAKE) --no-print-directory $(BIN)
 else

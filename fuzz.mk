@@ -18,16 +18,12 @@ FUZZ_BUILD   := build/fuzz
 # The libraries the project links, as the main Makefile lists them (minus check).
 PKGS         := $(filter-out check,$(shell sed -n 's/^PKGS *:= *//p' Makefile))
 
-# CI starts from a clean Debian 12: install clang and the libFuzzer runtime
-# only when a trivial fuzzer does not link.
+# clang and the libFuzzer runtime come from `scripts/install-deps clang libclang-rt-14-dev`
+# (.ci/run runs it up front); this only says so when a trivial fuzzer does not link.
 FUZZ_PROBE := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}\n' \
 	| $(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1 && echo ok)
 ifneq ($(FUZZ_PROBE),ok)
-  $(info fuzz.mk: $(FUZZ_CC) cannot build a libFuzzer target; running scripts/install-deps clang libclang-rt-14-dev)
-  FUZZ_DEPS_RC := $(shell scripts/install-deps clang libclang-rt-14-dev >&2; echo $$?)
-  ifneq ($(FUZZ_DEPS_RC),0)
-    $(error scripts/install-deps clang libclang-rt-14-dev failed (exit $(FUZZ_DEPS_RC)))
-  endif
+  $(error $(FUZZ_CC) cannot build a libFuzzer target: run scripts/install-deps clang libclang-rt-14-dev)
 endif
 
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -35,7 +31,10 @@ FCFLAGS  := -std=c11 -O1 -g -D_GNU_SOURCE -I. -w $(SAN) -fsanitize=fuzzer-no-lin
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FLDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
-LIB_SRC  := $(sort $(shell find common server hammer lab -name "*.c"))
+# The sources the Makefile lists (make sources checks that it lists them all).
+ifeq ($(origin LIB_SRC),undefined)
+  LIB_SRC := $(shell $(MAKE) -s --no-print-directory -f Makefile sources-list)
+endif
 LIB_OBJ  := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS ?= $(patsubst tests/fuzz/%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)

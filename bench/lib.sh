@@ -97,8 +97,9 @@ free_port() {
 	return 1
 }
 
-# start_nginx NAME RATE BURST: nginx-light with limit_req from bench/nginx.conf.in, private
-# prefix; a port lost to a race is retried on another (5 tries).
+# start_nginx NAME RATE BURST: nginx-light with limit_req from bench/nginx.conf.in (or
+# $NGINX_CONF_IN, with $NGINX_UPSTREAM for its @UPSTREAM@), private prefix; a port lost to a
+# race is retried on another (5 tries).
 start_nginx() {
 	if ! command -v nginx >/dev/null 2>&1; then
 		echo "  SKIP $1: nginx is not installed"
@@ -125,8 +126,8 @@ nginx_try() {
 	echo hello >"$pre/html/hello.txt"
 	chmod 644 "$pre/html/hello.txt"
 	sed -e "s#@PREFIX@#$pre#g" -e "s#@PORT@#$4#g" -e "s#@RATE@#$2#g" \
-		-e "s#@BURST@#$3#g" -e "s#@WORKERS@#$(nproc)#g" \
-		"$ROOT/bench/nginx.conf.in" >"$pre/nginx.conf"
+		-e "s#@BURST@#$3#g" -e "s#@WORKERS@#$(nproc)#g" -e "s#@UPSTREAM@#${NGINX_UPSTREAM:-}#g" \
+		"${NGINX_CONF_IN:-$ROOT/bench/nginx.conf.in}" >"$pre/nginx.conf"
 	nginx -p "$pre" -c "$pre/nginx.conf" -e "$pre/error.log" \
 		>"$TMP/out.$name" 2>"$TMP/err.$name" &
 	echo $! >"$TMP/pid.$name"

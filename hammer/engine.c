@@ -195,6 +195,7 @@ struct run {
 	uint32_t nloops;
 	uint32_t nstarted;
 	uint64_t shown_from;         /* the start instant on CLOCK_MONOTONIC, for the progress line */
+	_Atomic uint64_t hold_until;   /* --shared-wait's instant, shared by every loop */
 };
 
 static uint64_t share(uint64_t total, uint32_t parts, uint32_t i)
@@ -223,6 +224,8 @@ static int shared_setup(struct run *run, const struct hammer_config *cfg, char *
 	if (run->trun == NULL)
 		return -1;
 	run->sh.trun = run->trun;
+	if (cfg->shared_wait)
+		run->sh.hold_until = &run->hold_until;
 	if (cfg->policy->budget.kind != BUDGET_NONE) {
 		run->sh.budget = retry_budget_new(&cfg->policy->budget, run->sh.clock->origin());
 		if (run->sh.budget == NULL) {

@@ -71,6 +71,8 @@ struct hammer_config {
 	 */
 	int (*ready)(void *ctx, uint64_t *start_ns, char *err, size_t errlen);
 	void *ready_ctx;
+	bool shared_wait;              /* every client holds its next attempts until the run's latest
+	                                * Retry-After is over (--shared-wait) */
 	FILE *notes;                   /* one line per retry, naming the client (--verbose), or NULL */
 	FILE *progress;                /* a progress line while running (a terminal), or NULL */
 	const char *progress_label;    /* the progress line starts "LABEL: " (herd: the policy), or NULL */

@@ -264,6 +264,10 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	  .help = "the most one request may spend waiting in all" },
 	{ "--budget", CLI_CUSTOM, .fn = opt_knob, .section = CLI_SEC_DOES, .arg = "SPEC",
 	  .help = "a retry budget: ratio=0.2,min=10,window=10s | on | sre[,k=2,window=2m] | none" },
+	{ "--shared-wait", CLI_BOOL, HO(cfg.shared_wait), .section = CLI_SEC_DOES,
+	  .help = "a Retry-After holds every client of this run off until it is over, not just the "
+	          "one that got it (one client, one wait).  A retrying run sends Retry-Attempt and "
+	          "Retry-Request on each call, so the server judges each retry against its own rejection" },
 	{ "--json", CLI_STRING, HO(json_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
 	  .help = "the figures as JSON (with -, the summary goes to stderr)" },
 	{ "--junit", CLI_STRING, HO(junit_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",

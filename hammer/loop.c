@@ -127,6 +127,7 @@ static void host_init(struct loop *l)
 	h->res = &l->res;
 	h->budget = sh->budget;
 	h->throttle = sh->throttle;
+	h->hold_until = sh->hold_until;
 	h->clients = l->clients;
 	h->nurls = sh->nurls;
 	h->loop_index = l->part.slot;

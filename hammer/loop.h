@@ -33,6 +33,7 @@ struct loop_shared {
 	uint32_t park_max;             /* idle connections to other servers one loop may keep */
 	struct retry_budget *budget;   /* NULL: none */
 	struct retry_throttle *throttle;  /* the policy's adaptive throttle; NULL: none */
+	_Atomic uint64_t *hold_until;  /* --shared-wait: no attempt starts before it; NULL: off */
 	uint64_t start_ns;             /* the start instant (herd: in the near future), on the clock */
 	uint64_t start_wall_ns;        /* its wall time, ns since 1970 */
 	uint64_t end_ns;               /* duration end, or 0 */

@@ -1,13 +1,12 @@
 #include "hammer/plot.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
-#include "common/ticks.h"
+#include "common/svg.h"
 #include "hammer/report.h"
 
 #define MAX_BARS 600
@@ -80,60 +79,47 @@ static unsigned sorted_columns(const struct timeline *t, unsigned *cols)
 	return n;
 }
 
-static void draw_rect(FILE *f, double x, double y, double w, double h, const char *fill)
-{
-	fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n", x, y, w, h, fill);
-}
-
-static void draw_bars(FILE *f, const struct timeline *t, double x0, double y0, double ph,
-                      double ns_w, uint64_t y_max)
+/* Each bar: its statuses in ascending order, then transport errors, then other statuses, stacked. */
+static void draw_bars(FILE *f, const struct timeline *t, const struct svg_area *a, const struct svg_scale *s,
+                      double ns_w)
 {
 	unsigned cols[TIMELINE_MAX_CODES], n = sorted_columns(t, cols);
+	const char *fills[TIMELINE_MAX_CODES + 2], *names[TIMELINE_MAX_CODES + 2];
+	char codes[TIMELINE_MAX_CODES][8];
+	uint64_t parts[TIMELINE_MAX_CODES + 2];
 	uint32_t g = group_of(t);
 	double bw = ns_w * (double)timeline_interval_ns(t) * g;
 
+	for (unsigned i = 0; i <= n + 1; i++) {
+		int code = i < n ? timeline_code(t, cols[i]) : i == n ? 0 : 999;
+
+		if (i < n)
+			snprintf(codes[i], sizeof(codes[i]), "%d", code);
+		fills[i] = colour_of(code);
+		names[i] = i < n ? codes[i] : i == n ? "error" : "other";
+	}
 	for (uint32_t r = 0; r < timeline_rows(t); r += g) {
-		double x = x0 + ns_w * (double)r * (double)timeline_interval_ns(t), y = y0 + ph;
-
 		for (unsigned i = 0; i <= n + 1; i++) {
-			uint64_t v = 0;
-			int code = i < n ? timeline_code(t, cols[i]) : i == n ? 0 : 999;
-
+			parts[i] = 0;
 			for (uint32_t k = r; k < r + g; k++)
-				v += i < n ? timeline_count(t, k, cols[i]) : i == n ? timeline_errors(t, k)
-				                                                    : timeline_other(t, k);
-			if (v == 0)
-				continue;
-			y -= ph * (double)v / (double)y_max;
-			draw_rect(f, x, y, bw > 0.6 ? bw - 0.3 : bw, ph * (double)v / (double)y_max, colour_of(code));
+				parts[i] += i < n ? timeline_count(t, k, cols[i]) : i == n ? timeline_errors(t, k)
+				                                                           : timeline_other(t, k);
 		}
+		svg_stack(f, a, s, a->x + ns_w * (double)r * (double)timeline_interval_ns(t), bw > 0.6 ? bw - 0.3 : bw,
+		          parts, fills, names, n + 2);
 	}
 }
 
-/* The top of the y axis: y_max rounded up to a whole 1-2-5 step (a count: steps of at least 1). */
-static double axis_top(uint64_t y_max, double *step)
+static void draw_axes(FILE *f, const struct svg_area *a, const struct svg_scale *s, uint64_t x_ns)
 {
-	*step = ticks_step_at_least((double)y_max, 5, 1);
-	return ceil((double)y_max / *step) * *step;
-}
+	char rot[96];
 
-static void draw_axes(FILE *f, double x0, double y0, double pw, double ph, uint64_t y_max, uint64_t x_ns)
-{
-	double ystep, top = axis_top(y_max, &ystep), span = (double)x_ns / 1e9, xstep = ticks_step(span, 8);
-	int dec = ticks_decimals(xstep);
-	char label[32];
-
-	fprintf(f, "<path d=\"M%.2f %.2f V%.2f H%.2f\" stroke=\"#000\" fill=\"none\"/>\n", x0, y0, y0 + ph, x0 + pw);
-	for (int i = 0; i * ystep <= top + 1e-9; i++)
-		fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n", x0 - 4,
-		        y0 + ph - ph * (i * ystep) / top + 3, ticks_label(i * ystep, 0, NULL, label, sizeof(label)));
-	for (int i = 0; i * xstep <= span + 1e-9; i++)
-		fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
-		        x0 + pw * (i * xstep) / span, y0 + ph + 14, ticks_label(i * xstep, dec, "s", label, sizeof(label)));
-	fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"11\" text-anchor=\"middle\">time since start</text>\n",
-	        x0 + pw / 2, y0 + ph + 29);
-	fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"11\" transform=\"rotate(-90 %.2f %.2f)\" "
-	        "text-anchor=\"middle\">answers per interval</text>\n", x0 - 40, y0 + ph / 2, x0 - 40, y0 + ph / 2);
+	svg_axis_y(f, a, s, 11);
+	svg_axis_time(f, a, (double)x_ns / 1e9, 8, 11);
+	svg_text(f, a->x + a->w / 2, a->y + a->h + 29, "font-size=\"11\" text-anchor=\"middle\"", "time since start");
+	snprintf(rot, sizeof(rot), "font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 %.2f %.2f)\"",
+	         a->x - 40, a->y + a->h / 2);
+	svg_text(f, a->x - 40, a->y + a->h / 2, rot, "answers per interval");
 }
 
 /* True when t has a transport error (code 0) or an uncounted status (999, "other") anywhere. */
@@ -147,8 +133,8 @@ static bool has_extra(const struct timeline *t, bool errors)
 
 static void legend_entry(FILE *f, double x, double y, int code, const char *text)
 {
-	draw_rect(f, x, y, 10, 10, colour_of(code));
-	fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"11\">%s</text>\n", x + 14, y + 9, text);
+	svg_rect(f, x, y, 10, 10, colour_of(code), "");
+	svg_text(f, x + 14, y + 9, "font-size=\"11\"", text);
 }
 
 /* One entry per status present, then transport errors and other statuses only when there were some. */
@@ -167,34 +153,24 @@ static void draw_legend(FILE *f, const struct timeline *t, double x, double y)
 		legend_entry(f, x, y + 14.0 * k++, 999, "other");
 }
 
-static void draw_text(FILE *f, double x, double y, const char *attrs, const char *text)
-{
-	fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" %s>", x, y, attrs);
-	for (const char *p = text; p != NULL && *p; p++)
-		fputs(*p == '<' ? "&lt;" : *p == '&' ? "&amp;" : *p == '>' ? "&gt;" : (char[2]){ *p, 0 }, f);
-	fprintf(f, "</text>\n");
-}
-
 void plot_lane(FILE *f, const struct timeline *t, const struct plot_box *box, const char *title,
                const char *subtitle)
 {
-	double pad_t = subtitle ? PAD_T_SUB : PAD_T, x0 = box->x + PAD_L, y0 = box->y + pad_t, ystep;
-	double pw = box->w - PAD_L - PAD_R, ph = box->h - pad_t - PAD_B;
-	uint64_t y_max = box->y_max ? box->y_max : plot_peak(t);
+	double pad_t = subtitle ? PAD_T_SUB : PAD_T;
+	struct svg_area a = { box->x + PAD_L, box->y + pad_t, box->w - PAD_L - PAD_R, box->h - pad_t - PAD_B };
+	/* The y axis tops at a whole tick above the peak. */
+	struct svg_scale s = svg_scale_linear((double)(box->y_max ? box->y_max : plot_peak(t)));
 	uint64_t x_ns = box->x_max_ns ? box->x_max_ns : (uint64_t)timeline_rows(t) * timeline_interval_ns(t);
 
-	if (y_max == 0)
-		y_max = 1;
 	if (x_ns == 0)
 		x_ns = timeline_interval_ns(t);
 	fprintf(f, "<g>\n");
-	draw_text(f, x0, box->y + 18, "font-size=\"14\" font-weight=\"bold\"", title);
+	svg_text(f, a.x, box->y + 18, "font-size=\"14\" font-weight=\"bold\"", title);
 	if (subtitle)
-		draw_text(f, x0, box->y + 36, "font-size=\"12\"", subtitle);
-	/* Bars are scaled to the axis' top, a whole tick above the peak. */
-	draw_bars(f, t, x0, y0, ph, pw / (double)x_ns, (uint64_t)axis_top(y_max, &ystep));
-	draw_axes(f, x0, y0, pw, ph, y_max, x_ns);
-	draw_legend(f, t, x0 + pw + 16, y0);
+		svg_text(f, a.x, box->y + 36, "font-size=\"12\"", subtitle);
+	draw_bars(f, t, &a, &s, a.w / (double)x_ns);
+	draw_axes(f, &a, &s, x_ns);
+	draw_legend(f, t, a.x + a.w + 16, a.y);
 	fprintf(f, "</g>\n");
 }
 

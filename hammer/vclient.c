@@ -20,9 +20,28 @@ void vclient_init(struct vclient *c, uint32_t id, uint32_t index, uint64_t seed,
 	c->index = index;
 }
 
-/* Send one call of c's attempt; a call that fails as it begins is queued (see transport_ops.begin). */
-static void send_call(struct vclient_host *h, struct vclient *c, const struct workload_call *call, uint64_t now)
+/*
+ * With a policy that retries, every call says which attempt of which request
+ * it is (Retry-Attempt: 0 on the first, and one Retry-Request id per
+ * request), so the server judges each retry against its own rejection
+ * (server/clients.h).  The lines live in c: a transport reads them as the
+ * call begins.
+ */
+static void say_attempt(const struct vclient_host *h, struct vclient *c, struct workload_call *call)
 {
+	if (h->cfg->policy == NULL || h->cfg->policy->max_attempts <= 1 || call->nextra + 2 > WORKLOAD_EXTRA_MAX)
+		return;
+	snprintf(c->said[0], sizeof(c->said[0]), "Retry-Attempt: %u", c->attempt - 1);
+	snprintf(c->said[1], sizeof(c->said[1]), "Retry-Request: %llx-%x-%llx", (unsigned long long)h->start_ns,
+	         c->index, (unsigned long long)c->requests);
+	call->extra[call->nextra++] = c->said[0];
+	call->extra[call->nextra++] = c->said[1];
+}
+
+/* Send one call of c's attempt; a call that fails as it begins is queued (see transport_ops.begin). */
+static void send_call(struct vclient_host *h, struct vclient *c, const struct workload_call *given, uint64_t now)
+{
+	struct workload_call own = *given, *call = &own;
 	struct hammer_result *r = h->res;
 	const char *m = h->wl->shapes[call->shape].method;
 	enum retry_error err = RETRY_ERR_OTHER;
@@ -39,6 +58,7 @@ static void send_call(struct vclient_host *h, struct vclient *c, const struct wo
 		timeline_retry(r->timeline, vclient_since_start(h, now));
 	c->call_ns = now;
 	c->method = m ? m : h->cfg->method;
+	say_attempt(h, c, call);
 	if (h->tops->begin(h->tl, c->id, c->server, call, now, &err) == 0)
 		return;
 	c->last_err = err;
@@ -73,15 +93,44 @@ static bool throttle_admits(struct vclient_host *h, struct vclient *c, uint64_t 
 	return false;
 }
 
+/* --shared-wait: true when c must hold off until the run's latest Retry-After (its timer then set). */
+static bool held_off(struct vclient_host *h, struct vclient *c, uint64_t now)
+{
+	uint64_t until = h->hold_until ? atomic_load_explicit(h->hold_until, memory_order_relaxed) : 0;
+
+	return until > now && heap_push(h->heap, until, c->id, NULL) == 0;
+}
+
+/* --shared-wait: an answer's Retry-After holds every client of the run off until it is over. */
+static void hold_everyone(struct vclient_host *h, const struct workload_answer *a, uint64_t now)
+{
+	int64_t wall_s = (int64_t)((h->start_wall_ns + vclient_since_start(h, now)) / NS_PER_SEC);
+	uint64_t wait, until, seen;
+
+	if (h->hold_until == NULL || a->retry_after == NULL || retry_after_parse(a->retry_after, wall_s, &wait) != 0)
+		return;
+	until = now + wait;
+	seen = atomic_load_explicit(h->hold_until, memory_order_relaxed);
+	while (seen < until && !atomic_compare_exchange_weak_explicit(h->hold_until, &seen, until,
+	                                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 void vclient_start(struct vclient_host *h, struct vclient *c, uint64_t intended, uint64_t now)
 {
+	if (c->held)
+		intended = c->intended_ns;
+	c->intended_ns = intended;
+	c->attempt = 0;
+	c->held = held_off(h, c, now);
+	if (c->held)
+		return;
 	/* the run-wide round-robin; a request's retries stay on its server */
 	if (h->nurls > 1) {
 		c->server = (uint32_t)((h->loop_index + h->seq * h->nloops) % h->nurls);
 		h->seq++;
 	}
-	c->intended_ns = intended;
-	c->attempt = 0;
+	c->requests++;
 	c->waited_ns = 0;
 	c->prev_wait_ns = 0;
 	c->blind_waits = 0;
@@ -132,6 +181,8 @@ void vclient_timer(struct vclient_host *h, struct vclient *c, uint64_t due, uint
 		vclient_start(h, c, due, now);
 		return;
 	}
+	if (held_off(h, c, now))
+		return;
 	if (!throttle_admits(h, c, now))
 		return;
 	if (h->budget != NULL && !retry_budget_spend(h->budget, now, c->last_err)) {
@@ -182,6 +233,7 @@ static void attempt_ended(struct vclient_host *h, struct vclient *c, const struc
 
 	if (h->throttle != NULL)
 		retry_throttle_record(h->throttle, now, retry_throttle_accepted(c->last_status));
+	hold_everyone(h, a, now);
 	in.status = c->last_status;
 	in.error = c->last_err;
 	in.method = c->method;

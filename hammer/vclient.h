@@ -39,6 +39,9 @@ struct vclient {
 	int last_status;          /* outcome of the last call (0: a transport error) */
 	enum retry_error last_err;
 	bool throttled;           /* in the failure queue because the throttle refused its attempt */
+	bool held;                /* its request waits for the shared wait (intended_ns kept) */
+	uint64_t requests;        /* requests it started: its Retry-Request's count */
+	char said[2][80];         /* Retry-Attempt and Retry-Request lines of the attempt under way */
 };
 
 /* What the clients of one loop share: the loop's side of their lives. */
@@ -51,6 +54,7 @@ struct vclient_host {
 	struct heap *heap;
 	struct retry_budget *budget;   /* the run's, or NULL */
 	struct retry_throttle *throttle;  /* the run's adaptive throttle, or NULL */
+	_Atomic uint64_t *hold_until;  /* --shared-wait: the run's latest Retry-After ends then; NULL: off */
 	struct vclient *clients;
 	uint64_t start_ns;             /* the run's start instant */
 	uint64_t start_wall_ns;        /* its wall time (ns since 1970): an HTTP-date Retry-After is read against it */

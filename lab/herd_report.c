@@ -6,7 +6,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
-#include "common/ticks.h"
+#include "common/svg.h"
 #include "common/timeline.h"
 #include "hammer/report.h"
 #include "lab/report_dir.h"
@@ -203,7 +203,8 @@ static const char HTML_HEAD[] =
 	"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	"<title>ratelab herd</title>\n<style>\n"
-	"body{font:clamp(15px,1.3vw,24px)/1.4 system-ui,sans-serif;margin:1em;color:#111;max-width:1500px}\n"
+	"body{font:clamp(15px,1.1vw,24px)/1.4 system-ui,sans-serif;margin:1em;color:#111}\n"
+	".lanes{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,860px),1fr));gap:0 1em}\n"
 	"h1{font-size:1.5em;margin:.2em 0}\n"
 	"table{border-collapse:collapse;margin:.8em 0;font-variant-numeric:tabular-nums}"
 	"td,th{padding:.15em .6em;text-align:right;border-bottom:1px solid #ccc}"
@@ -221,9 +222,8 @@ static const char *const COLOUR[4] = { "#0072b2", "#e69f00", "#cc79a7", "#8c8c8c
 #define VB_H 150.0
 #define PLOT_X 190.0                 /* the policy's name and figures go left of it */
 #define PLOT_W (VB_W - PLOT_X - 16)
-#define BAND 22.0                    /* above the bars: the labels of cut bars, nothing else */
-#define PLOT_Y BAND
-#define PLOT_H (VB_H - BAND - 30)    /* below: the time axis */
+#define PLOT_Y 14.0
+#define PLOT_H (VB_H - PLOT_Y - 30)  /* below: the time axis */
 
 static void html_table(FILE *f, const struct herd_result *res, size_t n)
 {
@@ -246,90 +246,49 @@ static void html_table(FILE *f, const struct herd_result *res, size_t n)
 	fprintf(f, "</table>\n");
 }
 
-/*
- * The lane's own scale: its tallest 100 ms bar after the first volley (the
- * volley is every client at once, the same for every policy), at least 1.
- * *volley gets the first bar's height.
- */
-static uint32_t lane_scale(const struct herd_result *r, uint32_t *volley)
+/* The lanes' one scale: log, its top a power of ten over the tallest 100 ms bar of any lane. */
+static struct svg_scale lanes_scale(const struct herd_result *res, size_t n)
 {
 	struct herd_bin b;
 	uint32_t top = 1;
 
-	*volley = herd_report_row100(r, 0, &b) ? herd_bin_attempts(&b) : 0;
-	for (uint32_t row = 1; herd_report_row100(r, row, &b); row++)
-		if (herd_bin_attempts(&b) > top)
-			top = herd_bin_attempts(&b);
-	return top;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t row = 0; herd_report_row100(&res[i], row, &b); row++)
+			if (herd_bin_attempts(&b) > top)
+				top = herd_bin_attempts(&b);
+	return svg_scale_log(top);
 }
 
-/* One stacked bar at x; a bar over the scale is cut at the top of the plot. */
-static void lane_bar(FILE *f, const struct herd_bin *b, double x, double bw, uint32_t scale)
+/* One 100 ms bar, every outcome stacked (the first volley's rejections too). */
+static void lane_bar(FILE *f, const struct svg_area *a, const struct svg_scale *s, const struct herd_bin *b,
+                     uint32_t row, double bw)
 {
-	const uint32_t parts[4] = { b->ok, b->rejected, b->conflict, b->other };
-	double y = PLOT_Y + PLOT_H, unit = PLOT_H / scale;
+	static const char *const NAMES[4] = { "admitted", "rejected", "conflict", "other" };
+	const uint64_t parts[4] = { b->ok, b->rejected, b->conflict, b->other };
 
-	for (int k = 0; k < 4; k++) {
-		double h = parts[k] * unit;
-
-		if (parts[k] == 0 || y <= PLOT_Y)
-			continue;
-		if (y - h < PLOT_Y)
-			h = y - PLOT_Y;
-		y -= h;
-		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>", x, y,
-		        bw > 1.5 ? bw - 0.5 : bw, h, COLOUR[k]);
-	}
+	fprintf(f, "<g data-row=\"%u\">", row);
+	svg_stack(f, a, s, a->x + row * bw, bw > 1.5 ? bw - 0.5 : bw, parts, COLOUR, NAMES, 4);
+	fprintf(f, "</g>");
 }
 
-/* The time axis: 1-2-5 steps in seconds, labels that never repeat, the last kept inside the lane. */
-static void lane_time_axis(FILE *f, uint32_t rows)
+static void html_lane(FILE *f, const struct herd_result *r, uint32_t rows, const struct svg_scale *s)
 {
-	double span = rows / 10.0, step = ticks_step(span, 10);
-	int dec = ticks_decimals(step);
-	char label[32];
-
-	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>", PLOT_X, PLOT_Y + PLOT_H,
-	        PLOT_X + PLOT_W, PLOT_Y + PLOT_H);
-	for (int k = 0; k * step <= span + 1e-9; k++) {
-		double x = PLOT_X + PLOT_W * (k * step) / span;
-
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#333\" text-anchor=\"%s\">%s</text>", x,
-		        PLOT_Y + PLOT_H + 18, x > PLOT_X + PLOT_W - 20 ? "end" : k == 0 ? "start" : "middle",
-		        ticks_label(k * step, dec, "s", label, sizeof(label)));
-	}
-}
-
-/* The lane's scale, marked: a line at its top bar with the count, left of the plot. */
-static void lane_scale_mark(FILE *f, uint32_t scale)
-{
-	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>"
-	        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#333\" text-anchor=\"end\">%u</text>",
-	        PLOT_X, PLOT_Y, PLOT_X + PLOT_W, PLOT_Y, PLOT_X - 4, PLOT_Y + 5, scale);
-}
-
-static void html_lane(FILE *f, const struct herd_result *r, uint32_t rows)
-{
-	double bw = PLOT_W / rows;
-	uint32_t volley, scale = lane_scale(r, &volley);
+	const struct svg_area a = { PLOT_X, PLOT_Y, PLOT_W, PLOT_H };
+	char calls[48];
 	struct herd_bin b;
 
-	fprintf(f, "<svg class=\"lane\" data-policy=\"%s\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
-	        "aria-label=\"%s: attempts per 100 ms\" xmlns=\"http://www.w3.org/2000/svg\">", r->policy, VB_W, VB_H,
-	        r->policy);
-	fprintf(f, "<text x=\"6\" y=\"%.1f\" font-size=\"18\" font-weight=\"bold\">%s</text>"
-	        "<text x=\"6\" y=\"%.1f\" font-size=\"14\">%llu calls</text>"
-	        "<text x=\"6\" y=\"%.1f\" font-size=\"14\">scale %u/100 ms</text>", PLOT_Y + 30, r->policy,
-	        PLOT_Y + 52, (unsigned long long)r->calls, PLOT_Y + 72, scale);
+	fprintf(f, "<svg class=\"lane\" data-policy=\"%s\" data-top=\"%g\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
+	        "aria-label=\"%s: attempts per 100 ms\" xmlns=\"http://www.w3.org/2000/svg\">", r->policy, s->top, VB_W,
+	        VB_H, r->policy);
+	svg_text(f, 6, PLOT_Y + 30, "font-size=\"18\" font-weight=\"bold\"", r->policy);
+	snprintf(calls, sizeof(calls), "%llu calls", (unsigned long long)r->calls);
+	svg_text(f, 6, PLOT_Y + 52, "font-size=\"14\"", calls);
+	svg_text(f, 6, PLOT_Y + 72, "font-size=\"13\" fill=\"#555\"", "per 100 ms, log scale");
+	svg_axis_y(f, &a, s, 13);
 	for (uint32_t row = 0; herd_report_row100(r, row, &b); row++)
 		if (herd_bin_attempts(&b))
-			lane_bar(f, &b, PLOT_X + row * bw, bw, scale);
-	/* Only the first volley can be over the scale: its height goes in the band above, left-aligned. */
-	if (volley > scale)
-		fprintf(f, "<text class=\"cut\" x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#333\">&#9650; %u in the "
-		        "first 100 ms (cut)</text>", PLOT_X, BAND - 6, volley);
-	lane_scale_mark(f, scale);
-	lane_time_axis(f, rows);
+			lane_bar(f, &a, s, &b, row, PLOT_W / rows);
+	svg_axis_time(f, &a, rows / 10.0, 10, 14);
 	fprintf(f, "</svg>\n");
 }
 
@@ -354,6 +313,7 @@ static void html_server(FILE *f, const struct herd_report_info *in)
 
 static void html_body(FILE *f, const struct herd_report_info *in, const struct herd_result *res, size_t n)
 {
+	struct svg_scale scale;
 	uint32_t rows = 10;
 
 	for (size_t i = 0; i < n; i++)
@@ -364,15 +324,18 @@ static void html_body(FILE *f, const struct herd_report_info *in, const struct h
 		fprintf(f, "<p class=\"note\">Interrupted (Ctrl-C) after %zu of %zu policies: the lanes and rows below "
 		        "are the policies that finished.</p>\n", n, in->planned);
 	fprintf(f, "<p>Every client fires at t=0 and retries under its policy. Each lane shows attempts per "
-	        "100&nbsp;ms on one shared time axis, on its own scale: the dashed line is the lane's tallest bar "
-	        "after the first volley, its count at the left. The first volley is the same for every policy; "
-	        "where it is taller it is cut, its height written above it. Without jitter the retries come back "
-	        "in synchronized waves; with jitter they spread out.</p>\n");
+	        "100&nbsp;ms, every lane on the same time axis and the same <b>log scale</b> (0, 1, 10, 100, ...: "
+	        "each step up is ten times more), so heights compare from lane to lane; a bar's colours split it "
+	        "by outcome, in proportion. The first bar is the first volley, rejections and all. Without jitter "
+	        "the retries come back in synchronized waves; with jitter they spread out.</p>\n");
 	fprintf(f, "<p class=\"key\"><span style=\"background:%s\"></span>admitted (2xx)<span style=\"background:"
 	        "%s\"></span>rejected (429/503)<span style=\"background:%s\"></span>conflict (409)<span "
 	        "style=\"background:%s\"></span>other</p>\n", COLOUR[0], COLOUR[1], COLOUR[2], COLOUR[3]);
+	scale = lanes_scale(res, n);
+	fprintf(f, "<div class=\"lanes\">\n");
 	for (size_t i = 0; i < n; i++)
-		html_lane(f, &res[i], rows);
+		html_lane(f, &res[i], rows, &scale);
+	fprintf(f, "</div>\n");
 	html_table(f, res, n);
 	fprintf(f, "<p>seed %llu; backoff base %.3gs, cap %.3gs, %u attempts; ", (unsigned long long)in->seed,
 	        (double)in->base_ns / NS_PER_SEC, (double)in->cap_ns / NS_PER_SEC, in->max_attempts);

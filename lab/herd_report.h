@@ -10,9 +10,9 @@
 
 /*
  * What `ratelab herd` shows: the table on the terminal, and with --report
- * DIR an offline report.html (one SVG lane per policy on a shared time axis,
- * calls per 100 ms coloured by outcome, each lane on its own scale with its
- * peak marked, scaled to the window; plus the table and the server that
+ * DIR an offline report.html (one SVG lane per policy on a shared time axis
+ * and one shared log scale, calls per 100 ms split by outcome, the first
+ * volley whole, filling the window; plus the table and the server that
  * ran), results.json (every table figure, one object per policy) and
  * DIR/<policy>.csv.  The figures of one policy are read from the engine's
  * result of its run.

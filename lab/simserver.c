@@ -12,6 +12,7 @@
 #include "server/capacity.h"
 #include "server/http/headers.h"
 #include "server/limit/limiter.h"
+#include "server/server_args.h"
 
 #define EVENTS 32
 #define FLAG_WORDS 64

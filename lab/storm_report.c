@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/svg.h"
 #include "common/timeline.h"
 #include "hammer/report.h"
 #include "lab/report_dir.h"
@@ -237,7 +238,8 @@ fail:
 static const char HTML_HEAD[] =
 	"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 	"<title>ratelab storm</title>\n<style>\n"
-	"body{font:16px/1.45 system-ui,sans-serif;margin:20px;color:#222;max-width:1000px}\n"
+	"body{font:clamp(16px,1.1vw,24px)/1.45 system-ui,sans-serif;margin:20px;color:#222}\n"
+	".lanes{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,860px),1fr));gap:0 1em}\n"
 	"h1{font-size:26px}table{border-collapse:collapse;margin:12px 0}td,th{padding:4px 10px;"
 	"text-align:right;border-bottom:1px solid #ddd}td:first-child,th:first-child{text-align:left}\n"
 	"svg.lane{display:block;width:100%;height:auto;margin:0 0 10px 0;background:#fafafa}\n"
@@ -335,8 +337,7 @@ static void lane_frame(FILE *f, const struct storm_result *r, const struct storm
 {
 	double x0 = LEFT + (double)PLOT_W * in->window.start_ns / in->duration_ns;
 	double x1 = LEFT + (double)PLOT_W * in->window.end_ns / in->duration_ns;
-	uint64_t step = in->duration_ns > 30 * NS_PER_SEC ? 10 * NS_PER_SEC : in->duration_ns > 12 * NS_PER_SEC
-	                                                                        ? 5 * NS_PER_SEC : 2 * NS_PER_SEC;
+	const struct svg_area time = { LEFT, 30, PLOT_W, LANE_H - 6 - 14 * 1.25 - 30 };
 
 	if (r->triggered)
 		fprintf(f, "<rect x=\"%.1f\" y=\"24\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
@@ -350,9 +351,7 @@ static void lane_frame(FILE *f, const struct storm_result *r, const struct storm
 	fprintf(f, "<text x=\"%d\" y=\"37\" font-size=\"13\" fill=\"#666\">%.0f/s</text>"
 	        "<text x=\"%d\" y=\"%.0f\" font-size=\"13\" fill=\"#666\">%.0f/s</text>",
 	        LEFT + 4, ymax, LEFT + 4, 37 + (RATE_H - 10) / 2.0, ymax / 2);
-	for (uint64_t t = 0; t <= in->duration_ns; t += step)
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"14\" text-anchor=\"middle\" fill=\"#444\">%llus</text>",
-		        LEFT + (double)PLOT_W * t / in->duration_ns, LANE_H - 6, (unsigned long long)(t / NS_PER_SEC));
+	svg_axis_time(f, &time, (double)in->duration_ns / NS_PER_SEC, 10, 14);
 }
 
 static void lane_title(FILE *f, const struct storm_result *r)
@@ -365,11 +364,15 @@ static void lane_title(FILE *f, const struct storm_result *r)
 		snprintf(verdict, sizeof(verdict), "recovered in %.1fs", (double)r->recovered_ns / 1e9);
 	else
 		snprintf(verdict, sizeof(verdict), "stayed down");
-	fprintf(f, "<text x=\"6\" y=\"70\" font-size=\"19\" font-weight=\"bold\">%s</text>"
-	        "<text x=\"6\" y=\"94\" font-size=\"15\" fill=\"%s\">%s</text>"
-	        "<text x=\"6\" y=\"116\" font-size=\"14\">%.2f attempts/req</text>"
-	        "<text x=\"6\" y=\"136\" font-size=\"14\">%.0f%% work wasted</text>", r->policy,
-	        r->recovered || !r->triggered ? C_GOOD : "#c0392b", verdict, r->amplification, wasted_share(r));
+	char line[64];
+
+	svg_text(f, 6, 70, "font-size=\"19\" font-weight=\"bold\"", r->policy);
+	snprintf(line, sizeof(line), "font-size=\"15\" fill=\"%s\"", r->recovered || !r->triggered ? C_GOOD : "#c0392b");
+	svg_text(f, 6, 94, line, verdict);
+	snprintf(line, sizeof(line), "%.2f attempts/req", r->amplification);
+	svg_text(f, 6, 116, "font-size=\"14\"", line);
+	snprintf(line, sizeof(line), "%.0f%% work wasted", wasted_share(r));
+	svg_text(f, 6, 136, "font-size=\"14\"", line);
 }
 
 static void html_lane(FILE *f, const struct storm_result *r, const struct storm_report_info *in, double ymax)
@@ -423,8 +426,10 @@ static void html_body(FILE *f, const struct storm_report_info *in, const struct 
 	fprintf(f, "<p class=\"key\"><span style=\"background:%s\"></span>goodput<span style=\"background:%s\"></span>"
 	        "attempts<span style=\"background:%s\"></span>offered load<span style=\"background:%s\"></span>queue"
 	        "<span style=\"background:%s\"></span>trigger</p>\n", C_GOOD, C_ATTEMPTS, C_OFFERED, C_QUEUE, C_TRIGGER);
+	fprintf(f, "<div class=\"lanes\">\n");
 	for (size_t i = 0; i < n; i++)
 		html_lane(f, &res[i], in, ymax);
+	fprintf(f, "</div>\n");
 	html_table(f, res, n);
 	fprintf(f, "<p>%u virtual clients, seed %llu. Rates are 500&nbsp;ms running means of 100&nbsp;ms rows; the "
 	        "scale is shared, and attempts above it are cut off (the CSV files have every row).</p>\n", in->clients,

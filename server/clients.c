@@ -17,12 +17,15 @@
 
 /*
  * An announced instant is one word: the identity's tag (24 bits of its hash,
- * never 0) over the instant in milliseconds since the table started, plus
- * one (40 bits).  0 is an empty way.
+ * never 0) over a closed bit (an admission ended the episode, the wait
+ * itself still known) and the instant in milliseconds since the table
+ * started, plus one (39 bits).  0 is an empty way.
  */
 #define DUE_SETS 2048
 #define DUE_MS_BITS 40
-#define DUE_MS_MASK ((1ULL << DUE_MS_BITS) - 1)
+#define DUE_TAG_MASK (~((1ULL << DUE_MS_BITS) - 1))
+#define DUE_CLOSED (1ULL << (DUE_MS_BITS - 1))
+#define DUE_MS_MASK (DUE_CLOSED - 1)
 
 struct entry {
 	uint64_t hash;                  /* 0: empty */
@@ -36,8 +39,13 @@ struct shard {
 	struct clients_quota quota[CLIENTS_MAX_ROUTES];
 };
 
+/*
+ * told[i] is when w[i]'s wait was announced, as tag over milliseconds plus
+ * one: a pair written without a lock, so a reader checks the tag of both.
+ */
 struct due_set {
 	_Alignas(64) _Atomic uint64_t w[WAYS];
+	_Atomic uint64_t told[WAYS];
 };
 
 struct clients {
@@ -117,7 +125,7 @@ static int due_find(struct due_set *s, uint64_t tag, uint64_t *word)
 	for (int i = 0; i < WAYS; i++) {
 		uint64_t w = atomic_load_explicit(&s->w[i], memory_order_relaxed);
 
-		if ((w & ~DUE_MS_MASK) == tag) {
+		if ((w & DUE_TAG_MASK) == tag) {
 			*word = w;
 			return i;
 		}
@@ -154,6 +162,8 @@ static void row_add(struct clients_row *dst, const struct clients_row *src)
 	dst->retries += src->retries;
 	dst->early += src->early;
 	dst->early_ns += src->early_ns;
+	dst->paired += src->paired;
+	dst->waiting_new += src->waiting_new;
 	if (src->early_max_ns > dst->early_max_ns)
 		dst->early_max_ns = src->early_max_ns;
 	if (src->last_ns > dst->last_ns)
@@ -188,8 +198,14 @@ static struct clients_row *shard_row(struct shard *sh, uint64_t hash, const stru
 	return &slot->row;
 }
 
-/* Count e in this thread's shard: a retry when an episode was open, early by early_ns (0: not early). */
-static void count(struct clients *c, uint64_t hash, const struct clients_event *e, bool retry, uint64_t early_ns,
+/* How one request is counted: a retry or not, early by early_ns, paired, a first attempt during a wait. */
+struct judged {
+	bool retry, paired, waiting_new;
+	uint64_t early_ns;
+};
+
+/* Count e in this thread's shard as j says. */
+static void count(struct clients *c, uint64_t hash, const struct clients_event *e, const struct judged *j,
                   uint64_t now_ns)
 {
 	struct shard *sh = my_shard(c);
@@ -200,12 +216,14 @@ static void count(struct clients *c, uint64_t hash, const struct clients_event *
 	r->requests++;
 	r->admitted += e->admitted;
 	r->rejected += !e->admitted;
-	r->retries += retry;
-	if (early_ns > 0) {
+	r->retries += j->retry;
+	r->paired += j->paired;
+	r->waiting_new += j->waiting_new;
+	if (j->early_ns > 0) {
 		r->early++;
-		r->early_ns += early_ns;
-		if (early_ns > r->early_max_ns)
-			r->early_max_ns = early_ns;
+		r->early_ns += j->early_ns;
+		if (j->early_ns > r->early_max_ns)
+			r->early_max_ns = j->early_ns;
 	}
 	r->last_ns = now_ns;
 	if (e->route >= 0 && e->route < CLIENTS_MAX_ROUTES)
@@ -213,26 +231,101 @@ static void count(struct clients *c, uint64_t hash, const struct clients_event *
 	pthread_mutex_unlock(&sh->lock);
 }
 
+/* One open wait in the instants table: a client's latest, or one request's (keyed by its Retry-Request). */
+struct due_ref {
+	struct due_set *s;
+	uint64_t tag, word;
+	int way;                 /* -1: none known */
+	bool open;               /* known, and no admission since */
+	uint64_t due_ns;         /* since the table's start; valid when way >= 0 */
+	uint64_t told_ns;        /* when it was announced; UINT64_MAX: not known */
+};
+
+static void due_open(struct clients *c, uint64_t hash, struct due_ref *d)
+{
+	d->s = &c->due[hash % DUE_SETS];
+	d->tag = due_tag(hash);
+	d->way = due_find(d->s, d->tag, &d->word);
+	d->due_ns = d->way >= 0 ? ((d->word & DUE_MS_MASK) - 1) * NS_PER_MS : 0;
+	d->open = d->way >= 0 && !(d->word & DUE_CLOSED);
+	d->told_ns = UINT64_MAX;
+	if (d->way >= 0) {
+		uint64_t t = atomic_load_explicit(&d->s->told[d->way], memory_order_relaxed);
+
+		if ((t & DUE_TAG_MASK) == d->tag && (t & DUE_MS_MASK) > 0)
+			d->told_ns = ((t & DUE_MS_MASK) - 1) * NS_PER_MS;
+	}
+}
+
+/* A rejection at rel announced `announced`: the wait is due then (to the millisecond below). */
+static void due_set_at(struct due_ref *d, uint64_t rel, uint64_t announced)
+{
+	uint64_t next = d->tag | (((rel + announced) / NS_PER_MS + 1) & DUE_MS_MASK);
+
+	int way;
+
+	/* Most rejections of a busy client fall in the same millisecond: no store, no shared write. */
+	if (next == d->word)
+		return;
+	way = d->way >= 0 ? d->way : due_victim(d->s);
+	atomic_store_explicit(&d->s->w[way], next, memory_order_relaxed);
+	atomic_store_explicit(&d->s->told[way], d->tag | ((rel / NS_PER_MS + 1) & DUE_MS_MASK), memory_order_relaxed);
+}
+
+/*
+ * An admission ends the episode but not the wait it announced: only this
+ * episode's word, as a rejection on another thread may have written a newer one.
+ */
+static void due_close(struct due_ref *d)
+{
+	if (d->open)
+		atomic_compare_exchange_strong_explicit(&d->s->w[d->way], &d->word, d->word | DUE_CLOSED,
+		                                        memory_order_relaxed, memory_order_relaxed);
+}
+
+/* The rule of clients.h: client is the client's latest wait, req this request's own (way -1 without a key). */
+static void judge(const struct clients_event *e, const struct due_ref *client, const struct due_ref *req,
+                  uint64_t rel, struct judged *j)
+{
+	const struct due_ref *by = client;
+
+	memset(j, 0, sizeof(*j));
+	if (e->said == CLIENTS_SAID_FIRST) {
+		/* One that left before the 429 could have reached the client was not sent while told. */
+		j->waiting_new = client->way >= 0 && client->due_ns > rel && client->told_ns != UINT64_MAX &&
+		                 rel >= client->told_ns + CLIENTS_HEARD_NS;
+		return;
+	}
+	if (e->said == CLIENTS_SAID_RETRY && req->open) {
+		by = req;
+		j->paired = true;
+	}
+	j->retry = e->said == CLIENTS_SAID_RETRY || client->open;
+	if (by->open && by->due_ns > rel)
+		j->early_ns = by->due_ns - rel;
+}
+
 void clients_record(struct clients *c, const struct clients_event *e, uint64_t now_ns)
 {
 	uint64_t hash = siphash13(&c->key, e->id, e->idlen) | 1;
-	struct due_set *s = &c->due[hash % DUE_SETS];
-	uint64_t tag = due_tag(hash), word, rel = now_ns > c->start_ns ? now_ns - c->start_ns : 0, due_ns;
-	int way = due_find(s, tag, &word);
+	uint64_t rel = now_ns > c->start_ns ? now_ns - c->start_ns : 0;
+	struct due_ref client, req = { .way = -1 };
+	struct judged j;
 
-	due_ns = way >= 0 ? ((word & DUE_MS_MASK) - 1) * NS_PER_MS : 0;
+	due_open(c, hash, &client);
+	/* A request's own wait is keyed by its client and its key, so two clients' keys never meet. */
+	if (e->request != NULL && e->requestlen > 0)
+		due_open(c, (siphash13(&c->key, e->request, e->requestlen) ^ (hash * 0x9e3779b97f4a7c15ULL)) | 1, &req);
+	judge(e, &client, &req, rel, &j);
 	if (!e->admitted) {
-		uint64_t next = tag | (((rel + e->announced_ns) / NS_PER_MS + 1) & DUE_MS_MASK);
-
-		/* Most rejections of a busy client fall in the same millisecond: no store, no shared write. */
-		if (next != word)
-			atomic_store_explicit(&s->w[way >= 0 ? way : due_victim(s)], next, memory_order_relaxed);
-	} else if (way >= 0) {
-		/* Only this episode's word: a rejection on another thread may have written a newer one. */
-		atomic_compare_exchange_strong_explicit(&s->w[way], &word, 0, memory_order_relaxed,
-		                                        memory_order_relaxed);
+		due_set_at(&client, rel, e->announced_ns);
+		if (e->request != NULL && e->requestlen > 0)
+			due_set_at(&req, rel, e->announced_ns);
+	} else {
+		due_close(&client);
+		due_close(&req);
 	}
-	count(c, hash, e, way >= 0, due_ns > rel ? due_ns - rel : 0, now_ns);
+	count(c, hash, e, &j, now_ns);
 }
 
 void clients_reset(struct clients *c)
@@ -249,8 +342,10 @@ void clients_reset(struct clients *c)
 		pthread_mutex_unlock(&sh->lock);
 	}
 	for (size_t i = 0; i < DUE_SETS; i++)
-		for (int k = 0; k < WAYS; k++)
+		for (int k = 0; k < WAYS; k++) {
 			atomic_store_explicit(&c->due[i].w[k], 0, memory_order_relaxed);
+			atomic_store_explicit(&c->due[i].told[k], 0, memory_order_relaxed);
+		}
 }
 
 static int by_hash(const void *a, const void *b)
@@ -348,4 +443,21 @@ const char *clients_verdict_name(enum clients_verdict v)
 	static const char *const NAMES[] = { "polite", "too early", "ignores Retry-After" };
 
 	return v <= CLIENTS_IGNORES_RETRY_AFTER ? NAMES[v] : "?";
+}
+
+void clients_explain(const struct clients_row *r, char *buf, size_t len)
+{
+	int n;
+
+	if (r->retries == 0)
+		n = snprintf(buf, len, "no retries");
+	else if (r->early == 0)
+		n = snprintf(buf, len, "every retry waited %s", r->paired ? "its own Retry-After" : "the Retry-After it was given");
+	else
+		n = snprintf(buf, len, "%llu of %llu retries came back before %s wait was over, %.1f s early on average",
+		             (unsigned long long)r->early, (unsigned long long)r->retries, r->paired ? "their own" : "the",
+		             (double)r->early_ns / (double)r->early / 1e9);
+	if (r->waiting_new > 0 && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "; %llu new request%s went out while told to wait",
+		         (unsigned long long)r->waiting_new, r->waiting_new == 1 ? "" : "s");
 }

@@ -21,6 +21,24 @@
  * The verdict over a client's retries: polite when none was early, ignores
  * Retry-After when at least half were, too early otherwise.
  *
+ * A client that sends several requests at once (four connections, each
+ * honouring its own Retry-After) can say which request each attempt belongs
+ * to, so that each retry is judged against its own rejection: it sends
+ * `Retry-Attempt: N` (0 on a request's first attempt, 1 on its first retry)
+ * and the same `Retry-Request: ID` on every attempt of one request (an
+ * Idempotency-Key does as well when there is no Retry-Request: a client
+ * that already sends one is paired as it is; ratelab's own clients do not
+ * send one, as it would claim a retried POST is safe to replay).  A
+ * retry with a key is paired with that request's last rejection and is
+ * early only when it came back before that rejection's own wait was over.
+ * An attempt that says it is a request's first is never a retry; when it
+ * arrives while the client's latest announced wait is still running it
+ * counts as a new request sent while told to wait (unless it came within
+ * CLIENTS_HEARD_NS of the rejection that announced the wait, when it may
+ * have left before the 429 reached the client): not early, not rude by the
+ * verdict, but the thing a shared wait (hammer --shared-wait) removes.
+ * A client that sends neither header is judged as above.
+ *
  * Recording is per thread: each server thread counts into a shard of its
  * own, behind a mutex that only that thread takes on the request path, so
  * recording never contends.  The announced instants live in one table of
@@ -36,11 +54,19 @@
 #define CLIENTS_REST_NAME "others"
 #define CLIENTS_TOP_DEFAULT 50
 #define CLIENTS_MAX_ROUTES 16
+#define CLIENTS_HEARD_NS (100 * 1000 * 1000ULL)   /* a 429's time to reach its client, at most */
 
 enum clients_verdict {
 	CLIENTS_POLITE,
 	CLIENTS_TOO_EARLY,
 	CLIENTS_IGNORES_RETRY_AFTER,
+};
+
+/* What a request's Retry-Attempt header says it is. */
+enum clients_said {
+	CLIENTS_SAID_NOTHING,    /* no header, or one that does not parse */
+	CLIENTS_SAID_FIRST,      /* Retry-Attempt: 0 */
+	CLIENTS_SAID_RETRY,      /* Retry-Attempt: N, N >= 1 */
 };
 
 /* One limited request's decision, as clients_record takes it. */
@@ -52,6 +78,9 @@ struct clients_event {
 	uint64_t announced_ns;   /* a rejection: the wait its Retry-After announced (0: none) */
 	uint64_t remaining;      /* the decision's quota left and quota */
 	uint64_t limit;
+	enum clients_said said;  /* what its Retry-Attempt header said */
+	const char *request;     /* its Retry-Request (or Idempotency-Key) bytes: pairs a retry with its rejection; or NULL */
+	size_t requestlen;
 };
 
 /* One client's figures, or the sum of several. */
@@ -61,6 +90,8 @@ struct clients_row {
 	uint64_t requests, admitted, rejected, retries, early;
 	uint64_t early_ns;       /* summed over the early retries: how early */
 	uint64_t early_max_ns;
+	uint64_t paired;         /* retries judged against their own request's rejection */
+	uint64_t waiting_new;    /* first attempts sent while the client's announced wait ran */
 	uint64_t last_ns;        /* its last request (the time clients_record was given) */
 };
 
@@ -102,5 +133,12 @@ enum clients_verdict clients_verdict_of(const struct clients_row *r);
 
 /* "polite", "too early", "ignores Retry-After". */
 const char *clients_verdict_name(enum clients_verdict v);
+
+/*
+ * One sentence for an attendee about r's retries and waits, e.g. "every
+ * retry waited its own Retry-After; 12 new requests went out while told to
+ * wait", into buf (len bytes, always terminated).  Pure.
+ */
+void clients_explain(const struct clients_row *r, char *buf, size_t len);
 
 #endif

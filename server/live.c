@@ -1,6 +1,7 @@
 /* The live figures as /stats JSON, /metrics text and /events events. */
 #include "server/live.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "server/proxy/upstream.h"
 
 #define LIVE_MAX_BUCKETS STATS_BUCKETS
 
@@ -40,9 +42,18 @@ static json_t *row_json(const struct clients_row *r, uint64_t now_ns, bool one)
 	                      "early_max_ms", ms_of(r->early_max_ns),
 	                      "last_seen_s", r->last_ns && now_ns > r->last_ns ? (double)(now_ns - r->last_ns) / 1e9 : 0.0);
 
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "paired_retries", json_integer((json_int_t)r->paired));
+	json_object_set_new(o, "new_while_waiting", json_integer((json_int_t)r->waiting_new));
 	/* A verdict is about one client: the summed row has none. */
-	if (o && one)
+	if (one) {
+		char says[160];
+
+		clients_explain(r, says, sizeof(says));
 		json_object_set_new(o, "verdict", json_string(clients_verdict_name(clients_verdict_of(r))));
+		json_object_set_new(o, "says", json_string(says));
+	}
 	return o;
 }
 
@@ -80,6 +91,19 @@ static void routes_decorate(json_t *arr, const struct live_parts *p, const struc
 	}
 }
 
+/* The proxy's counters (/stats "upstream"): new reference, or NULL. */
+static json_t *upstream_json(struct upstream *u)
+{
+	struct upstream_counts n;
+	json_t *res = json_object();
+
+	upstream_counts(u, &n);
+	for (int r = 0; res && r < UPSTREAM_RESULTS; r++)
+		json_object_set_new(res, upstream_result_name((enum upstream_result)r), json_integer((json_int_t)n.results[r]));
+	return json_pack("{s:I, s:I, s:I, s:o*}", "calls", (json_int_t)n.calls, "in_flight", (json_int_t)n.in_flight,
+	                 "buffered_bytes", (json_int_t)n.buffered, "results", res);
+}
+
 char *live_stats_json(const struct live_parts *p, uint64_t now_ns)
 {
 	json_t *root = stats_json_value(p->stats, now_ns, p->routes, p->nroutes);
@@ -95,6 +119,8 @@ char *live_stats_json(const struct live_parts *p, uint64_t now_ns)
 	json_object_set_new(root, "subscribers", json_integer((json_int_t)p->subscribers));
 	routes_decorate(json_object_get(root, "routes"), p, &snap, now_ns);
 	json_object_set_new(root, "clients", clients_json(&snap, now_ns));
+	if (p->upstream)
+		json_object_set_new(root, "upstream", upstream_json(p->upstream));
 	text = json_dumps(root, JSON_COMPACT);
 	clients_snapshot_destroy(&snap);
 free_root:
@@ -153,10 +179,32 @@ static void metrics_clients(FILE *f, const struct clients_snapshot *snap)
 		  offsetof(struct clients_row, early), false },
 		{ "early_seconds_total", "How early the early retries came, summed.",
 		  offsetof(struct clients_row, early_ns), true },
+		{ "paired_retries_total", "Retries judged against their own request's rejection (Retry-Request).",
+		  offsetof(struct clients_row, paired), false },
+		{ "new_while_waiting_total", "First attempts (Retry-Attempt: 0) sent while the client was told to wait.",
+		  offsetof(struct clients_row, waiting_new), false },
 	};
 
 	for (size_t i = 0; i < sizeof(M) / sizeof(M[0]); i++)
 		metric_rows(f, snap, &M[i]);
+}
+
+/* The proxy's counters (--upstream) as Prometheus text. */
+static void metrics_upstream(FILE *f, struct upstream *u)
+{
+	struct upstream_counts n;
+
+	upstream_counts(u, &n);
+	fprintf(f, "# HELP ratelab_upstream_calls_total Requests sent to the upstream (--upstream), by result.\n"
+	           "# TYPE ratelab_upstream_calls_total counter\n");
+	for (int r = 0; r < UPSTREAM_RESULTS; r++)
+		fprintf(f, "ratelab_upstream_calls_total{result=\"%s\"} %" PRIu64 "\n",
+		        upstream_result_name((enum upstream_result)r), n.results[r]);
+	fprintf(f, "# HELP ratelab_upstream_in_flight Requests waiting for the upstream now.\n"
+	           "# TYPE ratelab_upstream_in_flight gauge\nratelab_upstream_in_flight %u\n"
+	           "# HELP ratelab_upstream_buffered_bytes Bytes of upstream answers held now.\n"
+	           "# TYPE ratelab_upstream_buffered_bytes gauge\nratelab_upstream_buffered_bytes %" PRIu64 "\n",
+	        n.in_flight, n.buffered);
 }
 
 char *live_metrics(const struct live_parts *p, uint64_t now_ns)
@@ -172,6 +220,8 @@ char *live_metrics(const struct live_parts *p, uint64_t now_ns)
 	if (f) {
 		fputs(base, f);
 		metrics_clients(f, &snap);
+		if (p->upstream)
+			metrics_upstream(f, p->upstream);
 		if (fclose(f) != 0) {
 			free(text);
 			text = NULL;

@@ -31,6 +31,8 @@
  * rest: "totals", "rates" and "series" are open to more figures.
  */
 
+struct upstream;
+
 struct live_parts {
 	struct stats *stats;
 	struct clients *clients;
@@ -39,6 +41,7 @@ struct live_parts {
 	size_t nroutes;
 	int reject_status;
 	unsigned subscribers;                    /* /events streams being fed */
+	struct upstream *upstream;               /* --upstream: its counters are /stats "upstream", else NULL */
 };
 
 /* The counters an event's "totals" and "rates" show, at one instant. */
@@ -50,11 +53,13 @@ struct live_totals {
 /* The totals of p at now_ns. */
 void live_totals_at(const struct live_parts *p, uint64_t now_ns, struct live_totals *t);
 
-/* /stats: stats_json_value plus "admitted", "rejected", "subscribers", "clients" and each route's
- * "policy", "key" and "quota" (malloc'd text), or NULL when out of memory. */
+/* /stats: stats_json_value plus "admitted", "rejected", "subscribers", "clients", each route's
+ * "policy", "key" and "quota", and with --upstream "upstream": {"calls", "in_flight", "buffered_bytes",
+ * "results":{"ok", "connect", "timeout", "too_big", "bad_answer", "busy"}} (malloc'd text),
+ * or NULL when out of memory. */
 char *live_stats_json(const struct live_parts *p, uint64_t now_ns);
 
-/* /metrics: stats_metrics plus the per-client counters (malloc'd text), or NULL. */
+/* /metrics: stats_metrics plus the per-client counters and with --upstream the proxy's (malloc'd text), or NULL. */
 char *live_metrics(const struct live_parts *p, uint64_t now_ns);
 
 /*

@@ -19,7 +19,9 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/server.h"
+#include "server/server_args.h"
 #include "server/handlers/occ.h"
+#include "server/handlers/room.h"
 #include "server/handlers/scenario.h"
 #include "server/store/store_redis.h"
 
@@ -70,12 +72,14 @@ static const struct cli_option *const SERVE_TABLES[] = {
 static const struct cli_help SERVE_HELP = {
 	.usage = "ratelab serve [options]",
 	.about = "A rate-limited HTTP lab server.  Every path is limited except /dashboard (the live "
-	         "page for a projector), /events (its figures as Server-Sent Events), /stats (JSON), "
+	         "page for a projector), /play (the attendees' page: pick or write a retry policy, run "
+	         "it against /, compare runs), /room (the room herd: GET, POST to arm it, admin), "
+	         "/events (its figures as Server-Sent Events), /stats (JSON), "
 	         "/metrics (Prometheus), POST /reset (clear limiter state and stats; loopback or "
 	         "--admin-token only) and /healthz.  A client may name itself in the dashboard with "
 	         "an X-Client-Name header.  Prints 'listening on http://ADDR:PORT' when ready, then "
 	         "the dashboard's URL (with --bind 0.0.0.0 or ::, first one URL per LAN address for "
-	         "the attendees).",
+	         "the attendees, their /play page).",
 	.tables = SERVE_TABLES,
 	.notes = "SIGINT or SIGTERM drains: no new connections, requests in flight answered (a\n"
 	         "body still arriving gets 503), at most 5 s.\n",
@@ -93,6 +97,7 @@ struct serve_parts {
 	struct occ_route occ;           /* /occ and --delay (server/handlers/occ.h) */
 	struct store_redis_cli store;   /* --store, --store-prefix, --store-failure (server/store/store_redis.h) */
 	struct scenario *scn;           /* --scenario (server/handlers/scenario.h) */
+	struct room *room;              /* /room: the room herd (server/handlers/room.h) */
 };
 
 /*
@@ -115,6 +120,9 @@ static int parse(struct serve_parts *p, int argc, char **argv, char *err, size_t
 	rc = cli_parse(&SERVE_CLI, groups, sizeof(groups) / sizeof(groups[0]), argc, argv, err, errlen);
 	if (rc == 0)
 		rc = server_args_finish(&p->args, err, errlen);
+	/* A scenario answers every limited path itself: an upstream would never be asked. */
+	if (rc == 0 && o.scenario != NULL && p->args.cfg.upstream[0])
+		rc = cli_fail(err, errlen, "serve", "--scenario: cannot be combined with --upstream");
 	if (rc == 0 && o.scenario != NULL && !(p->scn = scenario_new(o.scenario, why, sizeof(why))))
 		rc = cli_fail(err, errlen, "serve", "--scenario: %s", why);
 	return rc;
@@ -169,6 +177,10 @@ static int wire(struct serve_parts *p)
 	} else if (msg[0] != '\0' && !cfg->quiet) {
 		fprintf(stderr, "%s\n", msg);
 	}
+	if (!(p->room = room_new()) || room_register(cfg, p->room) != 0) {
+		fprintf(stderr, "ratelab serve: cannot add /room\n");
+		return 1;
+	}
 	if (p->scn && scenario_register(cfg, p->scn) != 0) {
 		fprintf(stderr, "ratelab serve: cannot add the scenario\n");
 		return 1;
@@ -200,7 +212,7 @@ static bool lan_address(const struct ifaddrs *a, bool v6, char *buf, size_t len)
 /*
  * The banner.  The first line says where the server listens, as it always
  * has (scripts read it).  Bound to every address (0.0.0.0 or ::), one line
- * per LAN address for the attendees follows; then the dashboard's URL, on
+ * per LAN address for the attendees (their page, /play) follows; then the dashboard's URL, on
  * the first LAN address when there is one.
  */
 static void banner(const struct server_config *cfg, int port)
@@ -219,7 +231,7 @@ static void banner(const struct server_config *cfg, int port)
 			if (!lan_address(a, v6, addr, sizeof(addr)))
 				continue;
 			br = strchr(addr, ':') != NULL;
-			printf("attendees:   http://%s%s%s:%d/\n", br ? "[" : "", addr, br ? "]" : "", port);
+			printf("attendees:   http://%s%s%s:%d/play\n", br ? "[" : "", addr, br ? "]" : "", port);
 			if (first[0] == '\0')
 				snprintf(first, sizeof(first), "%s%s%s", br ? "[" : "", addr, br ? "]" : "");
 		}
@@ -298,6 +310,7 @@ int serve_main(int argc, char **argv)
 		rc = run(&p->args.cfg);
 	occ_free(p->occ.occ);
 	scenario_free(p->scn);
+	room_free(p->room);
 	free(p);
 	return rc;
 }

@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "common/cli.h"
 #include "server/config.h"
 #include "server/faults.h"
 #include "server/http/headers.h"
@@ -30,8 +29,11 @@
 
 #define SERVER_MAX_ROUTES (CONFIG_MAX_ROUTES + 1)
 #define SERVER_MAX_HANDLERS 16
+#define SERVER_MAX_PLUGIN_HANDLERS 8
 
 struct server;
+struct live_parts;
+struct stats_route_info;
 
 /* One request as a special handler sees it (valid during the call only). */
 struct server_request {
@@ -104,6 +106,26 @@ const char *server_request_header(const struct server_request *r, const char *na
 const char *server_request_query(const struct server_request *r, const char *name);
 
 /*
+ * Call fn(ctx) every period_ns on the server's timer thread, from now until
+ * server_drain (never after it returns).  fn must be quick: every timer
+ * of the server waits for it.  Returns 0, or -1 when out of room.
+ */
+int server_every(struct server *srv, uint64_t period_ns, void (*fn)(void *ctx), void *ctx);
+
+/*
+ * A handler's parked answer (a stream waiting for its next bytes): park
+ * suspends the request on conn (server_request.conn), called on the thread
+ * the server runs it on, until server_wake; false (not parked) once the
+ * server drains.  A wake is once per park; true for the call that woke
+ * it.  Thread-safe.
+ */
+struct server_park;
+struct server_park *server_park_new(void);
+void server_park_free(struct server_park *p);
+bool server_park(struct server *srv, struct server_park *p, void *conn);
+bool server_wake(struct server_park *p);
+
+/*
  * A special handler: answers `path` exactly (any method).  Fills *out and
  * returns 0, or returns -1 to close the connection without an answer.
  * Called from the server's threads concurrently: it must be thread-safe.
@@ -133,6 +155,25 @@ struct server_handler {
 	server_reset_fn reset;           /* optional: called with ctx on POST /reset */
 	void *ctx;
 	server_done_fn done;             /* optional: told when each answered request ends */
+};
+
+struct server_config;
+
+/*
+ * A set of handlers plugged into every server at start-up: the built-ins
+ * (server/handlers/builtin.h), set by server_config_defaults.  The server
+ * calls start once before it listens (the handlers it fills come after the
+ * config's, so a config's handler can take over a built-in path), stop at
+ * the drain's start (end whatever it keeps parked), and free once the
+ * daemon stopped.  streams is the figure /stats calls subscribers.
+ */
+struct server_plugin {
+	/* Fill up to max handlers into out; returns how many, or -1 (state freed).  *state is the plugin's. */
+	int (*start)(struct server *srv, const struct server_config *cfg, struct server_handler *out, size_t max,
+	             void **state);
+	void (*stop)(void *state);
+	void (*free)(void *state);
+	unsigned (*streams)(void *state);
 };
 
 struct server_config {
@@ -169,41 +210,17 @@ struct server_config {
 	/* When limited.fn is set, it answers every limited path instead of the
 	 * limiter (scripted scenarios, server/handlers/scenario.h); req->key is set. */
 	struct server_handler limited;
+	const struct server_plugin *plugin;  /* the built-in handlers (server_config_defaults); NULL: none */
+	/* --upstream: admitted requests on limited paths are proxied there ("" none; server/proxy/upstream.h) */
+	char upstream[512];
+	unsigned upstream_max_conns;     /* connections to it at once; default 64 */
+	uint64_t upstream_connect_timeout_ns;  /* default 5 s */
+	uint64_t upstream_timeout_ns;    /* the whole exchange; default 30 s */
+	uint64_t upstream_max_body;      /* bytes of its answer's body; default 1 MiB */
 };
 
 /* Fill *c with the defaults above (one route "/", token-bucket 10/s). */
 void server_config_defaults(struct server_config *c);
-
-/*
- * `ratelab serve`'s own flags as parsed: the config they fill, and what is
- * settled only once every flag is read (server_args_finish).
- */
-struct server_args {
-	struct server_config cfg;
-	const char *config_path;  /* --config FILE, loaded by server_args_finish */
-	bool limiter_set;         /* --limiter given: --layer alone implies layered */
-};
-
-/* The flag table over a struct server_args, for cli_parse (common/cli.h). */
-extern const struct cli_option server_args_options[];
-
-/* cfg from server_config_defaults, no flag given. */
-void server_args_init(struct server_args *a);
-
-/*
- * After cli_parse: settle the route "/" (--layer implies layered, the limiter
- * checks its parameters) and load --config.  Returns 0, or -1 with one line
- * "ratelab serve: ..." in err.
- */
-int server_args_finish(struct server_args *a, char *err, size_t errlen);
-
-/*
- * Parse `ratelab serve`'s own options (argv[0] is the command name) into *c,
- * which starts from server_config_defaults: cli_parse over
- * server_args_options, then server_args_finish.  Returns 0; 1 when --help
- * was asked (nothing printed); -1 on a bad flag or value with one line in err.
- */
-int server_config_from_args(struct server_config *c, int argc, char **argv, char *err, size_t errlen);
 
 /*
  * Fit the in-process key tables into c->max_key_memory.  Every route holds
@@ -260,6 +277,17 @@ bool server_backend_stats(struct server *s, size_t route, struct capacity_stats 
 
 /* Its 100 ms series from its epoch (start or POST /reset) into out (max rows); the rows written, 0 for none. */
 size_t server_backend_series(struct server *s, size_t route, struct capacity_bucket *out, size_t max);
+
+/* /stats as JSON and /metrics as Prometheus text, now: malloc'd (the caller frees), NULL when out of memory. */
+char *server_stats_json(struct server *s);
+char *server_stats_metrics(struct server *s);
+
+/*
+ * The parts the live figures are made of (server/live.h), read now, with
+ * the routes' infos in ri (room for SERVER_MAX_ROUTES; it must outlive *p).
+ * Thread-safe.
+ */
+void server_live_parts(struct server *s, struct stats_route_info *ri, struct live_parts *p);
 
 /*
  * Clear limiter state and statistics, then call every special handler's reset

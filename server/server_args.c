@@ -1,5 +1,5 @@
 /* `ratelab serve` options: defaults, parsing and --help (the rest of server.h is in server.c). */
-#include "server/server.h"
+#include "server/server_args.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,6 +11,8 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "server/clients.h"
+#include "server/handlers/builtin.h"
+#include "server/proxy/upstream.h"
 #include "server/store/store.h"
 
 #define SERVER_MAX_KEYS_DEFAULT   100000
@@ -36,9 +38,14 @@ void server_config_defaults(struct server_config *c)
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
 	c->header_timeout_ns = 10 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
+	c->upstream_max_conns = 64;
+	c->upstream_connect_timeout_ns = 5 * NS_PER_SEC;
+	c->upstream_timeout_ns = 30 * NS_PER_SEC;
+	c->upstream_max_body = 1 << 20;
 	c->seed = 1;
 	c->top_clients = CLIENTS_TOP_DEFAULT;
 	c->max_subscribers = SERVER_SUBSCRIBERS_DEFAULT;
+	c->plugin = &builtin_plugin;
 }
 
 int server_config_add_handler(struct server_config *c, const char *path, server_handler_fn fn, void *ctx)
@@ -131,6 +138,17 @@ static int opt_key_memory(void *base, const struct cli_option *o, const char *v,
 	parse_format_bytes(1 << 20, lo, sizeof(lo));
 	parse_format_bytes(SERVER_KEY_MEMORY_MAX, hi, sizeof(hi));
 	return snprintf(why, wl, "is not a size such as 64M or 1G from %s to %s", lo, hi), -1;
+}
+
+static int opt_upstream(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
+{
+	struct server_args *a = base;
+
+	(void)o;
+	if (!upstream_url_ok(v, why, wl))
+		return -1;
+	snprintf(a->cfg.upstream, sizeof(a->cfg.upstream), "%s", v);
+	return 0;
 }
 
 static int opt_admin_token(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
@@ -286,6 +304,22 @@ const struct cli_option server_args_options[] = {
 	{ "--trigger", CLI_CUSTOM, .fn = opt_trigger, .section = CLI_SEC_DOES, .arg = "F@START+LEN",
 	  .help = "with --capacity: only F of the workers (25% or 0.25) from START for LEN, "
 	          "counted from the start or POST /reset; repeatable" },
+	{ "--upstream", CLI_CUSTOM, .fn = opt_upstream, .section = CLI_SEC_DOES, .arg = "URL",
+	  .help = "a rate-limiting reverse proxy: admitted requests on limited paths go to URL "
+	          "(http:// or https://, maybe with a path prefix) and get its answer plus the "
+	          "RateLimit headers; rejections get the limiter's answer.  Its failures are 502, "
+	          "its timeouts 504 (/stats \"upstream\")" },
+	{ "--upstream-connections", CLI_U64, SA(cfg.upstream_max_conns), .min = 1, .max = 4096, .section = CLI_SEC_ADVANCED, .arg = "N",
+	  .help = "connections to the upstream at once (default 64)" },
+	{ "--upstream-connect-timeout", CLI_DURATION, SA(cfg.upstream_connect_timeout_ns), .min = NS_PER_MS,
+	  .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "the upstream's connection set-up (default 5s)" },
+	{ "--upstream-timeout", CLI_DURATION, SA(cfg.upstream_timeout_ns), .min = NS_PER_MS, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "the whole exchange with the upstream, then 504 (default 30s)" },
+	{ "--upstream-max-body", CLI_BYTES, SA(cfg.upstream_max_body), .min = 1, .max = 1ULL << 30, .section = CLI_SEC_ADVANCED, .arg = "SIZE",
+	  .help = "largest upstream answer body, e.g. 8M; larger is 502 (default 1M; request "
+	          "bodies are bounded by --max-body).  Answers are read whole before they are sent "
+	          "on: at most connections x this size are held at once, past it 502" },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet), .section = CLI_SEC_OUTPUT,
 	  .help = "no log lines on stderr" },
 	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000, .section = CLI_SEC_OUTPUT, .arg = "N",

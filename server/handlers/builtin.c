@@ -1,4 +1,4 @@
-/* /dashboard, /events, /stats, /metrics, /reset and /healthz. */
+/* /dashboard, /play, /events, /stats, /metrics, /reset, /healthz and /favicon.ico. */
 #include "server/handlers/builtin.h"
 
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "server/handlers/dashboard.h"
 #include "server/handlers/events.h"
-#include "server/http/daemon.h"
+#include "server/handlers/play.h"
 
 static int reply_text(struct server_reply *out, int status, const char *type, char *body)
 {
@@ -35,7 +35,7 @@ static int handle_stats(struct server *s, void *ctx, const struct server_request
 	(void)ctx;
 	if (get_only(req, out))
 		return 0;
-	return reply_text(out, 200, "application/json", daemon_stats_json(s));
+	return reply_text(out, 200, "application/json", server_stats_json(s));
 }
 
 static int handle_metrics(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
@@ -43,7 +43,7 @@ static int handle_metrics(struct server *s, void *ctx, const struct server_reque
 	(void)ctx;
 	if (get_only(req, out))
 		return 0;
-	return reply_text(out, 200, "text/plain; version=0.0.4", daemon_stats_metrics(s));
+	return reply_text(out, 200, "text/plain; version=0.0.4", server_stats_metrics(s));
 }
 
 static int handle_reset(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
@@ -69,12 +69,33 @@ static int handle_dashboard(struct server *s, void *ctx, const struct server_req
 	return reply_text(out, 200, "text/html; charset=utf-8", dashboard_page());
 }
 
-static int handle_events(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+static int handle_play(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
+	(void)s;
 	(void)ctx;
 	if (get_only(req, out))
 		return 0;
-	return events_subscribe(s->events, req, out);
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: no-store\n");
+	return reply_text(out, 200, "text/html; charset=utf-8", play_page());
+}
+
+static int handle_events(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)s;
+	if (get_only(req, out))
+		return 0;
+	return events_subscribe(ctx, req, out);
+}
+
+/* The icon a browser asks for with every page: none, and not a limited request that would count as a client. */
+static int handle_favicon(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	(void)s;
+	(void)ctx;
+	if (get_only(req, out))
+		return 0;
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: max-age=86400\n");
+	return reply_text(out, 204, "text/plain", strdup(""));
 }
 
 static int handle_healthz(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
@@ -86,20 +107,49 @@ static int handle_healthz(struct server *s, void *ctx, const struct server_reque
 	return reply_text(out, 200, "text/plain", strdup("ok\n"));
 }
 
-void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS])
+/* The plugin's start: the /events hub (its state), its ticks, and the handlers (ctx: the hub). */
+static int builtin_start(struct server *srv, const struct server_config *cfg, struct server_handler *out, size_t max,
+                         void **state)
 {
 	static const struct {
 		const char *path;
 		server_handler_fn fn;
 	} table[BUILTIN_HANDLERS] = {
-		{ "/dashboard", handle_dashboard }, { "/events", handle_events },
+		{ "/dashboard", handle_dashboard }, { "/play", handle_play }, { "/events", handle_events },
 		{ "/stats", handle_stats }, { "/metrics", handle_metrics },
-		{ "/reset", handle_reset }, { "/healthz", handle_healthz },
+		{ "/reset", handle_reset }, { "/healthz", handle_healthz }, { "/favicon.ico", handle_favicon },
 	};
+	struct events *ev;
 
+	if (max < BUILTIN_HANDLERS || !(ev = events_new(srv, cfg->max_subscribers, cfg->ipv6_prefix)))
+		return -1;
+	if (events_start(ev) < 0) {
+		events_free(ev);
+		return -1;
+	}
 	for (size_t i = 0; i < BUILTIN_HANDLERS; i++) {
 		memset(&out[i], 0, sizeof(out[i]));
 		snprintf(out[i].path, sizeof(out[i].path), "%s", table[i].path);
 		out[i].fn = table[i].fn;
+		out[i].ctx = ev;
 	}
+	*state = ev;
+	return BUILTIN_HANDLERS;
 }
+
+static void builtin_stop(void *state)
+{
+	events_stop(state);
+}
+
+static void builtin_free(void *state)
+{
+	events_free(state);
+}
+
+static unsigned builtin_streams(void *state)
+{
+	return events_subscribers(state);
+}
+
+const struct server_plugin builtin_plugin = { builtin_start, builtin_stop, builtin_free, builtin_streams };

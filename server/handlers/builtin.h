@@ -5,15 +5,18 @@
 
 /*
  * The built-in special handlers: GET /dashboard (the live page,
- * server/handlers/dashboard.h), GET /events (its figures as Server-Sent
+ * server/handlers/dashboard.h), GET /play (the attendees' page,
+ * server/handlers/play.h), GET /events (its figures as Server-Sent
  * Events, server/handlers/events.h), GET /stats (JSON), GET /metrics
- * (Prometheus), POST /reset and GET /healthz.  Each acts on the server it is
- * called with (ctx unused) and is thread-safe.
+ * (Prometheus), POST /reset, GET /healthz and GET /favicon.ico (204: no
+ * icon, and a page's own request for one never counts as a client).  Each
+ * acts on the server it is called with through server/server.h and is
+ * thread-safe.  They plug into every server as one plugin (struct
+ * server_plugin), which owns the /events hub; server_config_defaults sets it.
  */
 
-#define BUILTIN_HANDLERS 6
+#define BUILTIN_HANDLERS 8
 
-/* The built-in handlers into out (room for BUILTIN_HANDLERS). */
-void builtin_handlers(struct server_handler out[BUILTIN_HANDLERS]);
+extern const struct server_plugin builtin_plugin;
 
 #endif

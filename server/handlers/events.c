@@ -1,4 +1,4 @@
-/* /events: the publisher thread, the subscribers' buffers, and their suspended connections. */
+/* /events: the tick on the server's timer, the subscribers' buffers, and their parked streams. */
 #include "server/handlers/events.h"
 
 #include <microhttpd.h>
@@ -12,7 +12,7 @@
 
 #include "common/clock.h"
 #include "server/http/addr_count.h"
-#include "server/http/daemon.h"
+#include "server/live.h"
 
 #define RATE_SAMPLES 6          /* totals kept for the rates: the last second at 200 ms */
 #define STREAM_HEAD "retry: 2000\n\n"
@@ -29,6 +29,7 @@ struct subscriber {
 	struct events *ev;
 	struct subscriber *next;
 	struct MHD_Connection *conn;
+	struct server_park *park;   /* the stream while it waits for the next event */
 	enum sub_phase phase;
 	char *buf;                  /* EVENTS_BUFFER bytes, NULL once dropped */
 	size_t head, len;           /* unsent bytes are buf[head .. head+len) */
@@ -39,14 +40,12 @@ struct subscriber {
 struct events {
 	struct server *srv;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;        /* on CLOCK_MONOTONIC: the publisher's tick, and stop */
 	struct subscriber *subs;    /* every stream still open, dropped ones included */
 	_Atomic unsigned fed;       /* streams fed now (changed under lock, read without) */
 	unsigned max;               /* the most fed at once */
 	unsigned share;             /* the most fed at once for one address */
 	unsigned v6_prefix;
-	bool stopping, started;
-	pthread_t tid;
+	bool stopping;
 	struct live_totals samples[RATE_SAMPLES];
 	unsigned nsamples;          /* samples taken so far; the newest is samples[(nsamples-1) % RATE_SAMPLES] */
 };
@@ -54,7 +53,6 @@ struct events {
 struct events *events_new(struct server *srv, unsigned max_subscribers, unsigned v6_prefix)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
-	pthread_condattr_t ca;
 
 	if (!ev)
 		return NULL;
@@ -63,17 +61,13 @@ struct events *events_new(struct server *srv, unsigned max_subscribers, unsigned
 	ev->share = max_subscribers / 4 ? max_subscribers / 4 : 1;
 	ev->v6_prefix = v6_prefix;
 	pthread_mutex_init(&ev->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ev->wake, &ca);
-	pthread_condattr_destroy(&ca);
 	return ev;
 }
 
 /* The parts an event is made of, read now (ri must outlive *p). */
 static void parts_now(struct events *ev, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p)
 {
-	daemon_live_parts(ev->srv, ri, p);
+	server_live_parts(ev->srv, ri, p);
 }
 
 /* The oldest sample of the last second (the rates' start), or `now` itself when there is none. Locked. */
@@ -126,7 +120,7 @@ static void sub_wake(struct subscriber *sb, enum sub_phase next)
 
 	sb->phase = next;
 	if (suspended)
-		MHD_resume_connection(sb->conn);
+		server_wake(sb->park);
 }
 
 /* Stop feeding sb: its buffer goes, it no longer counts, and its stream ends.  Locked. */
@@ -181,42 +175,24 @@ static void tick(struct events *ev)
 	free(text);
 }
 
-static void *publisher(void *arg)
+/* The server's timer, every EVENTS_PERIOD_NS: this tick's sample, and an event for the streams. */
+static void on_tick(void *arg)
 {
 	struct events *ev = arg;
-	struct timespec due;
-	uint64_t next = clock_monotonic_ns() + EVENTS_PERIOD_NS;
 
 	pthread_mutex_lock(&ev->lock);
-	while (!ev->stopping) {
-		due.tv_sec = (time_t)(next / NS_PER_SEC);
-		due.tv_nsec = (long)(next % NS_PER_SEC);
-		if (pthread_cond_timedwait(&ev->wake, &ev->lock, &due) == 0 && !ev->stopping)
-			continue;
-		if (ev->stopping)
-			break;
-		next += EVENTS_PERIOD_NS;
-		/* Late by more than a period (a stopped machine): the ticks go on from now, not in a burst. */
-		if (next < clock_monotonic_ns())
-			next = clock_monotonic_ns() + EVENTS_PERIOD_NS;
+	if (!ev->stopping)
 		tick(ev);
-	}
 	pthread_mutex_unlock(&ev->lock);
-	return NULL;
 }
 
 int events_start(struct events *ev)
 {
-	if (pthread_create(&ev->tid, NULL, publisher, ev) != 0)
-		return -1;
-	ev->started = true;
-	return 0;
+	return server_every(ev->srv, EVENTS_PERIOD_NS, on_tick, ev);
 }
 
 void events_stop(struct events *ev)
 {
-	bool join;
-
 	if (!ev)
 		return;
 	pthread_mutex_lock(&ev->lock);
@@ -224,13 +200,7 @@ void events_stop(struct events *ev)
 	for (struct subscriber *sb = ev->subs; sb; sb = sb->next)
 		if (sb->phase == SUB_SENDING || sb->phase == SUB_SUSPENDED)
 			sub_wake(sb, SUB_ENDING);
-	pthread_cond_broadcast(&ev->wake);
-	/* The caller that stops it joins it, so a forced exit later in the drain leaves no thread behind. */
-	join = ev->started;
-	ev->started = false;
 	pthread_mutex_unlock(&ev->lock);
-	if (join)
-		pthread_join(ev->tid, NULL);
 }
 
 void events_free(struct events *ev)
@@ -239,7 +209,6 @@ void events_free(struct events *ev)
 		return;
 	events_stop(ev);
 	/* The daemon has stopped, so every stream's free ran: the list is empty. */
-	pthread_cond_destroy(&ev->wake);
 	pthread_mutex_destroy(&ev->lock);
 	free(ev);
 }
@@ -267,10 +236,12 @@ static ssize_t sub_read(void *ctx, uint64_t pos, char *buf, size_t max)
 		n = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else if (sb->phase == SUB_ENDING) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
-	} else {
+	} else if (server_park(ev->srv, sb->park, sb->conn)) {
 		sb->phase = SUB_SUSPENDED;
-		MHD_suspend_connection(sb->conn);
 		n = 0;
+	} else {
+		/* the server drains: no more events */
+		n = MHD_CONTENT_READER_END_OF_STREAM;
 	}
 	pthread_mutex_unlock(&ev->lock);
 	return n;
@@ -291,6 +262,7 @@ static void sub_free(void *ctx)
 	if (sb->buf)
 		ev->fed--;
 	pthread_mutex_unlock(&ev->lock);
+	server_park_free(sb->park);
 	free(sb->buf);
 	free(sb);
 }
@@ -328,7 +300,8 @@ static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn
 {
 	struct subscriber *sb = calloc(1, sizeof(*sb));
 
-	if (sb && !(sb->buf = malloc(EVENTS_BUFFER))) {
+	if (sb && (!(sb->buf = malloc(EVENTS_BUFFER)) || !(sb->park = server_park_new()))) {
+		free(sb->buf);
 		free(sb);
 		sb = NULL;
 	}
@@ -344,6 +317,7 @@ static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn
 	pthread_mutex_lock(&ev->lock);
 	if (!sub_link(ev, sb)) {
 		pthread_mutex_unlock(&ev->lock);
+		server_park_free(sb->park);
 		free(sb->buf);
 		free(sb);
 		return NULL;

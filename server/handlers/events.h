@@ -11,9 +11,10 @@
  * first gets one event with the last 60 s of the timeline, then events with
  * the last few buckets.
  *
- * One publisher thread builds each event once and appends it to every
- * subscriber's buffer.  A subscriber's connection sends from its buffer and,
- * once it has sent everything, is suspended until the next event resumes it,
+ * A tick on the server's timer thread (server_every) builds each event once
+ * and appends it to every subscriber's buffer.  A subscriber's connection
+ * sends from its buffer and, once it has sent everything, is parked
+ * (server_park) until the next event wakes it,
  * so a stream holds no server thread.  Bounded: at most max_subscribers
  * streams (the next gets 503), each buffer EVENTS_BUFFER bytes, and one
  * client address (an IPv6 one by its prefix) at most a fair share of them,
@@ -41,12 +42,12 @@ struct server_reply;
  */
 struct events *events_new(struct server *srv, unsigned max_subscribers, unsigned v6_prefix);
 
-/* Start the publisher thread.  Returns 0, or -1 when it cannot start. */
+/* Start the ticks (on the server's timer).  Returns 0, or -1 when out of room. */
 int events_start(struct events *ev);
 
 /*
- * End every stream (each sends what it has, then ends) and refuse new ones;
- * the publisher stops and is joined.  Before the daemon stops.  Idempotent, thread-safe.
+ * End every stream (each sends what it has, then ends), refuse new ones and
+ * stop building events.  Before the daemon stops.  Idempotent, thread-safe.
  */
 void events_stop(struct events *ev);
 

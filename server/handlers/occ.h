@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/cli.h"
 #include "common/prng.h"
 #include "server/server.h"
 

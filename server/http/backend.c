@@ -1,4 +1,4 @@
-/* A route's modelled backend: requests suspended in the capacity model, services ended by the delay queue. */
+/* A route's modelled backend: requests parked in the capacity model, services ended by the scheduler. */
 #include "server/http/backend.h"
 
 #include <errno.h>
@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "common/clock.h"
+#include "server/http/lifecycle.h"
 #include "server/http/request.h"
 
 #define EVENTS 32
@@ -16,7 +17,7 @@ struct backend {
 	pthread_mutex_t lock;
 	struct capacity *cap;
 	struct capacity_params p;
-	struct delayq *dq;
+	struct lifecycle *lc;        /* parks the requests; its scheduler runs the timers */
 	uint64_t poke_due;           /* the pending trigger poke's due time; 0: none */
 };
 
@@ -87,22 +88,25 @@ static void drain_events(struct backend *b, size_t n)
 	}
 }
 
-/* A request's service ended (the delay queue's thread): answer it, and give its worker the next. */
+/* A request's service ended (the timer thread): answer it, and give its worker the next. */
 static void service_done(void *arg)
 {
 	struct request *rq = arg;
 	struct backend *b = rq->backend;
-	struct MHD_Connection *c = rq->conn;
-	enum capacity_client who = client_gone(c) ? CAPACITY_GONE : CAPACITY_PRESENT;
+	enum capacity_client who;
 	struct capacity_event ev[EVENTS];
 	size_t n;
 
+	/* Woken already (the drain ended its service early): rq is no longer ours. */
+	if (!lifecycle_claim(&rq->park))
+		return;
+	who = client_gone(rq->conn) ? CAPACITY_GONE : CAPACITY_PRESENT;
 	pthread_mutex_lock(&b->lock);
 	n = capacity_done(b->cap, clock_monotonic_ns(), rq->service_ns, who, ev, EVENTS);
 	pthread_mutex_unlock(&b->lock);
 	rq->phase = REQUEST_SERVED;
 	/* rq may be reused by its connection from here on */
-	MHD_resume_connection(c);
+	lifecycle_resume(&rq->park, LIFECYCLE_DUE);
 	act(b, ev, n);
 	drain_events(b, n);
 }
@@ -123,13 +127,15 @@ static void debt_done(void *arg)
 
 static void shed_request(struct request *rq)
 {
+	if (!lifecycle_claim(&rq->park))
+		return;
 	rq->phase = REQUEST_SHED;
-	MHD_resume_connection(rq->conn);
+	lifecycle_resume(&rq->park, LIFECYCLE_DUE);
 }
 
 /*
- * Carry out the model's events, outside its lock.  A service the delay
- * queue refuses (it refuses only once the server is stopping) is shed; its
+ * Carry out the model's events, outside its lock.  A service the scheduler
+ * refuses (it refuses only once the server is stopping) is shed; its
  * worker stays taken, which no longer matters then.
  */
 static void act(struct backend *b, const struct capacity_event *ev, size_t n)
@@ -141,14 +147,14 @@ static void act(struct backend *b, const struct capacity_event *ev, size_t n)
 		case CAPACITY_START:
 			rq->service_ns = ev[i].service_ns;
 			rq->phase = REQUEST_SERVING;
-			if (delayq_push(b->dq, ev[i].done_ns, service_done, rq) != 0)
+			if (lifecycle_arm(&rq->park, ev[i].done_ns, service_done, rq) != 0)
 				shed_request(rq);
 			break;
 		case CAPACITY_SHED:
 			shed_request(rq);
 			break;
 		case CAPACITY_DEBT:
-			delayq_push(b->dq, ev[i].done_ns, debt_done, b);
+			sched_at(b->lc->sched, ev[i].done_ns, debt_done, b);
 			break;
 		}
 	}
@@ -181,32 +187,32 @@ static void schedule_poke(struct backend *b, uint64_t due)
 {
 	bool push;
 
-	if (due == UINT64_MAX || b->dq == NULL)
+	if (due == UINT64_MAX || b->lc == NULL)
 		return;
 	pthread_mutex_lock(&b->lock);
 	push = b->poke_due == 0 || due < b->poke_due;
 	if (push)
 		b->poke_due = due;
 	pthread_mutex_unlock(&b->lock);
-	if (push && delayq_push(b->dq, due, poke, b) != 0) {
+	if (push && sched_at(b->lc->sched, due, poke, b) != 0) {
 		pthread_mutex_lock(&b->lock);
 		b->poke_due = 0;
 		pthread_mutex_unlock(&b->lock);
 	}
 }
 
-void backend_start(struct backend *b, struct delayq *dq)
+void backend_start(struct backend *b, struct lifecycle *lc)
 {
 	uint64_t next;
 
-	b->dq = dq;
+	b->lc = lc;
 	pthread_mutex_lock(&b->lock);
 	next = capacity_next_change(b->cap, clock_monotonic_ns());
 	pthread_mutex_unlock(&b->lock);
 	schedule_poke(b, next);
 }
 
-void backend_enter(struct backend *b, struct MHD_Connection *c, struct request *rq)
+bool backend_enter(struct backend *b, struct lifecycle *lc, struct MHD_Connection *c, struct request *rq)
 {
 	struct capacity_event ev[EVENTS];
 	size_t n;
@@ -214,13 +220,17 @@ void backend_enter(struct backend *b, struct MHD_Connection *c, struct request *
 	rq->backend = b;
 	rq->conn = c;
 	rq->phase = REQUEST_QUEUED;
-	/* suspended before the model sees it: another thread may resume it as soon as it does */
-	MHD_suspend_connection(c);
+	/* parked before the model sees it: another thread may wake it as soon as it does */
+	if (!lifecycle_park(lc, &rq->park, c, LIFECYCLE_BACKEND)) {
+		rq->phase = REQUEST_SHED;
+		return false;
+	}
 	pthread_mutex_lock(&b->lock);
 	n = capacity_arrive(b->cap, clock_monotonic_ns(), rq, ev, EVENTS);
 	pthread_mutex_unlock(&b->lock);
 	act(b, ev, n);
 	drain_events(b, n);
+	return true;
 }
 
 void backend_close(struct backend *b)

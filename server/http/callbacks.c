@@ -1,4 +1,4 @@
-/* The MHD callbacks of one request and one connection: judge the head, route it, take the upload, end it. */
+/* The MHD callbacks of one request and one connection: its slot, judge the head, route it, take the upload, end it. */
 #include "server/http/callbacks.h"
 
 #include <stdio.h>
@@ -11,7 +11,76 @@
 #include "server/http/framing.h"
 #include "server/http/limited.h"
 #include "server/http/path.h"
+#include "server/http/proxied.h"
 #include "server/http/request.h"
+
+/* A connection's request slot, allocated when it opens; NULL when memory is short. */
+static struct request *request_slot_new(void)
+{
+	return calloc(1, sizeof(struct request));
+}
+
+/* Free a connection's slot, with its kept rejection, when it closes.  NULL is a no-op. */
+static void request_slot_free(struct request *rq)
+{
+	if (rq)
+		responses_rejection_destroy(&rq->rej);
+	free(rq);
+}
+
+/* A cleared request for connection c: its slot, or a fresh allocation; NULL when out of memory. */
+static struct request *request_begin(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct request *rq = ci ? ci->socket_context : NULL;
+
+	if (!rq)
+		return calloc(1, sizeof(*rq));
+	/* The key is written before it is read; clearing 128 bytes a request is not free. */
+	memset(rq, 0, offsetof(struct request, key));
+	rq->pooled = true;
+	return rq;
+}
+
+/* Free what rq holds (its upload, a kept answer), and rq itself when it is not its connection's slot. */
+static void request_end(struct request *rq)
+{
+	if (rq->kept)
+		MHD_destroy_response(rq->kept);
+	free(rq->raw);
+	free(rq->body);
+	if (!rq->pooled)
+		free(rq);
+}
+
+/*
+ * Take n bytes of upload: kept when keep (a special handler's, or one the
+ * proxy forwards), only counted otherwise.  Past max_body in all (or when memory is short) the phase becomes
+ * REQUEST_TOO_BIG and later bytes are dropped.
+ */
+static void request_take_upload(struct request *rq, bool keep, size_t max_body, const char *data, size_t n)
+{
+	if (rq->phase == REQUEST_TOO_BIG || rq->body_len + n > max_body) {
+		rq->phase = REQUEST_TOO_BIG;
+		return;
+	}
+	if (keep && rq->body_len + n + 1 > rq->body_cap) {
+		size_t cap = (rq->body_len + n + 1) * 2;
+		char *nb = realloc(rq->body, cap);
+
+		if (!nb) {
+			rq->phase = REQUEST_TOO_BIG;
+			return;
+		}
+		rq->body = nb;
+		rq->body_cap = cap;
+	}
+	if (keep) {
+		memcpy(rq->body + rq->body_len, data, n);
+		rq->body[rq->body_len + n] = '\0';
+	}
+	rq->body_len += n;
+}
 
 static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -126,16 +195,12 @@ static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c,
 	/*
 	 * Draining: a new request on a kept-alive connection is not taken in
 	 * (closed unanswered, uncounted), so the drain ends once the requests
-	 * already taken in are answered, and every one of those is.  Counted in
-	 * flight before stopping is read, both sequentially consistent: either
-	 * server_drain sees this request in flight and waits for it, or this
-	 * request sees the drain.  (Read first, a request could slip past a drain
-	 * that had seen none in flight and be suspended on a store or a delay
-	 * after MHD_stop_daemon began, which aborts.)
+	 * already taken in are answered, and every one of those is.
 	 */
-	atomic_fetch_add(&s->inflight, 1);
-	if (atomic_load(&s->stopping) || (!rq && !(rq = request_begin(c)))) {
-		atomic_fetch_sub(&s->inflight, 1);
+	if (!lifecycle_begin(&s->life))
+		return MHD_NO;
+	if (!rq && !(rq = request_begin(c))) {
+		lifecycle_end(&s->life);
 		return MHD_NO;
 	}
 	*con_cls = rq;
@@ -149,18 +214,6 @@ static enum MHD_Result request_start(struct server *s, struct MHD_Connection *c,
 	return MHD_YES;
 }
 
-/* A special handler's call: with the request's normalised path. */
-static enum MHD_Result serve_hook(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
-                                  struct request *rq)
-{
-	char path[SERVER_PATH_CAP];
-	size_t len;
-
-	if (path_normalize(url, strlen(url), path, sizeof(path), &len) < 0)
-		snprintf(path, sizeof(path), "%s", url);
-	return hooks_serve(s, c, path, method, rq);
-}
-
 enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -170,7 +223,7 @@ enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const cha
 	if (!rq || rq->phase == REQUEST_LINE)
 		return request_start(s, c, url, version, con_cls);
 	if (*upload_size) {
-		request_take_upload(rq, s->cfg.max_body, upload, *upload_size);
+		request_take_upload(rq, rq->handler || proxied_wants(s), s->cfg.max_body, upload, *upload_size);
 		*upload_size = 0;
 		if (rq->phase != REQUEST_TOO_BIG)
 			return MHD_YES;
@@ -187,11 +240,12 @@ enum MHD_Result callbacks_request(void *cls, struct MHD_Connection *c, const cha
 	if (rq->phase == REQUEST_TOO_BIG)
 		return refuse_body(s, c);
 	if (rq->handler)
-		return serve_hook(s, c, url, method, rq);
+		return hooks_serve(s, c, url, method, rq);
 	if (rq->route < 0) {
 		stats_record(s->stats, -1, MHD_HTTP_NOT_FOUND, STATS_NONE, clock_monotonic_ns());
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->resp.no_route);
 	}
+	rq->method = method;
 	return limited_serve(s, c, rq);
 }
 
@@ -204,10 +258,12 @@ void *callbacks_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
 	struct request *rq = request_begin(c);
 
-	(void)cls;
 	if (rq) {
 		rq->phase = REQUEST_LINE;
 		rq->raw_uri = uri;
+		/* The proxy forwards the target as sent; MHD cuts and decodes its query in place later. */
+		if (proxied_wants(cls))
+			rq->target = strdup(uri);
 	}
 	return rq;
 }
@@ -247,8 +303,9 @@ void callbacks_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	 * left): it was never in flight.
 	 */
 	limited_end(s, rq);
+	proxied_end(rq);
 	if (rq->phase != REQUEST_LINE)
-		atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
+		lifecycle_end(&s->life);
 	if (rq->pooled && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		conns_wait_head(&rq->tracked, clock_monotonic_ns());
 	request_end(rq);

@@ -1,31 +1,23 @@
-/* Open connections: per-address counts, head deadlines, and the sweep that keeps them. */
+/* Open connections: per-address counts, and each head's deadline on the scheduler. */
 #include "server/http/conns.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "common/clock.h"
-
-#define SWEEP_MIN_NS (10 * NS_PER_MS)
-#define SWEEP_MAX_NS (250 * NS_PER_MS)
 
 struct conns {
 	struct conns_config cfg;
 	pthread_mutex_t lock;                /* the list and the address table */
-	pthread_cond_t wake;
 	struct conns_entry *head;
 	size_t open;
 	struct addr_count *addrs;
 	_Atomic bool draining;
-	bool stop, started;
-	pthread_t thread;
 };
 
 struct conns *conns_new(const struct conns_config *cfg)
 {
 	struct conns *cs = calloc(1, sizeof(*cs));
-	pthread_condattr_t ca;
 
 	if (!cs)
 		return NULL;
@@ -36,10 +28,6 @@ struct conns *conns_new(const struct conns_config *cfg)
 		return NULL;
 	}
 	pthread_mutex_init(&cs->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&cs->wake, &ca);
-	pthread_condattr_destroy(&ca);
 	return cs;
 }
 
@@ -47,55 +35,49 @@ void conns_free(struct conns *cs)
 {
 	if (!cs)
 		return;
-	if (cs->started) {
-		pthread_mutex_lock(&cs->lock);
-		cs->stop = true;
-		pthread_cond_signal(&cs->wake);
-		pthread_mutex_unlock(&cs->lock);
-		pthread_join(cs->thread, NULL);
-	}
-	pthread_cond_destroy(&cs->wake);
 	pthread_mutex_destroy(&cs->lock);
 	addr_count_free(cs->addrs);
 	free(cs);
 }
 
-static uint64_t sweep_period(const struct conns *cs)
+/* Take e (its stage to TAKEN) and act on it when its time (or the drain) says so; true when it did. */
+static bool take(struct conns *cs, struct conns_entry *e, uint64_t now_ns)
 {
-	uint64_t p = cs->cfg.header_timeout_ns / 10;
+	int st = atomic_load(&e->stage);
+	uint64_t tmo = cs->cfg.header_timeout_ns, since = atomic_load(&e->since_ns);
 
-	return p < SWEEP_MIN_NS ? SWEEP_MIN_NS : p > SWEEP_MAX_NS ? SWEEP_MAX_NS : p;
-}
-
-static void *sweeper(void *arg)
-{
-	struct conns *cs = arg;
-	uint64_t period = sweep_period(cs);
-
-	pthread_mutex_lock(&cs->lock);
-	while (!cs->stop) {
-		uint64_t at = clock_monotonic_ns() + period;
-		struct timespec ts = { (time_t)(at / NS_PER_SEC), (long)(at % NS_PER_SEC) };
-
-		pthread_cond_timedwait(&cs->wake, &cs->lock, &ts);
-		if (cs->stop)
-			break;
-		pthread_mutex_unlock(&cs->lock);
-		conns_sweep(cs, clock_monotonic_ns());
-		pthread_mutex_lock(&cs->lock);
+	/* A since_ns after now_ns was written after the caller read the clock: not late. */
+	if (st == CONNS_HEAD && tmo > 0 && since <= now_ns && now_ns - since >= tmo &&
+	    atomic_compare_exchange_strong(&e->stage, &st, CONNS_TAKEN)) {
+		cs->cfg.ops.late(cs->cfg.ops.ctx, e->fd);
+		return true;
 	}
-	pthread_mutex_unlock(&cs->lock);
-	return NULL;
+	if (st == CONNS_BODY && atomic_load(&cs->draining) &&
+	    atomic_compare_exchange_strong(&e->stage, &st, CONNS_TAKEN)) {
+		cs->cfg.ops.drained(cs->cfg.ops.ctx, e->fd);
+		return true;
+	}
+	return false;
 }
 
-int conns_start(struct conns *cs)
+/*
+ * A connection's timer, on the scheduler's thread with no lock held: take
+ * it when its head is late or the drain caught its body, else look again
+ * at its head's deadline.
+ */
+static void entry_due(void *arg)
 {
-	if (cs->cfg.header_timeout_ns == 0 || cs->started)
-		return 0;
-	if (pthread_create(&cs->thread, NULL, sweeper, cs) != 0)
-		return -1;
-	cs->started = true;
-	return 0;
+	struct conns_entry *e = arg;
+	struct conns *cs = e->owner;
+	uint64_t now = clock_monotonic_ns(), since = atomic_load(&e->since_ns);
+	int st;
+
+	if (take(cs, e, now))
+		return;
+	st = atomic_load(&e->stage);
+	if (st != CONNS_TAKEN && cs->cfg.header_timeout_ns > 0)
+		sched_arm(cs->cfg.sched, &e->timer,
+		          (st == CONNS_HEAD && since <= now ? since : now) + cs->cfg.header_timeout_ns);
 }
 
 enum conns_verdict conns_admit(struct conns *cs, const struct sockaddr *sa)
@@ -116,8 +98,13 @@ enum conns_verdict conns_admit(struct conns *cs, const struct sockaddr *sa)
 void conns_open(struct conns *cs, struct conns_entry *e, const struct sockaddr *sa, int fd, uint64_t now_ns)
 {
 	e->fd = fd;
+	e->owner = cs;
 	atomic_store(&e->since_ns, now_ns);
 	atomic_store(&e->stage, CONNS_HEAD);
+	sched_timer_init(&e->timer, entry_due, e);
+	/* No room for its timer: its head has no deadline but libmicrohttpd's idle one. */
+	if (cs->cfg.header_timeout_ns > 0 && cs->cfg.sched)
+		sched_arm(cs->cfg.sched, &e->timer, now_ns + cs->cfg.header_timeout_ns);
 	pthread_mutex_lock(&cs->lock);
 	e->counted = addr_count_key(sa, cs->cfg.v6_prefix, e->addr) && addr_count_add(cs->addrs, e->addr) == 0;
 	e->prev = NULL;
@@ -131,6 +118,8 @@ void conns_open(struct conns *cs, struct conns_entry *e, const struct sockaddr *
 
 void conns_close(struct conns *cs, struct conns_entry *e)
 {
+	if (cs->cfg.sched)
+		sched_cancel(cs->cfg.sched, &e->timer);
 	pthread_mutex_lock(&cs->lock);
 	if (e->counted)
 		addr_count_sub(cs->addrs, e->addr);
@@ -149,8 +138,12 @@ bool conns_head_done(struct conns_entry *e, bool body)
 	int cur = atomic_load(&e->stage);
 
 	while (cur != CONNS_TAKEN)
-		if (atomic_compare_exchange_weak(&e->stage, &cur, body ? CONNS_BODY : CONNS_SERVING))
+		if (atomic_compare_exchange_weak(&e->stage, &cur, body ? CONNS_BODY : CONNS_SERVING)) {
+			/* The drain began: its timer answers it now, not when its body is in. */
+			if (body && atomic_load(&e->owner->draining) && e->owner->cfg.sched)
+				sched_arm(e->owner->cfg.sched, &e->timer, 0);
 			return true;
+		}
 	return false;
 }
 
@@ -175,41 +168,21 @@ void conns_wait_head(struct conns_entry *e, uint64_t now_ns)
 	atomic_compare_exchange_strong(&e->stage, &cur, CONNS_HEAD);
 }
 
-/* Take e (its stage to TAKEN) and act on it when the sweep should; true when it did. */
-static bool take(struct conns *cs, struct conns_entry *e, uint64_t now_ns, bool draining)
-{
-	int st = atomic_load(&e->stage);
-	uint64_t tmo = cs->cfg.header_timeout_ns, since = atomic_load(&e->since_ns);
-
-	/* A since_ns after now_ns was written after this sweep read the clock: not late. */
-	if (st == CONNS_HEAD && tmo > 0 && since <= now_ns && now_ns - since >= tmo &&
-	    atomic_compare_exchange_strong(&e->stage, &st, CONNS_TAKEN)) {
-		cs->cfg.ops.late(cs->cfg.ops.ctx, e->fd);
-		return true;
-	}
-	if (st == CONNS_BODY && draining && atomic_compare_exchange_strong(&e->stage, &st, CONNS_TAKEN)) {
-		cs->cfg.ops.drained(cs->cfg.ops.ctx, e->fd);
-		return true;
-	}
-	return false;
-}
-
 size_t conns_sweep(struct conns *cs, uint64_t now_ns)
 {
-	bool draining = atomic_load(&cs->draining);
 	size_t n = 0;
 
 	pthread_mutex_lock(&cs->lock);
 	for (struct conns_entry *e = cs->head; e; e = e->next)
-		n += take(cs, e, now_ns, draining);
+		n += take(cs, e, now_ns);
 	pthread_mutex_unlock(&cs->lock);
 	return n;
 }
 
-void conns_drain(struct conns *cs, uint64_t now_ns)
+size_t conns_drain(struct conns *cs, uint64_t now_ns)
 {
 	atomic_store(&cs->draining, true);
-	conns_sweep(cs, now_ns);
+	return conns_sweep(cs, now_ns);
 }
 
 size_t conns_open_count(struct conns *cs)

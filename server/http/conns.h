@@ -9,6 +9,7 @@
 
 #include "common/siphash.h"
 #include "server/http/addr_count.h"
+#include "server/http/sched.h"
 
 /*
  * The server's open connections, across all its listeners: a count per
@@ -16,35 +17,40 @@
  * server, not one per listener), and a deadline for every request head
  * (--header-timeout), which libmicrohttpd does not have: its timeout is an
  * idle one, and a client that trickles a header line every few seconds is
- * never idle.  A sweep thread closes a connection whose head is late, and
- * during the drain answers a request whose body is still arriving.
+ * never idle.  Each connection has a timer on the server's scheduler at
+ * its head's deadline, which closes it when its head is late (with no lock
+ * held that a request takes); the drain answers a request whose body is
+ * still arriving.
  *
  * A connection's entry lives in its request slot.  The server's threads
- * move it through its stages; the sweep takes a connection only with a
- * compare-and-swap on its stage, so the server and the sweep never both
- * act on one request.
+ * move it through its stages; its timer (or the drain) takes a connection
+ * only with a compare-and-swap on its stage, so the server and the timer
+ * never both act on one request.
  */
 
 enum conns_stage {
 	CONNS_HEAD,      /* waiting for a request head: the deadline runs from since_ns */
 	CONNS_BODY,      /* head in, body arriving: the drain answers it */
 	CONNS_SERVING,   /* the server is deciding or answering: left alone */
-	CONNS_TAKEN,     /* the sweep closed or answered it: the server must not answer */
+	CONNS_TAKEN,     /* its timer or the drain closed or answered it: the server must not answer */
 };
 
 struct conns_entry {
 	struct conns_entry *prev, *next;     /* the open connections, under the table's lock */
 	_Atomic int stage;                   /* enum conns_stage */
 	_Atomic uint64_t since_ns;           /* when it began waiting for this head */
+	struct sched_timer timer;            /* its head's deadline (armed while it is open) */
+	struct conns *owner;
 	int fd;
 	bool counted;                        /* its address is counted */
 	unsigned char addr[ADDR_COUNT_KEY_LEN];
 };
 
 /*
- * What the sweep does to a connection.  Called with the table locked: the
- * connection cannot close meanwhile (conns_close waits), so fd is still its
- * socket.
+ * What is done to a late or drained connection.  The connection cannot
+ * close meanwhile (conns_close waits), so fd is still its socket.  late
+ * runs on the timer thread with no lock held; drained with the table
+ * locked (the drain, once).
  */
 struct conns_ops {
 	void (*late)(void *ctx, int fd);     /* its head is past the deadline: close it */
@@ -58,6 +64,7 @@ struct conns_config {
 	unsigned v6_prefix;                  /* an IPv6 address counts by this prefix (addr_count_key) */
 	size_t max_conns;                    /* connections open at once, over every listener; 0: no cap */
 	struct siphash_key key;              /* the address table's hash key */
+	struct sched *sched;                 /* runs the head deadlines (must outlive the table); NULL: none run */
 	struct conns_ops ops;
 };
 
@@ -66,15 +73,8 @@ struct conns;
 /* A connection table for cfg.  NULL when out of memory. */
 struct conns *conns_new(const struct conns_config *cfg);
 
-/* Stop the sweep thread (when started) and free.  Only once no connection is open.  NULL is a no-op. */
+/* Free.  Only once no connection is open.  NULL is a no-op. */
 void conns_free(struct conns *cs);
-
-/*
- * Start the sweep thread: every header_timeout / 10 (10 ms to 250 ms) it
- * calls conns_sweep with the monotonic clock.  A no-op without a deadline.
- * Returns 0, or -1 when the thread cannot start.
- */
-int conns_start(struct conns *cs);
 
 /* Whether a new connection may open. */
 enum conns_verdict {
@@ -96,12 +96,12 @@ enum conns_verdict conns_admit(struct conns *cs, const struct sockaddr *sa);
  */
 void conns_open(struct conns *cs, struct conns_entry *e, const struct sockaddr *sa, int fd, uint64_t now_ns);
 
-/* The connection closed: forget e, uncount its address.  Waits for a sweep in progress.  Thread-safe. */
+/* The connection closed: forget e, uncount its address.  Waits for its timer in progress.  Thread-safe. */
 void conns_close(struct conns *cs, struct conns_entry *e);
 
 /*
- * Its request head is in; body: its body is still to come.  False when the
- * sweep took the connection first (the server then closes it unanswered).
+ * Its request head is in; body: its body is still to come.  False when its
+ * timer took the connection first (the server then closes it unanswered).
  */
 bool conns_head_done(struct conns_entry *e, bool body);
 
@@ -112,14 +112,21 @@ bool conns_body_done(struct conns_entry *e);
 void conns_wait_head(struct conns_entry *e, uint64_t now_ns);
 
 /*
- * One sweep at now_ns: close every connection whose head is late (ops.late)
- * and, once draining, answer every one whose body is arriving
- * (ops.drained).  Returns how many it took.  Thread-safe.
+ * What every connection's timer would do at now_ns, all at once: close
+ * every connection whose head is late (ops.late) and, once draining,
+ * answer every one whose body is arriving (ops.drained).  Returns how many
+ * it took.  For the drain and for tests (with no scheduler, nothing else
+ * takes a connection).  Thread-safe.
  */
 size_t conns_sweep(struct conns *cs, uint64_t now_ns);
 
-/* From now on sweeps answer bodies in progress; sweeps once at once (now_ns).  Thread-safe. */
-void conns_drain(struct conns *cs, uint64_t now_ns);
+/*
+ * The drain, at now_ns: from now on a connection whose body is arriving is
+ * answered (ops.drained): those now at once (conns_sweep), a later one by
+ * its timer as soon as its head is in.  Returns how many it took now.
+ * Thread-safe.
+ */
+size_t conns_drain(struct conns *cs, uint64_t now_ns);
 
 /* Connections open now.  Thread-safe. */
 size_t conns_open_count(struct conns *cs);

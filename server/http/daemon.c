@@ -15,6 +15,7 @@
 #include "common/siphash.h"
 #include "server/http/backend.h"
 #include "server/http/callbacks.h"
+#include "server/proxy/upstream.h"
 
 #define DRAIN_NS (5 * NS_PER_SEC)
 
@@ -25,22 +26,66 @@ int server_port(const struct server *s)
 	return s->port;
 }
 
-static void resume_connection(void *conn)
+struct server_every {
+	struct sched_timer timer;
+	struct server_every *next;
+	struct sched *sched;
+	uint64_t period_ns;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+/* A periodic timer's turn: the next is armed first, a period on (from now when it fell behind). */
+static void every_due(void *arg)
 {
-	MHD_resume_connection(conn);
+	struct server_every *e = arg;
+	uint64_t now = clock_monotonic_ns(), next = e->timer.due_ns + e->period_ns;
+
+	sched_arm(e->sched, &e->timer, next > now ? next : now + e->period_ns);
+	e->fn(e->ctx);
 }
 
-bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t deadline)
+int server_every(struct server *s, uint64_t period_ns, void (*fn)(void *ctx), void *ctx)
 {
-	if (!s->delays || atomic_load(&s->stopping))
-		return false;
-	MHD_suspend_connection(c);
-	if (delayq_push(s->delays, deadline, resume_connection, c) < 0)
-		MHD_resume_connection(c);
-	return true;
+	struct server_every *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -1;
+	*e = (struct server_every){ .next = s->ticks, .sched = s->sched, .period_ns = period_ns, .fn = fn, .ctx = ctx };
+	sched_timer_init(&e->timer, every_due, e);
+	if (sched_arm(s->sched, &e->timer, clock_monotonic_ns() + period_ns) < 0) {
+		free(e);
+		return -1;
+	}
+	s->ticks = e;
+	return 0;
 }
 
-void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p)
+struct server_park {
+	struct lifecycle_park p;
+};
+
+struct server_park *server_park_new(void)
+{
+	return calloc(1, sizeof(struct server_park));
+}
+
+void server_park_free(struct server_park *p)
+{
+	free(p);
+}
+
+bool server_park(struct server *s, struct server_park *p, void *conn)
+{
+	return lifecycle_park(&s->life, &p->p, conn, LIFECYCLE_STREAM);
+}
+
+bool server_wake(struct server_park *p)
+{
+	return lifecycle_wake(&p->p, LIFECYCLE_DUE);
+}
+
+void server_live_parts(struct server *s, struct stats_route_info *ri, struct live_parts *p)
 {
 	p->stats = s->stats;
 	p->clients = s->clients;
@@ -48,24 +93,25 @@ void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_R
 	p->routes = ri;
 	p->nroutes = routes_infos(&s->routes, ri);
 	p->reject_status = s->cfg.reject_status;
-	p->subscribers = events_subscribers(s->events);
+	p->upstream = s->upstream;
+	p->subscribers = s->plugin && s->cfg.plugin->streams ? s->cfg.plugin->streams(s->plugin) : 0;
 }
 
-char *daemon_stats_json(struct server *s)
+char *server_stats_json(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
 	struct live_parts p;
 
-	daemon_live_parts(s, ri, &p);
+	server_live_parts(s, ri, &p);
 	return live_stats_json(&p, clock_monotonic_ns());
 }
 
-char *daemon_stats_metrics(struct server *s)
+char *server_stats_metrics(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];
 	struct live_parts p;
 
-	daemon_live_parts(s, ri, &p);
+	server_live_parts(s, ri, &p);
 	return live_metrics(&p, clock_monotonic_ns());
 }
 
@@ -122,20 +168,6 @@ static bool bind_address(const struct server_config *c, struct sockaddr_storage 
 		*v6 = true;
 		return true;
 	}
-	return false;
-}
-
-/* True when some answer may be held: delay faults, or special handlers (their replies' delay_ns). */
-static bool needs_suspend(const struct server_config *c)
-{
-	if (c->query_faults || c->nhandlers > 0 || c->limited.fn)
-		return true;
-	for (size_t i = 0; i < c->nroutes; i++)
-		if (c->routes[i].capacity.workers > 0)
-			return true;
-	for (size_t i = 0; i < c->faults.n; i++)
-		if (c->faults.e[i].kind == FAULT_DELAY)
-			return true;
 	return false;
 }
 
@@ -242,12 +274,24 @@ static int start_daemon(struct server *s, char *err, size_t errlen)
 
 static void free_parts(struct server *s)
 {
+	upstream_free(s->upstream);
+	sched_stop(s->sched);
+	while (s->ticks) {
+		struct server_every *e = s->ticks;
+
+		s->ticks = e->next;
+		free(e);
+	}
 	conns_free(s->conns);
 	responses_destroy(&s->resp);
 	routes_free(&s->routes);
 	stats_free(s->stats);
 	clients_free(s->clients);
-	events_free(s->events);
+	if (s->plugin && s->cfg.plugin->free)
+		s->cfg.plugin->free(s->plugin);
+	sched_free(s->sched);
+	if (s->life.sched)
+		lifecycle_destroy(&s->life);
 	free(s);
 }
 
@@ -277,17 +321,60 @@ static int setup_conns(struct server *s, char *err, size_t errlen)
 	char msg[256];
 	struct conns_config cc = { .header_timeout_ns = s->cfg.header_timeout_ns,
 		                   .ops = { callbacks_close_late, callbacks_answer_drained, s } };
+	size_t slots;
 
 	/* A limit given over the open-file limit is the caller's to refuse (serve does); here it stands. */
 	server_config_fit_connections(&s->cfg, nofile_limit(), msg, sizeof(msg));
 	cc.per_ip = s->cfg.max_connections_per_ip;
 	cc.v6_prefix = s->cfg.ipv6_prefix;
 	cc.max_conns = s->cfg.max_connections;
-	if (siphash_key_random(&cc.key) < 0 || !(s->conns = conns_new(&cc)) || conns_start(s->conns) < 0) {
+	/* Per connection: its head deadline and its request's park; then the backends' and the ticks'. */
+	slots = 2 * ((size_t)cc.max_conns + LISTENERS_MAX) + 64;
+	if (!(s->sched = sched_new(slots, routes_backend_timer_slots(&s->routes) + 16))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	lifecycle_init(&s->life, s->sched, NULL);
+	cc.sched = s->sched;
+	if (siphash_key_random(&cc.key) < 0 || !(s->conns = conns_new(&cc))) {
 		snprintf(err, errlen, "cannot set up the connection table");
 		return -1;
 	}
 	return 0;
+}
+
+/* The plugin's handlers (the built-ins) after the config's; 0, or -1 with a one-line reason in err. */
+static int start_plugin(struct server *s, char *err, size_t errlen)
+{
+	struct server_handler h[SERVER_MAX_PLUGIN_HANDLERS];
+	int n = 0;
+
+	memset(h, 0, sizeof(h));
+	if (s->cfg.plugin && (n = s->cfg.plugin->start(s, &s->cfg, h, SERVER_MAX_PLUGIN_HANDLERS, &s->plugin)) < 0) {
+		s->plugin = NULL;
+		snprintf(err, errlen, "cannot start the built-in handlers");
+		return -1;
+	}
+	hooks_setup(&s->hooks, &s->cfg, h, (size_t)n);
+	return 0;
+}
+
+/* --upstream: the proxy's client; 0, or -1 with a one-line reason in err. */
+static int setup_upstream(struct server *s, char *err, size_t errlen)
+{
+	struct upstream_config uc = { .max_conns = s->cfg.upstream_max_conns,
+		                      .connect_timeout_ns = s->cfg.upstream_connect_timeout_ns,
+		                      .timeout_ns = s->cfg.upstream_timeout_ns,
+		                      .max_body = s->cfg.upstream_max_body,
+		                      /* every connection's worth of answers may wait for slow clients at once, no more */
+		                      .max_buffered = s->cfg.upstream_max_body * s->cfg.upstream_max_conns };
+
+	if (!s->cfg.upstream[0])
+		return 0;
+	snprintf(uc.url, sizeof(uc.url), "%s", s->cfg.upstream);
+	if (!upstream_url_ok(uc.url, err, errlen))
+		return -1;
+	return (s->upstream = upstream_new(&uc, err, errlen)) ? 0 : -1;
 }
 
 /* The parts of s before its daemon starts; 0, or -1 with a one-line reason in err. */
@@ -295,21 +382,20 @@ static int setup_parts(struct server *s, char *err, size_t errlen)
 {
 	if (routes_setup(&s->routes, &s->cfg, err, errlen) < 0 || setup_conns(s, err, errlen) < 0)
 		return -1;
-	hooks_setup(&s->hooks, &s->cfg);
 	s->stats = stats_new(s->routes.n, s->epoch_ns);
 	s->clients = new_clients(s);
-	s->events = events_new(s, s->cfg.max_subscribers, s->cfg.ipv6_prefix);
-	if (!s->stats || !s->clients || !s->events || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
+	if (!s->stats || !s->clients || responses_init(&s->resp, &s->cfg, s->gen) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (needs_suspend(&s->cfg) &&
-	    !(s->delays = delayq_new(s->cfg.max_connections + routes_backend_timer_slots(&s->routes)))) {
-		snprintf(err, errlen, "cannot start the delay timer thread");
+	if (sched_start(s->sched) < 0) {
+		snprintf(err, errlen, "cannot start the timer thread");
 		return -1;
 	}
-	routes_start_backends(&s->routes, s->delays);
-	return 0;
+	routes_start_backends(&s->routes, &s->life);
+	if (setup_upstream(s, err, errlen) < 0)
+		return -1;
+	return start_plugin(s, err, errlen);
 }
 
 struct server *server_start(const struct server_config *c, char *err, size_t errlen)
@@ -325,13 +411,7 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 	s->gen = atomic_fetch_add(&server_generation, 1) + 1;
 	s->epoch_ns = clock_monotonic_ns();
 	if (setup_parts(s, err, errlen) < 0 || start_daemon(s, err, errlen) < 0) {
-		delayq_free(s->delays);
 		free_parts(s);
-		return NULL;
-	}
-	if (events_start(s->events) < 0) {
-		snprintf(err, errlen, "cannot start the /events thread");
-		server_stop(s);
 		return NULL;
 	}
 	return s;
@@ -339,26 +419,26 @@ struct server *server_start(const struct server_config *c, char *err, size_t err
 
 void server_drain(struct server *s)
 {
-	uint64_t deadline;
-
 	if (!s || !s->running)
 		return;
-	atomic_store(&s->stopping, true);
+	lifecycle_close(&s->life);
 	/* Streams end now: they would hold the drain, and none may stay suspended when the daemon stops. */
-	events_stop(s->events);
+	if (s->plugin && s->cfg.plugin->stop)
+		s->cfg.plugin->stop(s->plugin);
 	listeners_quiesce(&s->listeners);
 	/* A body still arriving gets its 503 now rather than hold the drain to its deadline. */
 	conns_drain(s->conns, clock_monotonic_ns());
-	/* Requests waiting in a backend are shed; those being served finish now with the held answers. */
+	/* Requests waiting in a backend are shed now; those being served are woken below with the rest. */
 	routes_close_backends(&s->routes);
-	/* Held answers go out now rather than after their delay. */
-	delayq_stop(s->delays);
-	deadline = clock_monotonic_ns() + DRAIN_NS;
-	while (atomic_load(&s->inflight) > 0 && clock_monotonic_ns() < deadline) {
-		struct timespec ts = { 0, 5 * 1000000L };
-
-		nanosleep(&ts, NULL);
-	}
+	/*
+	 * No new request or park from here; every parked request is woken as
+	 * shed (a held answer goes out now, a backend's service ends early) and
+	 * the drain waits on a condition until none is in flight.
+	 */
+	lifecycle_drain(&s->life, clock_monotonic_ns() + DRAIN_NS);
+	/* No upstream answer may wake a request past this. */
+	upstream_stop(s->upstream);
+	sched_stop(s->sched);
 	/* No connection may stay suspended on a store past this: MHD_stop_daemon would abort. */
 	routes_quiesce(&s->routes);
 	listeners_stop(&s->listeners);
@@ -370,6 +450,5 @@ void server_stop(struct server *s)
 	if (!s)
 		return;
 	server_drain(s);
-	delayq_free(s->delays);
 	free_parts(s);
 }

@@ -7,13 +7,13 @@
 #include <stdint.h>
 
 #include "server/http/conns.h"
-#include "server/http/delayq.h"
+#include "server/http/lifecycle.h"
+#include "server/http/sched.h"
 #include "server/http/hooks.h"
 #include "server/http/listeners.h"
 #include "server/http/responses.h"
 #include "server/http/routes.h"
 #include "server/clients.h"
-#include "server/handlers/events.h"
 #include "server/live.h"
 #include "server/server.h"
 #include "server/stats.h"
@@ -21,8 +21,8 @@
 /*
  * The server behind server/server.h: the MHD daemon and its callbacks, and
  * the parts a request goes through (routes, special handlers, responses,
- * statistics, the delay queue).  Private to server/http/ and the built-in
- * handlers.
+ * statistics, the scheduler and the lifecycle).  Private to server/http/:
+ * handlers see the server through server/server.h only.
  */
 
 struct server {
@@ -34,9 +34,12 @@ struct server {
 	struct responses resp;
 	struct stats *stats;
 	struct clients *clients;             /* the per-client figures (server/clients.h) */
-	struct events *events;               /* the /events hub (server/handlers/events.h) */
-	struct delayq *delays;               /* NULL when no answer is ever held */
+	void *plugin;                        /* the plugin's state (cfg.plugin) */
+	struct sched *sched;                 /* the one timer thread: delays, deadlines, ticks */
+	struct lifecycle life;               /* requests in flight and parked; the drain */
+	struct server_every *ticks;          /* server_every's timers */
 	struct conns *conns;                 /* open connections: per-address counts, head deadlines */
+	struct upstream *upstream;           /* --upstream: the proxy's client (server/proxy/upstream.h), else NULL */
 	uint64_t gen;                        /* unique per server: keys the threads' PRNG and slots */
 	/*
 	 * Limiter time 0: limiters see monotonic time since the server started, so
@@ -46,27 +49,7 @@ struct server {
 	 */
 	uint64_t epoch_ns;
 	_Atomic unsigned streams;            /* PRNG streams handed to threads so far */
-	_Atomic long inflight;
-	_Atomic bool stopping;
 	int port;
 };
-
-/*
- * Suspend c until deadline (monotonic ns); MHD calls the access handler again
- * once it is resumed.  False (not suspended) when there is no delay queue or
- * the server is stopping.  When the queue is full the connection is resumed
- * at once and the answer goes out on the next call.
- */
-bool daemon_suspend_until(struct server *s, struct MHD_Connection *c, uint64_t deadline);
-
-/*
- * The parts the live figures are made of (server/live.h), with the routes'
- * infos read now into ri (which must outlive *p).
- */
-void daemon_live_parts(struct server *s, struct stats_route_info ri[SERVER_MAX_ROUTES], struct live_parts *p);
-
-/* /stats as JSON and /metrics as Prometheus text, now: malloc'd (the caller frees), NULL when out of memory. */
-char *daemon_stats_json(struct server *s);
-char *daemon_stats_metrics(struct server *s);
 
 #endif

@@ -8,6 +8,8 @@
 
 #include "common/clock.h"
 #include "server/http/admin.h"
+#include "server/http/callbacks.h"
+#include "server/http/path.h"
 #include "server/http/daemon.h"
 #include "server/http/request.h"
 #include "server/http/responses.h"
@@ -53,13 +55,13 @@ bool server_admin_refused(struct server *srv, const struct server_request *req, 
 	return true;
 }
 
-void hooks_setup(struct hooks *hk, const struct server_config *cfg)
+void hooks_setup(struct hooks *hk, const struct server_config *cfg, const struct server_handler *plugin, size_t n)
 {
 	/* The config's handlers come first, so they can take over a built-in path. */
 	for (size_t i = 0; i < cfg->nhandlers; i++)
 		hk->h[hk->n++] = cfg->handlers[i];
-	builtin_handlers(&hk->h[hk->n]);
-	hk->n += BUILTIN_HANDLERS;
+	for (size_t i = 0; i < n && i < SERVER_MAX_PLUGIN_HANDLERS; i++)
+		hk->h[hk->n++] = plugin[i];
 	hk->limited = cfg->limited.fn ? &cfg->limited : NULL;
 }
 
@@ -107,13 +109,13 @@ static void add_reply_headers(struct MHD_Response *r, char *lines)
 /*
  * Keep a handler's answer r (or, r NULL, its scripted failure of `kind`) and
  * suspend the connection for delay_ns; MHD calls the handler again once
- * resumed and the kept answer goes out then.  False (nothing kept) when there
- * is no delay queue or the server is stopping.
+ * woken and the kept answer goes out then (at once when the server
+ * drains).  False (nothing kept) when the server drains.
  */
 static bool hold_reply(struct server *s, struct MHD_Connection *c, struct request *rq, struct MHD_Response *r,
                        const struct server_reply *out)
 {
-	if (!daemon_suspend_until(s, c, clock_monotonic_ns() + out->delay_ns))
+	if (!lifecycle_park_until(&s->life, &rq->park, c, LIFECYCLE_DELAY, clock_monotonic_ns() + out->delay_ns))
 		return false;
 	rq->phase = REQUEST_HELD;
 	rq->kept = r;
@@ -247,13 +249,18 @@ enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const ch
                             struct request *rq)
 {
 	const union MHD_ConnectionInfo *peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	struct server_request req = { method, url, rq->body ? rq->body : "", rq->body_len, c,
+	char path[SERVER_PATH_CAP];
+	struct server_request req = { method, path, rq->body ? rq->body : "", rq->body_len, c,
 	                              rq->keylen ? rq->key : NULL, rq->keylen, peer ? peer->client_addr : NULL };
 	struct server_reply out;
 	struct MHD_Response *r;
+	size_t len;
 
 	if (rq->phase == REQUEST_HELD)
 		return send_kept(s, c, rq);
+	/* The handler sees the path in normal form; a target that is not one, as sent. */
+	if (path_normalize(url, strlen(url), path, sizeof(path), &len) < 0)
+		snprintf(path, sizeof(path), "%s", url);
 	memset(&out, 0, sizeof(out));
 	if (rq->handler->fn(s, rq->handler->ctx, &req, &out) < 0) {
 		free(out.body);

@@ -4,7 +4,6 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
-#include "server/handlers/builtin.h"
 #include "server/server.h"
 
 /*
@@ -15,15 +14,15 @@
  */
 
 struct hooks {
-	struct server_handler h[SERVER_MAX_HANDLERS + BUILTIN_HANDLERS];
+	struct server_handler h[SERVER_MAX_HANDLERS + SERVER_MAX_PLUGIN_HANDLERS];
 	size_t n;
 	const struct server_handler *limited;   /* cfg->limited when its fn is set, else NULL */
 };
 
 struct request;
 
-/* Fill hk from cfg (which must outlive it): cfg's handlers, then the built-ins. */
-void hooks_setup(struct hooks *hk, const struct server_config *cfg);
+/* Fill hk from cfg (which must outlive it): cfg's handlers, then the plugin's n in plugin (copied). */
+void hooks_setup(struct hooks *hk, const struct server_config *cfg, const struct server_handler *plugin, size_t n);
 
 /* The handler of path url (exact match), or NULL. */
 const struct server_handler *hooks_match(const struct hooks *hk, const char *url);
@@ -32,8 +31,9 @@ const struct server_handler *hooks_match(const struct hooks *hk, const char *url
 void hooks_reset(const struct hooks *hk);
 
 /*
- * Answer rq with its handler (rq->handler): call it, or send the answer it
- * left held.  The last call of a request, and again once a held one resumes.
+ * Answer rq (target url as sent) with its handler (rq->handler), which sees
+ * the path in normal form: call it, or send the answer it left held.  The
+ * last call of a request, and again once a held one is woken.
  */
 enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                             struct request *rq);

@@ -9,6 +9,7 @@
 #include "common/prng.h"
 #include "server/http/backend.h"
 #include "server/http/daemon.h"
+#include "server/http/proxied.h"
 #include "server/http/request.h"
 
 static _Thread_local struct prng tl_rng;
@@ -57,20 +58,23 @@ static void take_store_answer(struct request *rq, int rc)
 	rq->holds_slot = rc == 0 && rq->d.admitted;
 }
 
-/* The store's thread is done with rq->d: wake the connection so the handler answers. */
+/* The store's thread is done with rq->d: wake the request so the handler answers. */
 static void on_decided(void *arg, int rc)
 {
 	struct request *rq = arg;
 
+	if (!lifecycle_claim(&rq->park))
+		return;
 	take_store_answer(rq, rc);
-	MHD_resume_connection(rq->conn);
+	lifecycle_resume(&rq->park, LIFECYCLE_DUE);
 }
 
 /*
  * Decide once per request.  True when the connection was suspended until an
  * asynchronous store (Redis) answers; MHD calls the handler again then.
  */
-static bool decide(const struct route *rt, struct MHD_Connection *c, struct request *rq, uint64_t now)
+static bool decide(struct server *s, const struct route *rt, struct MHD_Connection *c, struct request *rq,
+                   uint64_t now)
 {
 	if (rt->stateless) {
 		rt->ops->decide(&rt->params, NULL, now, 1, &rq->d);
@@ -78,15 +82,14 @@ static bool decide(const struct route *rt, struct MHD_Connection *c, struct requ
 		return false;
 	}
 	rq->keylen = routes_client_key(rt, c, rq->key);
-	if (rt->async) {
-		/* Before submit: the store's thread may answer (on_decided) before submit returns. */
+	/* Parked before submit: the store's thread may answer (on_decided) before submit returns. */
+	if (rt->async && lifecycle_park(&s->life, &rq->park, c, LIFECYCLE_STORE)) {
 		rq->phase = REQUEST_DECIDING;
 		rq->conn = c;
-		MHD_suspend_connection(c);
 		if (rt->store->ops->submit(rt->store, rq->key, rq->keylen, now, 1, &rq->d, on_decided, rq) == 0)
 			return true;
 		/* Not queued (stopping): decide on this thread. */
-		MHD_resume_connection(c);
+		lifecycle_wake(&rq->park, LIFECYCLE_DUE);
 	}
 	take_store_answer(rq, rt->store->ops->decide(rt->store, rq->key, rq->keylen, now, 1, &rq->d));
 	return false;
@@ -95,7 +98,8 @@ static bool decide(const struct route *rt, struct MHD_Connection *c, struct requ
 /* Once the decision is in: true when the answer must wait for a delay fault (connection suspended). */
 static bool hold(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
-	if (rq->fault.delay_ns == 0 || !daemon_suspend_until(s, c, now + rq->fault.delay_ns))
+	if (rq->fault.delay_ns == 0 ||
+	    !lifecycle_park_until(&s->life, &rq->park, c, LIFECYCLE_DELAY, now + rq->fault.delay_ns))
 		return false;
 	rq->phase = REQUEST_HELD;
 	return true;
@@ -108,8 +112,7 @@ static bool enter_backend(struct server *s, struct MHD_Connection *c, struct req
 
 	if (b == NULL || !rq->d.admitted || rq->fault.status)
 		return false;
-	backend_enter(b, c, rq);
-	return true;
+	return backend_enter(b, &s->life, c, rq);
 }
 
 /*
@@ -129,18 +132,37 @@ static void abort_connection(struct MHD_Connection *c)
 	}
 }
 
+/* What Retry-Attempt says (clients.h): digits only, else nothing. */
+static enum clients_said attempt_said(const char *v)
+{
+	size_t n = v ? strspn(v, "0123456789") : 0;
+
+	if (n == 0 || n > 9 || v[n] != '\0')
+		return CLIENTS_SAID_NOTHING;
+	return strspn(v, "0") == n ? CLIENTS_SAID_FIRST : CLIENTS_SAID_RETRY;
+}
+
 /*
  * Count rq in the per-client figures: under the name the client gives
  * itself, else its limiter key when the limiter keys per client, else its
  * address.
  */
 static void count_client(struct server *s, struct MHD_Connection *c, const struct route *rt,
-                         const struct request *rq, uint64_t now)
+                         const struct request *rq, uint64_t announced_ns, uint64_t now)
 {
 	const char *name = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Client-Name");
-	struct clients_event e = { rq->key, rq->keylen, rq->route, rq->d.admitted, 0, rq->d.remaining, rq->d.limit };
+	struct clients_event e = { .id = rq->key, .idlen = rq->keylen, .route = rq->route, .admitted = rq->d.admitted,
+	                          .announced_ns = announced_ns, .remaining = rq->d.remaining, .limit = rq->d.limit };
+	const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Request");
 	char own[CLIENT_KEY_LEN];
 
+	e.said = attempt_said(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Attempt"));
+	if (!idem)
+		idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+	if (idem) {
+		e.request = idem;
+		e.requestlen = strnlen(idem, CLIENT_KEY_LEN);
+	}
 	if (name) {
 		e.idlen = client_key_named(own, name, strlen(name));
 		e.id = own;
@@ -148,9 +170,6 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 		e.idlen = routes_client_address(c, s->cfg.ipv6_prefix, own);
 		e.id = own;
 	}
-	if (!rq->d.admitted)
-		e.announced_ns = responses_announced_ns(&s->resp, rq,
-		                                        s->resp.retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0);
 	clients_record(s->clients, &e, now);
 }
 
@@ -158,6 +177,8 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct request *rq, uint64_t now)
 {
 	const struct route *rt = &s->routes.r[rq->route];
+	struct responses_verdict v = { rq->route, &rq->d, rq->fault.no_retry_after, rq->pooled ? &rq->rej : NULL };
+	uint64_t announced = 0;
 	enum MHD_Result ret;
 	int status;
 
@@ -171,18 +192,22 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, struct
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, s->resp.overloaded);
 	}
 	if (!rq->d.admitted) {
-		ret = responses_rejected(&s->resp, c, rt, rq);
+		ret = responses_rejected(&s->resp, c, rt, &v);
+		announced = responses_announced_ns(&s->resp, &v,
+		                                   s->resp.retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0);
 		status = s->cfg.reject_status;
 	} else if (rq->fault.status) {
 		ret = responses_fault(c, rq->fault.status);
 		status = rq->fault.status;
 		stats_record_fault(s->stats);
+	} else if (proxied_wants(s)) {
+		ret = proxied_answer(s, c, rt, rq, &status);
 	} else {
 		ret = responses_admitted(&s->resp, c, rt, rq->route, &rq->d);
 		status = MHD_HTTP_OK;
 	}
 	stats_record(s->stats, rq->route, status, rq->d.admitted ? STATS_ADMITTED : STATS_REJECTED, now);
-	count_client(s, c, rt, rq, now);
+	count_client(s, c, rt, rq, announced, now);
 	return ret;
 }
 
@@ -202,12 +227,19 @@ enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct
 			abort_connection(c);
 			return MHD_NO;
 		}
-		if (decide(&s->routes.r[rq->route], c, rq, now - s->epoch_ns))
+		if (decide(s, &s->routes.r[rq->route], c, rq, now - s->epoch_ns))
 			return MHD_YES;
 	}
+	/* Woken by the drain in a virtual worker's hands: its service ends early, answered as served. */
+	if (rq->phase == REQUEST_SERVING)
+		rq->phase = REQUEST_SERVED;
+	else if (rq->phase == REQUEST_QUEUED)
+		rq->phase = REQUEST_SHED;
 	if (rq->phase == REQUEST_DECIDED && hold(s, c, rq, now))
 		return MHD_YES;
 	if ((rq->phase == REQUEST_DECIDED || rq->phase == REQUEST_HELD) && enter_backend(s, c, rq))
+		return MHD_YES;
+	if (proxied_start(s, c, rq))
 		return MHD_YES;
 	return answer(s, c, rq, now);
 }

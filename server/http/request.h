@@ -8,6 +8,7 @@
 #include "server/faults.h"
 #include "server/http/client_key.h"
 #include "server/http/conns.h"
+#include "server/http/lifecycle.h"
 #include "server/http/responses.h"
 #include "server/limit/limiter.h"
 #include "server/server.h"
@@ -15,28 +16,12 @@
 /*
  * One request's state between the calls MHD makes for it.  It lives in its
  * connection's socket context (one allocation per connection, not per
- * request); request_begin clears it up to `key` when a request starts.
+ * request); callbacks.c begins, feeds and ends it (it clears it up to `key`
+ * when a request starts).
  */
-
-/*
- * Where a request is.  MHD calls the access handler again after every
- * suspension, and the phase alone says what is left to do.
- */
-enum request_phase {
-	REQUEST_LINE,          /* its request line is read, the rest of its head not yet */
-	REQUEST_NEW,           /* headers in, maybe body chunks: nothing decided yet */
-	REQUEST_TOO_BIG,       /* the body is over max_body: answer 413 (or close) */
-	REQUEST_DECIDING,      /* suspended while an asynchronous store decides */
-	REQUEST_DECIDED,       /* the decision is in d; a delay fault may still hold the answer */
-	REQUEST_STORE_FAILED,  /* the store could not decide and fails closed: answer 503 */
-	REQUEST_HELD,          /* suspended for a delay: answer when resumed (a handler's in `kept`) */
-	REQUEST_QUEUED,        /* suspended in the route's backend, waiting for a virtual worker */
-	REQUEST_SERVING,       /* suspended while a virtual worker serves it */
-	REQUEST_SERVED,        /* the backend served it: answer as admitted */
-	REQUEST_SHED,          /* the backend shed it (queue full, dropped, stopping): answer 503 */
-};
 
 struct backend;
+struct upstream_call;
 
 struct request {
 	bool pooled;                 /* the connection's slot; false for the rare one allocated alone */
@@ -47,6 +32,7 @@ struct request {
 	bool body_pending;           /* its body is still arriving (the connection table knows: conns.h) */
 	const char *raw_uri;         /* the request target as sent, in MHD's buffer (the URI log callback's) */
 	struct MHD_Connection *conn; /* set while the store works on the decision, or the backend holds it */
+	struct lifecycle_park park;  /* while parked (lifecycle.h) */
 	struct backend *backend;     /* the backend holding it (queued or serving) */
 	uint64_t service_ns;         /* its service time, once a virtual worker took it */
 	struct MHD_Response *kept;   /* a special handler's delayed answer, sent when resumed */
@@ -59,6 +45,9 @@ struct request {
 	char *body;                  /* a special handler's upload (NUL-terminated), or NULL */
 	size_t body_len, body_cap;
 	uint64_t token;              /* the handler's reply token, for its done hook */
+	const char *method;          /* the request's method (MHD's) */
+	char *target;                /* with --upstream: the request target as sent (malloc'd), else NULL */
+	struct upstream_call *call;  /* with --upstream: its call to the upstream, once sent */
 	bool notify;                 /* call the handler's done hook when the request ends */
 	size_t keylen;
 	char key[CLIENT_KEY_LEN];
@@ -66,27 +55,5 @@ struct request {
 	struct responses_rejection rej;
 	struct conns_entry tracked;  /* the connection in the server's table (conns.h) */
 };
-
-/*
- * A connection's request slot, allocated when it opens; NULL when memory is
- * short (its requests are then allocated one by one).
- */
-struct request *request_slot_new(void);
-
-/* Free a connection's slot, with its kept rejection, when it closes.  NULL is a no-op. */
-void request_slot_free(struct request *rq);
-
-/* A cleared request for connection c: its slot, or a fresh allocation; NULL when out of memory. */
-struct request *request_begin(struct MHD_Connection *c);
-
-/* Free what rq holds (its upload, a kept answer), and rq itself when it is not its connection's slot. */
-void request_end(struct request *rq);
-
-/*
- * Take n bytes of upload: kept for a special handler, only counted for other
- * paths.  Past max_body in all (or when memory is short) the phase becomes
- * REQUEST_TOO_BIG and later bytes are dropped.
- */
-void request_take_upload(struct request *rq, size_t max_body, const char *data, size_t n);
 
 #endif

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "server/http/request.h"
 
 /* Spaces a new rejection body gets before its closing brace, so the next, longer wait still fits. */
 #define REJECTION_SLACK 16
@@ -106,6 +105,12 @@ static void add_ratelimit(const struct responses *rs, const struct route *rt, co
 		MHD_add_response_header(r, f[i].name, f[i].value);
 }
 
+void responses_add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
+                             struct MHD_Response *r)
+{
+	add_ratelimit(rs, rt, d, fields_wall_s(rs), r);
+}
+
 /* This thread's admitted-response slot for rs, or NULL past RESPONSES_CACHE_SLOTS threads. */
 static struct responses_slot *thread_slot(struct responses *rs)
 {
@@ -148,20 +153,21 @@ enum MHD_Result responses_admitted(struct responses *rs, struct MHD_Connection *
 }
 
 /* Retry-After of a rejection into ra; false when it is left out. */
-static bool rejection_retry_after(const struct responses *rs, const struct request *rq, char *ra, size_t len)
+static bool rejection_retry_after(const struct responses *rs, const struct responses_verdict *v, char *ra,
+                                  size_t len)
 {
 	/* The wall clock is read only for the HTTP-date form. */
-	return !rq->fault.no_retry_after &&
-	       headers_retry_after(rs->retry_after, rq->d.wait_ns,
+	return !v->no_retry_after &&
+	       headers_retry_after(rs->retry_after, v->d->wait_ns,
 	                           rs->retry_after == HEADERS_RA_HTTPDATE ? (int64_t)(clock_wall_ns() / NS_PER_SEC) : 0,
 	                           ra, len);
 }
 
-uint64_t responses_announced_ns(const struct responses *rs, const struct request *rq, uint64_t wall_ns)
+uint64_t responses_announced_ns(const struct responses *rs, const struct responses_verdict *v, uint64_t wall_ns)
 {
-	uint64_t secs = headers_retry_after_secs(rq->d.wait_ns) * NS_PER_SEC;
+	uint64_t secs = headers_retry_after_secs(v->d->wait_ns) * NS_PER_SEC;
 
-	if (rq->fault.no_retry_after || rs->retry_after == HEADERS_RA_NONE)
+	if (v->no_retry_after || rs->retry_after == HEADERS_RA_NONE)
 		return 0;
 	/* The date names whole seconds after the current wall second began. */
 	return rs->retry_after == HEADERS_RA_HTTPDATE ? secs - wall_ns % NS_PER_SEC : secs;
@@ -210,17 +216,17 @@ static bool rejection_reusable(const struct responses_rejection *rj, int route, 
 }
 
 /* Remember the connection's new rejection response and what it says. */
-static void rejection_keep(struct responses_rejection *rj, struct MHD_Response *r, const struct request *rq,
+static void rejection_keep(struct responses_rejection *rj, struct MHD_Response *r, const struct responses_verdict *v,
                            uint64_t reset_s, size_t len, bool has_ra, const char *ra)
 {
 	if (rj->r)
 		MHD_destroy_response(rj->r);
 	rj->r = r;
-	rj->route = rq->route;
-	rj->layer = rq->d.layer;
-	rj->limit = rq->d.limit;
-	rj->remaining = rq->d.remaining;
-	rj->window_ns = rq->d.window_ns;
+	rj->route = v->route;
+	rj->layer = v->d->layer;
+	rj->limit = v->d->limit;
+	rj->remaining = v->d->remaining;
+	rj->window_ns = v->d->window_ns;
 	rj->reset_s = reset_s;
 	rj->len = len;
 	rj->has_ra = has_ra;
@@ -229,18 +235,18 @@ static void rejection_keep(struct responses_rejection *rj, struct MHD_Response *
 }
 
 /* The body into rj->body: only the tail when the kept head fits, else all of it.  Returns its length or -1. */
-static int rejection_body(const struct responses *rs, const struct route *rt, struct request *rq)
+static int rejection_body(const struct responses *rs, const struct route *rt, const struct responses_verdict *v)
 {
-	struct responses_rejection *rj = &rq->rej;
+	struct responses_rejection *rj = v->kept;
 	int head, tail;
 
-	if (rejection_head_kept(rj, rq->route, &rq->d)) {
-		tail = headers_problem_tail(&rq->d, rj->body + rj->head_len, HEADERS_BODY_LEN - rj->head_len);
+	if (rejection_head_kept(rj, v->route, v->d)) {
+		tail = headers_problem_tail(v->d, rj->body + rj->head_len, HEADERS_BODY_LEN - rj->head_len);
 		return tail < 0 ? -1 : (int)rj->head_len + tail;
 	}
-	head = headers_problem_head(rs->reject_status, rt->limiter, &rt->params, rt->ops->layered, &rq->d, rj->body,
+	head = headers_problem_head(rs->reject_status, rt->limiter, &rt->params, rt->ops->layered, v->d, rj->body,
 	                            HEADERS_BODY_LEN);
-	tail = head < 0 ? -1 : headers_problem_tail(&rq->d, rj->body + head, HEADERS_BODY_LEN - (size_t)head);
+	tail = head < 0 ? -1 : headers_problem_tail(v->d, rj->body + head, HEADERS_BODY_LEN - (size_t)head);
 	if (tail < 0)
 		return -1;
 	rj->head_len = (size_t)head;
@@ -249,34 +255,34 @@ static int rejection_body(const struct responses *rs, const struct route *rt, st
 
 /* A rejection of a request that is not its connection's slot: a body of its own, copied by MHD. */
 static enum MHD_Result rejected_alone(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
-                                      const struct request *rq, const char *ra)
+                                      const struct responses_verdict *v, const char *ra)
 {
 	char own[HEADERS_BODY_LEN];
-	int len = headers_problem_body(rs->reject_status, rt->limiter, &rt->params, rt->ops->layered, &rq->d, own,
+	int len = headers_problem_body(rs->reject_status, rt->limiter, &rt->params, rt->ops->layered, v->d, own,
 	                               HEADERS_BODY_LEN);
 
 	if (len < 0)
 		return MHD_NO;
 	return responses_send(c, (unsigned)rs->reject_status,
-	                      rejection_new(rs, rt, &rq->d, own, (size_t)len, ra, fields_wall_s(rs),
+	                      rejection_new(rs, rt, v->d, own, (size_t)len, ra, fields_wall_s(rs),
 	                                    MHD_RESPMEM_MUST_COPY));
 }
 
 enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
-                                   struct request *rq)
+                                   const struct responses_verdict *v)
 {
 	char ra[40];
-	bool has_ra = rejection_retry_after(rs, rq, ra, sizeof(ra));
+	bool has_ra = rejection_retry_after(rs, v, ra, sizeof(ra));
 	int64_t wall_s = fields_wall_s(rs);
-	uint64_t reset_s = headers_reset_secs(&rq->d);
-	struct responses_rejection *rj = &rq->rej;
+	uint64_t reset_s = headers_reset_secs(v->d);
+	struct responses_rejection *rj = v->kept;
 	struct MHD_Response *r;
 	int len;
 
-	/* Only a pooled request's buffer outlives the answer. */
-	if (!rq->pooled)
-		return rejected_alone(rs, c, rt, rq, has_ra ? ra : NULL);
-	len = rejection_body(rs, rt, rq);
+	/* Only a connection's kept buffer outlives the answer. */
+	if (!rj)
+		return rejected_alone(rs, c, rt, v, has_ra ? ra : NULL);
+	len = rejection_body(rs, rt, v);
 	if (len < 0)
 		return MHD_NO;
 	/*
@@ -288,16 +294,16 @@ enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *
 		rejection_pad(rj->body, (size_t)len, rj->len);
 		len = (int)rj->len;
 	}
-	if (!rejection_reusable(rj, rq->route, &rq->d, reset_s, wall_s, (size_t)len, has_ra, ra)) {
+	if (!rejection_reusable(rj, v->route, v->d, reset_s, wall_s, (size_t)len, has_ra, ra)) {
 		int slack = len + REJECTION_SLACK < HEADERS_BODY_LEN ? REJECTION_SLACK : 0;
 
 		rejection_pad(rj->body, (size_t)len, (size_t)(len + slack));
 		len += slack;
-		r = rejection_new(rs, rt, &rq->d, rj->body, (size_t)len, has_ra ? ra : NULL, wall_s,
+		r = rejection_new(rs, rt, v->d, rj->body, (size_t)len, has_ra ? ra : NULL, wall_s,
 		                  MHD_RESPMEM_PERSISTENT);
 		if (!r)
 			return MHD_NO;
-		rejection_keep(rj, r, rq, reset_s, (size_t)len, has_ra, ra);
+		rejection_keep(rj, r, v, reset_s, (size_t)len, has_ra, ra);
 		rj->wall_s = wall_s;
 	}
 	return MHD_queue_response(c, (unsigned)rs->reject_status, rj->r);

@@ -70,7 +70,13 @@ struct responses {
 	struct MHD_Response *overloaded;     /* 503: the route's backend shed the request */
 };
 
-struct request;
+/* What a rejection says, as the request path hands it over. */
+struct responses_verdict {
+	int route;                           /* the route's index */
+	const struct limiter_decision *d;    /* the limiter's decision (not admitted) */
+	bool no_retry_after;                 /* a fault leaves Retry-After out */
+	struct responses_rejection *kept;    /* the connection's kept rejection, or NULL: a response of its own */
+};
 
 /*
  * Take the answer settings of cfg and build the constant responses into rs
@@ -85,24 +91,27 @@ void responses_destroy(struct responses *rs);
 /* Drop a connection's kept rejection (when the connection closes). */
 void responses_rejection_destroy(struct responses_rejection *rj);
 
+/* Add the RateLimit headers (as rs->headers says) of admission d on route rt to r. */
+void responses_add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
+                             struct MHD_Response *r);
+
 /* 200 for an admission d on route index `route` (rt), from this thread's slot when it still fits. */
 enum MHD_Result responses_admitted(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
                                    int route, const struct limiter_decision *d);
 
 /*
- * The rejection of rq (its decision rq->d on route rt): the connection's kept
- * response rewritten in place when rq is its connection's slot (rq->pooled),
- * else a response of its own.
+ * The rejection v on route rt: the connection's kept response (v->kept)
+ * rewritten in place, or (kept NULL) a response of its own.
  */
 enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
-                                   struct request *rq);
+                                   const struct responses_verdict *v);
 
 /*
- * The wait the rejection of rq announces in its Retry-After, from its send
+ * The wait the rejection v announces in its Retry-After, from its send
  * time: the delta-seconds, or the HTTP-date's instant less wall_ns (the wall
  * clock now, read only for that form); 0 when the header is left out.
  */
-uint64_t responses_announced_ns(const struct responses *rs, const struct request *rq, uint64_t wall_ns);
+uint64_t responses_announced_ns(const struct responses *rs, const struct responses_verdict *v, uint64_t wall_ns);
 
 /* An injected fault's answer: `status` with "injected fault: STATUS". */
 enum MHD_Result responses_fault(struct MHD_Connection *c, int status);

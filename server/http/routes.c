@@ -154,11 +154,11 @@ void routes_quiesce(struct routes *rs)
 			rs->r[i].store->ops->quiesce(rs->r[i].store);
 }
 
-void routes_start_backends(struct routes *rs, struct delayq *dq)
+void routes_start_backends(struct routes *rs, struct lifecycle *lc)
 {
 	for (size_t i = 0; i < rs->n; i++)
 		if (rs->r[i].backend)
-			backend_start(rs->r[i].backend, dq);
+			backend_start(rs->r[i].backend, lc);
 }
 
 void routes_close_backends(struct routes *rs)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "server/http/client_key.h"
-#include "server/http/delayq.h"
+#include "server/http/lifecycle.h"
 #include "server/http/headers.h"
 #include "server/limit/limiter.h"
 #include "server/server.h"
@@ -81,13 +81,13 @@ void routes_reset(struct routes *rs);
 /* Finish every store's queued decisions (store_ops.quiesce); before the daemon stops. */
 void routes_quiesce(struct routes *rs);
 
-/* Start every route's backend on the delay queue dq (server/http/backend.h). */
-void routes_start_backends(struct routes *rs, struct delayq *dq);
+/* Start every route's backend on lc (server/http/backend.h). */
+void routes_start_backends(struct routes *rs, struct lifecycle *lc);
 
-/* Close every route's backend: its waiting requests are shed (server_drain, before the delay queue stops). */
+/* Close every route's backend: its waiting requests are shed (server_drain, before it wakes the rest). */
 void routes_close_backends(struct routes *rs);
 
-/* Delay-queue entries the routes' backends may hold besides their requests'. */
+/* One-shot timers the routes' backends may hold besides their requests'. */
 size_t routes_backend_timer_slots(const struct routes *rs);
 
 #endif

@@ -13,6 +13,7 @@
 #include "common/cli.h"
 #include "server/handlers/occ.h"
 #include "server/server.h"
+#include "server/server_args.h"
 #include "server/store/store_redis.h"
 
 #define FUZZ_MAX 1024

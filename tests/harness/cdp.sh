@@ -7,6 +7,9 @@
 # wants.  Every wait is bounded.  No websocket client is needed.
 #
 #   cdp_start DIR                     start chromium with its profile and pipes under DIR
+#                                     (and the extra flags in CDP_FLAGS, if set); 1, with a
+#                                     message, when chromium is not installed
+#                                     (scripts/install-deps installs it; this never does)
 #   cdp_page URL WIDTH HEIGHT         open URL in a WIDTHxHEIGHT viewport; sets CDP_SESSION
 #   cdp_viewport WIDTH HEIGHT         resize the viewport
 #   cdp_eval 'EXPRESSION'             print the value of EXPRESSION (a string or a number;
@@ -15,16 +18,14 @@
 
 cdp_find_chromium() {
 	CDP_CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-	if [ -z "$CDP_CHROMIUM" ]; then
-		echo "cdp: installing chromium" >&2
-		sh "${RATELAB_ROOT:-.}/scripts/install-deps" chromium >&2
-		CDP_CHROMIUM=$(command -v chromium)
-	fi
+	[ -n "$CDP_CHROMIUM" ] && return 0
+	echo "cdp: chromium is not installed: run make deps (scripts/install-deps)" >&2
+	return 1
 }
 
 cdp_start() {
 	CDP_DIR=$1
-	cdp_find_chromium
+	cdp_find_chromium || return 1
 	mkfifo "$CDP_DIR/cdp.in"
 	: >"$CDP_DIR/cdp.out"
 	echo 0 >"$CDP_DIR/cdp.id"
@@ -32,7 +33,7 @@ cdp_start() {
 	"$CDP_CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 		--disable-background-networking --disable-component-update --disable-sync \
 		--disable-dev-shm-usage --user-data-dir="$CDP_DIR/profile" --remote-debugging-pipe \
-		about:blank 3<"$CDP_DIR/cdp.in" 4>"$CDP_DIR/cdp.out" 2>"$CDP_DIR/chromium.err" &
+		${CDP_FLAGS:-} about:blank 3<"$CDP_DIR/cdp.in" 4>"$CDP_DIR/cdp.out" 2>"$CDP_DIR/chromium.err" &
 	CDP_PID=$!
 }
 

@@ -6,8 +6,8 @@
 #
 #   redis_start [FIRST_PORT]  start redis-server on the first port from FIRST_PORT (default:
 #                             a pseudo-random one from $$) where it comes up, at most 20
-#                             ports, each given 5 s to answer; installs it with
-#                             scripts/install-deps when it is missing.  Sets REDIS_PID,
+#                             ports, each given 5 s to answer (scripts/install-deps
+#                             installs redis-server; this never does).  Sets REDIS_PID,
 #                             REDIS_PORT and REDIS_URL (redis://127.0.0.1:PORT) and
 #                             returns 0; else sets REDIS_ERROR to one line and returns 1.
 #   redis_stop                stop the redis-server redis_start started and wait for it
@@ -26,8 +26,8 @@ redis_answers() {
 }
 
 redis_start() {
-	command -v redis-server >/dev/null 2>&1 || sh "$ROOT/scripts/install-deps" redis-server >&2 || {
-		REDIS_ERROR="redis-server is missing and scripts/install-deps failed"
+	command -v redis-server >/dev/null 2>&1 || {
+		REDIS_ERROR="redis-server is not installed: run make deps (scripts/install-deps)"
 		return 1
 	}
 	_redis_first=${1:-$((20000 + ($$ * 7) % 30000))}

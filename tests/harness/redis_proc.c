@@ -34,22 +34,9 @@ bool redis_proc_ping(int port)
 	return ok;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 bool redis_proc_available(void)
 {
-	char buf[512];
-
-	if (system("command -v redis-server >/dev/null 2>&1") == 0)
-		return true;
-	snprintf(buf, sizeof(buf), "%s redis-server >&2",
-	         testutil_path("scripts/install-deps", (char[512]){ 0 }, 512));
-	return system(buf) == 0 && system("command -v redis-server >/dev/null 2>&1") == 0;
+	return system("command -v redis-server >/dev/null 2>&1") == 0;
 }
 
 int redis_proc_start(struct redis_proc *r, int port)
@@ -74,7 +61,7 @@ int redis_proc_start(struct redis_proc *r, int port)
 			return 0;
 		if (waitpid(r->pid, NULL, WNOHANG) == r->pid)
 			break;
-		sleep_ms(10);
+		testutil_sleep_ms(10);
 	}
 	return -1;
 }
@@ -144,3 +131,21 @@ void redis_proc_stop(struct redis_proc *r)
 	r->pid = 0;
 }
 
+struct redis_proc redis_proc_shared;
+
+void redis_proc_shared_up(void)
+{
+	if (!redis_proc_available() || redis_proc_start(&redis_proc_shared, 0) < 0)
+		redis_proc_stop(&redis_proc_shared);
+}
+
+void redis_proc_shared_down(void)
+{
+	redis_proc_stop(&redis_proc_shared);
+}
+
+void redis_proc_need(void)
+{
+	ck_assert_msg(redis_proc_available(), "redis-server is not installed: run `make deps` (scripts/install-deps)");
+	ck_assert_msg(redis_proc_shared.pid > 0, "redis-server did not start");
+}

@@ -15,7 +15,7 @@ struct redis_proc {
 	int keep_fd;        /* fake_redis_start: the write end of its stdin (it exits when closed); 0 none */
 };
 
-/* True when redis-server is on PATH, installing it with scripts/install-deps (CI) when missing. */
+/* True when redis-server is on PATH (scripts/install-deps installs it; tests never do). */
 bool redis_proc_available(void);
 
 /* Start redis-server on `port` (0 picks a free one) and wait up to 3 s for PONG.  Returns 0 or -1. */
@@ -35,5 +35,18 @@ int fake_redis_start(struct redis_proc *r, const char *const *overrides);
 
 /* SIGKILL it and reap it; a no-op when it is not running. */
 void redis_proc_stop(struct redis_proc *r);
+
+/* The Redis that a suite's tcases share, started by redis_proc_shared_up. */
+extern struct redis_proc redis_proc_shared;
+
+/*
+ * Unchecked fixtures (they run in the runner): start redis_proc_shared, or
+ * leave it stopped for redis_proc_need to report; stop it.
+ */
+void redis_proc_shared_up(void);
+void redis_proc_shared_down(void);
+
+/* Fails the test, saying why, unless redis_proc_shared runs. */
+void redis_proc_need(void);
 
 #endif

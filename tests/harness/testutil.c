@@ -416,6 +416,18 @@ long long testutil_jint(json_t *j, const char *k1, const char *k2)
 	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
+long long testutil_jint_req(json_t *j, const char *k1, const char *k2)
+{
+	json_t *v = json_object_get(j, k1);
+
+	if (json_is_array(v))
+		v = json_array_get(v, 0);
+	if (k2 != NULL)
+		v = json_object_get(v, k2);
+	ck_assert_msg(json_is_integer(v), "no integer at %s%s%s in the JSON", k1, k2 ? "." : "", k2 ? k2 : "");
+	return (long long)json_integer_value(v);
+}
+
 const char *testutil_jstr(json_t *j, const char *k1, const char *k2)
 {
 	json_t *v = json_object_get(j, k1);
@@ -642,4 +654,37 @@ int testutil_run_rss(const char *const *args, long *maxrss_kb)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -1;
+}
+
+void testutil_start(struct test_server *s, const char *const *args)
+{
+	ck_assert_msg(testutil_server_start(s, args, 10000) == 0, "ratelab serve did not start (bin %s)",
+	              testutil_bin());
+}
+
+int testutil_stop(struct test_server *s)
+{
+	return testutil_server_stop(s, 5000);
+}
+
+double testutil_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void testutil_sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+bool testutil_latency_goals(void)
+{
+	const char *v = getenv("RATELAB_LATENCY_GOALS");
+
+	return v != NULL && strcmp(v, "1") == 0;
 }

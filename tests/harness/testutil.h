@@ -49,6 +49,24 @@ pid_t testutil_spawn_quiet(const char *const *args);
 /* Wait for pid at most timeout_ms (then SIGKILL it); its exit status as testutil_server_stop returns it. */
 int testutil_wait(pid_t pid, int timeout_ms);
 
+/* testutil_server_start with a 10 s limit, failing the test when the server does not start. */
+void testutil_start(struct test_server *s, const char *const *args);
+
+/* testutil_server_stop with a 5 s limit: the exit status. */
+int testutil_stop(struct test_server *s);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+double testutil_mono_ms(void);
+
+/* Sleep ms milliseconds: only between the polls of a bounded wait, never to order two events. */
+void testutil_sleep_ms(long ms);
+
+/*
+ * True when RATELAB_LATENCY_GOALS=1 (bench/run section 10 sets it): only then
+ * does a suite assert a latency goal.  `make check` asserts behaviour only.
+ */
+bool testutil_latency_goals(void);
+
 struct test_run {
 	int status;         /* exit code, 128+signal, or -1 on timeout (the child is killed) */
 	char *out;          /* NUL-terminated stdout, malloc'd */
@@ -108,6 +126,12 @@ json_t *testutil_stats(const struct test_server *s);
 
 /* The integer at j.k1, or j.k1.k2 when k2 is not NULL; -1 when absent or not an integer. */
 long long testutil_jint(json_t *j, const char *k1, const char *k2);
+
+/*
+ * The integer at j.k1 (j.k1[0] when j.k1 is an array), or j.k1.k2 when k2 is
+ * not NULL; fails the test, naming the key, when it is absent or not an integer.
+ */
+long long testutil_jint_req(json_t *j, const char *k1, const char *k2);
 
 /* The string at j.k1, or j.k1.k2 when k2 is not NULL; "" when absent or not a string. */
 const char *testutil_jstr(json_t *j, const char *k1, const char *k2);

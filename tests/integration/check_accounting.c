@@ -18,16 +18,6 @@
 
 #include "tests/harness/testutil.h"
 
-static long long jint(json_t *o, const char *k1, const char *k2)
-{
-	o = json_object_get(o, k1);
-	if (json_is_array(o))
-		o = json_array_get(o, 0);
-	if (o && k2)
-		o = json_object_get(o, k2);
-	return json_is_integer(o) ? json_integer_value(o) : 0;
-}
-
 static long long sum_object(json_t *o)
 {
 	long long sum = 0;
@@ -67,15 +57,15 @@ static json_t *hammer_json(const struct test_server *s, const char *const *extra
 /* The hammer's totals add up by themselves. */
 static void hammer_self_consistent(json_t *h, long long requests)
 {
-	ck_assert_int_eq(jint(h, "requests", NULL), requests);
+	ck_assert_int_eq(testutil_jint_req(h, "requests", NULL), requests);
 	ck_assert_int_eq(sum_object(json_object_get(h, "statuses")) + sum_object(json_object_get(h, "errors")),
 	                 requests);
-	ck_assert_int_eq(jint(h, "ok", NULL) + jint(h, "failed", NULL), requests);
-	ck_assert_int_eq(jint(h, "calls", NULL), requests + jint(h, "retries", NULL));
+	ck_assert_int_eq(testutil_jint_req(h, "ok", NULL) + testutil_jint_req(h, "failed", NULL), requests);
+	ck_assert_int_eq(testutil_jint_req(h, "calls", NULL), requests + testutil_jint_req(h, "retries", NULL));
 	ck_assert_int_eq(sum_object(json_object_get(h, "attempt_statuses")) +
-	                 sum_object(json_object_get(h, "transport_errors")), jint(h, "calls", NULL));
-	ck_assert_int_eq(jint(h, "unfinished", NULL), 0);
-	ck_assert_int_eq(jint(h, "dropped", NULL), 0);
+	                 sum_object(json_object_get(h, "transport_errors")), testutil_jint_req(h, "calls", NULL));
+	ck_assert_int_eq(testutil_jint_req(h, "unfinished", NULL), 0);
+	ck_assert_int_eq(testutil_jint_req(h, "dropped", NULL), 0);
 }
 
 START_TEST(retry_against_token_bucket)
@@ -93,16 +83,16 @@ START_TEST(retry_against_token_bucket)
 	st = testutil_stats(&s);
 	ck_assert_ptr_nonnull(st);
 	hammer_self_consistent(h, 300);
-	ck_assert_int_gt(jint(h, "retries", NULL), 0);
+	ck_assert_int_gt(testutil_jint_req(h, "retries", NULL), 0);
 	/* the hammer's 200s are the server's 200s, its 429s the server's 429s */
-	ck_assert_int_eq(jint(h, "statuses", "200"), jint(st, "status", "200"));
-	ck_assert_int_eq(jint(h, "attempt_statuses", "200"), jint(st, "status", "200"));
-	ck_assert_int_eq(jint(h, "attempt_statuses", "429"), jint(st, "status", "429"));
+	ck_assert_int_eq(testutil_jint_req(h, "statuses", "200"), testutil_jint_req(st, "status", "200"));
+	ck_assert_int_eq(testutil_jint_req(h, "attempt_statuses", "200"), testutil_jint_req(st, "status", "200"));
+	ck_assert_int_eq(testutil_jint_req(h, "attempt_statuses", "429"), testutil_jint_req(st, "status", "429"));
 	/* every call the hammer sent is a request the server saw, and no more */
-	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "requests", NULL));
-	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "routes", "admitted") + jint(st, "routes", "rejected"));
+	ck_assert_int_eq(testutil_jint_req(h, "calls", NULL), testutil_jint_req(st, "requests", NULL));
+	ck_assert_int_eq(testutil_jint_req(h, "calls", NULL), testutil_jint_req(st, "routes", "admitted") + testutil_jint_req(st, "routes", "rejected"));
 	fprintf(stderr, "accounting: 300 requests, %lld calls, %lld retries, %lld x 200 on both sides\n",
-	        jint(h, "calls", NULL), jint(h, "retries", NULL), jint(st, "status", "200"));
+	        testutil_jint_req(h, "calls", NULL), testutil_jint_req(h, "retries", NULL), testutil_jint_req(st, "status", "200"));
 	json_decref(h);
 	json_decref(st);
 	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
@@ -124,12 +114,12 @@ START_TEST(retry_with_injected_faults)
 	st = testutil_stats(&s);
 	ck_assert_ptr_nonnull(st);
 	hammer_self_consistent(h, 300);
-	ck_assert_int_eq(jint(h, "statuses", "200"), jint(st, "status", "200"));
-	ck_assert_int_eq(jint(h, "attempt_statuses", "503"), jint(st, "status", "503"));
-	ck_assert_int_eq(jint(h, "attempt_statuses", "429"), jint(st, "status", "429"));
+	ck_assert_int_eq(testutil_jint_req(h, "statuses", "200"), testutil_jint_req(st, "status", "200"));
+	ck_assert_int_eq(testutil_jint_req(h, "attempt_statuses", "503"), testutil_jint_req(st, "status", "503"));
+	ck_assert_int_eq(testutil_jint_req(h, "attempt_statuses", "429"), testutil_jint_req(st, "status", "429"));
 	/* a reset the server made is a reset the hammer saw: none resent behind its back */
-	ck_assert_int_eq(jint(h, "transport_errors", "reset"), jint(st, "status", "reset"));
-	ck_assert_int_eq(jint(h, "calls", NULL), jint(st, "requests", NULL));
+	ck_assert_int_eq(testutil_jint_req(h, "transport_errors", "reset"), testutil_jint_req(st, "status", "reset"));
+	ck_assert_int_eq(testutil_jint_req(h, "calls", NULL), testutil_jint_req(st, "requests", NULL));
 	json_decref(h);
 	json_decref(st);
 	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);

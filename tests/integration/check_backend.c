@@ -19,9 +19,9 @@
 struct shot {
 	const char *url;
 	long timeout_ms;       /* 0: none */
-	uint64_t start_delay_ns;
 	long status;           /* 0: no answer (timed out) */
 	double seconds;
+	uint64_t end_ns;       /* CLOCK_MONOTONIC when the answer (or the timeout) came */
 };
 
 static size_t discard(char *p, size_t sz, size_t n, void *ud)
@@ -34,11 +34,9 @@ static size_t discard(char *p, size_t sz, size_t n, void *ud)
 static void *fire(void *arg)
 {
 	struct shot *s = arg;
-	struct timespec ts = { 0, (long)s->start_delay_ns };
 	CURL *c = curl_easy_init();
 	uint64_t t0;
 
-	nanosleep(&ts, NULL);
 	curl_easy_setopt(c, CURLOPT_URL, s->url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
@@ -47,13 +45,14 @@ static void *fire(void *arg)
 	t0 = clock_monotonic_ns();
 	if (curl_easy_perform(c) == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &s->status);
-	s->seconds = (double)(clock_monotonic_ns() - t0) / 1e9;
+	s->end_ns = clock_monotonic_ns();
+	s->seconds = (double)(s->end_ns - t0) / 1e9;
 	curl_easy_cleanup(c);
 	return NULL;
 }
 
-/* n requests at once (the i-th after i * stagger), each on its own connection. */
-static void volley(struct shot *shots, int n, const char *url, long timeout_ms, uint64_t stagger_ns)
+/* n requests at once, each on its own connection. */
+static void volley(struct shot *shots, int n, const char *url, long timeout_ms)
 {
 	pthread_t t[16];
 
@@ -61,7 +60,6 @@ static void volley(struct shot *shots, int n, const char *url, long timeout_ms, 
 		memset(&shots[i], 0, sizeof(shots[i]));
 		shots[i].url = url;
 		shots[i].timeout_ms = timeout_ms;
-		shots[i].start_delay_ns = (uint64_t)i * stagger_ns;
 		ck_assert_int_eq(pthread_create(&t[i], NULL, fire, &shots[i]), 0);
 	}
 	for (int i = 0; i < n; i++)
@@ -76,17 +74,27 @@ static json_t *backend_stats(const struct test_server *s, json_t **root)
 	return json_object_get(json_array_get(json_object_get(*root, "routes"), 0), "backend");
 }
 
-static long long jint(json_t *o, const char *k)
+/* Wait at most 5 s for /stats' routes[0].backend.arrived to reach n. */
+static void wait_arrived(const struct test_server *s, long long n)
 {
-	json_t *v = json_object_get(o, k);
+	json_t *root, *b;
+	long long got = -1;
 
-	return json_is_integer(v) ? json_integer_value(v) : -1;
+	for (int i = 0; i < 500 && got < n; i++) {
+		b = backend_stats(s, &root);
+		got = testutil_jint_req(b, "arrived", NULL);
+		json_decref(root);
+		if (got < n)
+			testutil_sleep_ms(10);
+	}
+	ck_assert_msg(got >= n, "%lld requests arrived at the backend, want %lld", got, n);
 }
 
 /*
- * One worker, 500 ms a request, a FIFO queue of 2: of four requests 50 ms
- * apart, three are served one after another (about 0.5, 0.95 and 1.4 s after
- * they were sent) and the fourth finds the queue full (503 at once).
+ * One worker, 500 ms a request, a FIFO queue of 2: of four requests sent one
+ * after another (each once the one before has arrived), three are served one
+ * after another (each answer at least 0.5 s after the one before) and the
+ * fourth finds the queue full: its 503 comes before the first one's 200.
  */
 START_TEST(fifo_queue_and_shed)
 {
@@ -94,25 +102,35 @@ START_TEST(fifo_queue_and_shed)
 	                                    NULL };
 	struct test_server s;
 	struct shot sh[4];
+	pthread_t t[4];
 	json_t *root, *b;
 	char url[128];
 
 	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
 	snprintf(url, sizeof(url), "%s/", s.url);
-	volley(sh, 4, url, 0, 50 * NS_PER_MS);
+	for (int i = 0; i < 4; i++) {
+		memset(&sh[i], 0, sizeof(sh[i]));
+		sh[i].url = url;
+		ck_assert_int_eq(pthread_create(&t[i], NULL, fire, &sh[i]), 0);
+		wait_arrived(&s, i + 1);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
 	for (int i = 0; i < 3; i++)
 		ck_assert_msg(sh[i].status == 200, "request %d: %ld", i, sh[i].status);
 	ck_assert_int_eq(sh[3].status, 503);
-	ck_assert_msg(sh[3].seconds < 0.15, "the refusal took %.3fs", sh[3].seconds);
-	ck_assert_msg(sh[0].seconds >= 0.49 && sh[1].seconds >= 0.94 && sh[2].seconds >= 1.39, "%.3f %.3f %.3f",
-	              sh[0].seconds, sh[1].seconds, sh[2].seconds);
+	ck_assert_msg(sh[3].end_ns < sh[0].end_ns, "the refusal (%.3fs) waited for the first answer (%.3fs)",
+	              sh[3].seconds, sh[0].seconds);
+	ck_assert_msg(sh[0].seconds >= 0.49 && sh[1].end_ns - sh[0].end_ns >= 490 * NS_PER_MS &&
+	              sh[2].end_ns - sh[1].end_ns >= 490 * NS_PER_MS, "answers at %.3f s, then %.3f and %.3f s apart",
+	              sh[0].seconds, (double)(sh[1].end_ns - sh[0].end_ns) / 1e9, (double)(sh[2].end_ns - sh[1].end_ns) / 1e9);
 	b = backend_stats(&s, &root);
-	ck_assert_int_eq(jint(b, "arrived"), 4);
-	ck_assert_int_eq(jint(b, "served"), 3);
-	ck_assert_int_eq(jint(b, "served_gone"), 0);
-	ck_assert_int_eq(jint(b, "queue_peak"), 2);
-	ck_assert_int_eq(jint(b, "queue"), 0);
-	ck_assert_int_eq(jint(json_object_get(b, "shed"), "full"), 1);
+	ck_assert_int_eq(testutil_jint_req(b, "arrived", NULL), 4);
+	ck_assert_int_eq(testutil_jint_req(b, "served", NULL), 3);
+	ck_assert_int_eq(testutil_jint_req(b, "served_gone", NULL), 0);
+	ck_assert_int_eq(testutil_jint_req(b, "queue_peak", NULL), 2);
+	ck_assert_int_eq(testutil_jint_req(b, "queue", NULL), 0);
+	ck_assert_int_eq(testutil_jint_req(b, "shed", "full"), 1);
 	ck_assert(json_real_value(json_object_get(b, "work_s")) == 1.5);
 	ck_assert_int_eq(testutil_jint(root, "status", "503"), 1);
 	json_decref(root);
@@ -137,7 +155,7 @@ START_TEST(gone_clients_still_served)
 
 	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
 	snprintf(url, sizeof(url), "%s/", s.url);
-	volley(sh, 3, url, 100, 0);
+	volley(sh, 3, url, 100);
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(sh[i].status, 0);
 	/* the last service ends 0.9 s after the first arrival: poll for it, at most 5 s */
@@ -145,13 +163,13 @@ START_TEST(gone_clients_still_served)
 		struct timespec ts = { 0, 50 * 1000000L };
 
 		b = backend_stats(&s, &root);
-		if (jint(b, "served") == 3)
+		if (testutil_jint_req(b, "served", NULL) == 3)
 			break;
 		json_decref(root);
 		nanosleep(&ts, NULL);
 	} while (++n < 100);
-	ck_assert_int_eq(jint(b, "served"), 3);
-	ck_assert_int_eq(jint(b, "served_gone"), 3);
+	ck_assert_int_eq(testutil_jint_req(b, "served", NULL), 3);
+	ck_assert_int_eq(testutil_jint_req(b, "served_gone", NULL), 3);
 	ck_assert(json_real_value(json_object_get(b, "work_gone_s")) == 0.9);
 	json_decref(root);
 	snprintf(murl, sizeof(murl), "%s/metrics", s.url);
@@ -183,12 +201,12 @@ START_TEST(trigger_holds_requests)
 	ck_assert_int_eq(testutil_http("POST", url, NULL, &status, NULL, NULL), 0);
 	ck_assert_int_eq(status, 200);
 	snprintf(url, sizeof(url), "%s/", s.url);
-	volley(sh, 1, url, 0, 0);
+	volley(sh, 1, url, 0);
 	ck_assert_int_eq(sh[0].status, 200);
 	ck_assert_msg(sh[0].seconds >= 0.55 && sh[0].seconds < 2.0, "%.3fs", sh[0].seconds);
 	b = backend_stats(&s, &root);
-	ck_assert_int_eq(jint(b, "workers"), 2);
-	ck_assert_int_eq(jint(b, "served"), 1);
+	ck_assert_int_eq(testutil_jint_req(b, "workers", NULL), 2);
+	ck_assert_int_eq(testutil_jint_req(b, "served", NULL), 1);
 	json_decref(root);
 	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
 }
@@ -217,7 +235,7 @@ START_TEST(drain_sheds_the_queue)
 		long long q;
 
 		b = backend_stats(&s, &root);
-		q = jint(b, "queue");
+		q = testutil_jint_req(b, "queue", NULL);
 		json_decref(root);
 		if (q == 2)
 			break;

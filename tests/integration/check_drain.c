@@ -27,14 +27,6 @@
 #define AT_ONCE_MS 1000
 #endif
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* The server's "requests" count from /stats; -1 when it does not answer. */
 static long long requests_seen(const struct test_server *s)
 {
@@ -48,7 +40,7 @@ static long long requests_seen(const struct test_server *s)
 /* Poll /stats until the server has answered at least n requests (at most timeout_ms); the count seen. */
 static long long wait_for_load(const struct test_server *s, long long n, int timeout_ms)
 {
-	double deadline = mono_ms() + timeout_ms;
+	double deadline = testutil_mono_ms() + timeout_ms;
 	long long seen;
 
 	do {
@@ -56,7 +48,7 @@ static long long wait_for_load(const struct test_server *s, long long n, int tim
 		if (seen >= n)
 			break;
 		poll(NULL, 0, 5);
-	} while (mono_ms() < deadline);
+	} while (testutil_mono_ms() < deadline);
 	return seen;
 }
 
@@ -69,7 +61,7 @@ START_TEST(stops_under_load)
 {
 	static const char *const args[] = { "--limiter", "token-bucket", "--limit", "1000", "--quiet", NULL };
 	int fails = 0, last = 0;
-	double t0 = mono_ms();
+	double t0 = testutil_mono_ms();
 
 	for (int i = 0; i < STOPS; i++) {
 		struct test_server s;
@@ -92,7 +84,7 @@ START_TEST(stops_under_load)
 			last = rc;
 		}
 	}
-	fprintf(stderr, "drain: %d stops under load, %d not exit 0, in %.1f s\n", STOPS, fails, (mono_ms() - t0) / 1e3);
+	fprintf(stderr, "drain: %d stops under load, %d not exit 0, in %.1f s\n", STOPS, fails, (testutil_mono_ms() - t0) / 1e3);
 	ck_assert_msg(fails == 0, "%d of %d stops did not exit 0 (last: %d)", fails, STOPS, last);
 }
 END_TEST
@@ -120,10 +112,10 @@ START_TEST(slow_upload_answered)
 	testutil_raw_read_until(fd, buf, sizeof(buf), "\r\n\r\n", 2000);
 	ck_assert_msg(strncmp(buf, cont, sizeof(cont) - 1) == 0, "interim answer: '%.200s'", buf);
 	ck_assert_int_eq(send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
-	t0 = mono_ms();
+	t0 = testutil_mono_ms();
 	kill(s.pid, SIGTERM);
 	testutil_raw_read(fd, buf, sizeof(buf), 5000);
-	ms = mono_ms() - t0;
+	ms = testutil_mono_ms() - t0;
 	close(fd);
 	ck_assert_msg(strncmp(buf, "HTTP/1.1 503 ", 13) == 0, "answer: '%.200s'", buf);
 	ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
@@ -149,9 +141,9 @@ static int tiny_window_connect(int port)
 /* Send all n bytes within timeout_ms (the peer may read slowly); false when it could not. */
 static bool send_all(int fd, const char *p, size_t n, int timeout_ms)
 {
-	double deadline = mono_ms() + timeout_ms;
+	double deadline = testutil_mono_ms() + timeout_ms;
 
-	while (n > 0 && mono_ms() < deadline) {
+	while (n > 0 && testutil_mono_ms() < deadline) {
 		struct pollfd pf = { fd, POLLOUT, 0 };
 		ssize_t w;
 
@@ -202,10 +194,10 @@ START_TEST(second_signal_exits_at_once)
 	/* the drain is waiting: the server is still there 300 ms on */
 	poll(NULL, 0, 300);
 	ck_assert_int_eq(waitpid(s.pid, &st, WNOHANG), 0);
-	t0 = mono_ms();
+	t0 = testutil_mono_ms();
 	kill(s.pid, SIGTERM);
 	ck_assert_int_eq(testutil_wait(s.pid, 5000), 3);
-	ck_assert_msg(mono_ms() - t0 < AT_ONCE_MS, "exited %.0f ms after the second signal", mono_ms() - t0);
+	ck_assert_msg(testutil_mono_ms() - t0 < AT_ONCE_MS, "exited %.0f ms after the second signal", testutil_mono_ms() - t0);
 	close(fd);
 	close(s.stdout_fd);
 }

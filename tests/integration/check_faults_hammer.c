@@ -171,18 +171,6 @@ static void assert_ledger(json_t *j)
 	ck_assert_int_eq(sum + testutil_jint(j, "unfinished", NULL), testutil_jint(j, "calls", NULL));
 }
 
-static void start(struct test_server *s, const char *const *args)
-{
-	ck_assert_msg(testutil_server_start(s, args, 10000) == 0, "ratelab serve did not start");
-}
-
-static int stop(struct test_server *s)
-{
-	int rc = testutil_server_stop(s, 5000);
-
-	return rc;
-}
-
 START_TEST(server_killed)
 {
 	static const char *const sargs[] = { "--limiter", "none", NULL };
@@ -193,14 +181,14 @@ START_TEST(server_killed)
 	int rc;
 	json_t *j;
 
-	start(&s, sargs);
+	testutil_start(&s, sargs);
 	snprintf(url, sizeof(url), "%s/", s.url);
 	const char *const hargs[] = { "hammer", url, "--duration", "2s", "--concurrency", "8", "--threads", "1",
 		                      "--timeout", "1s", "--connect-timeout", "1s", "--no-retry", "--json", "-", NULL };
 	bg_start(&h, hargs);
 	poll(NULL, 0, 700);
 	kill(s.pid, SIGKILL);
-	ck_assert_int_eq(stop(&s), 128 + SIGKILL);
+	ck_assert_int_eq(testutil_stop(&s), 128 + SIGKILL);
 	rc = bg_wait(&h, 10, &out, &err, &secs);
 	ck_assert_msg(rc == 0, "hammer exit %d after its server died (stderr: %.300s)", rc, err);
 	ck_assert_msg(secs < 2 + 1 + 2, "hammer took %.2f s (2 s run + 1 s timeout)", secs);
@@ -275,7 +263,7 @@ START_TEST(sigint_partial_summary)
 	double secs;
 	int rc;
 
-	start(&s, sargs);
+	testutil_start(&s, sargs);
 	snprintf(url, sizeof(url), "%s/", s.url);
 	const char *const hargs[] = { "hammer", url, "--duration", "30s", "--concurrency", "4", "--threads", "1", NULL };
 	bg_start(&h, hargs);
@@ -288,7 +276,7 @@ START_TEST(sigint_partial_summary)
 	ck_assert_ptr_nonnull(strstr(out, " requests in "));
 	free(out);
 	free(err);
-	ck_assert_int_eq(stop(&s), 0);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -306,7 +294,7 @@ START_TEST(server_sigterm_under_load)
 	json_t *j;
 
 	rest[0] = '\0';
-	start(&s, sargs);
+	testutil_start(&s, sargs);
 	snprintf(url, sizeof(url), "%s/?delay=200ms", s.url);
 	/* a count, not a duration: once the server is gone the rest fail fast, and nothing is cut off by the clock */
 	const char *const hargs[] = { "hammer", url, "--requests", "400", "--concurrency", "8", "--threads", "1",
@@ -327,7 +315,7 @@ START_TEST(server_sigterm_under_load)
 		used += n > 0 ? (size_t)n : 0;
 		rest[used] = '\0';
 	}
-	ck_assert_int_eq(stop(&s), 0);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 	ck_assert_msg(strstr(rest, "stopped after") != NULL, "no summary line from the server: '%s'", rest);
 	ck_assert_msg(rc == 0, "hammer exit %d (stderr: %.300s)", rc, err);
 	j = parse_json(out);

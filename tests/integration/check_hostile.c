@@ -36,14 +36,6 @@
 #define FLOOD_KEYS (HOSTILE_SANITIZED ? 4000 : 20000)
 #define FLOOD_CAP 1000
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* A blocking TCP connection to 127.0.0.1:port, or -1. */
 static int raw_connect(int port)
 {
@@ -54,13 +46,13 @@ static int raw_connect(int port)
 static int raw_send(int fd, const void *buf, size_t n, int timeout_ms)
 {
 	const char *p = buf;
-	double deadline = mono_ms() + timeout_ms;
+	double deadline = testutil_mono_ms() + timeout_ms;
 
 	while (n > 0) {
 		struct pollfd pf = { fd, POLLOUT, 0 };
 		ssize_t w;
 
-		if (mono_ms() > deadline || poll(&pf, 1, 50) < 0)
+		if (testutil_mono_ms() > deadline || poll(&pf, 1, 50) < 0)
 			return -1;
 		if (!(pf.revents & POLLOUT))
 			continue;
@@ -83,12 +75,12 @@ static int raw_status(int fd, int timeout_ms)
 {
 	char buf[256];
 	size_t used = 0;
-	double deadline = mono_ms() + timeout_ms;
+	double deadline = testutil_mono_ms() + timeout_ms;
 	int code;
 
 	while (used < sizeof(buf) - 1) {
 		struct pollfd pf = { fd, POLLIN, 0 };
-		int left = (int)(deadline - mono_ms());
+		int left = (int)(deadline - testutil_mono_ms());
 		ssize_t r;
 
 		if (left <= 0 || poll(&pf, 1, left) <= 0)
@@ -166,23 +158,11 @@ static long proc_kb(pid_t pid, const char *field)
 	return kb;
 }
 
-static void start(struct test_server *s, const char *const *args)
-{
-	ck_assert_msg(testutil_server_start(s, args, 10000) == 0, "ratelab serve did not start");
-}
-
-static int stop(struct test_server *s)
-{
-	int rc = testutil_server_stop(s, 5000);
-
-	return rc;
-}
-
 /* The server still answers, then stops cleanly. */
 static void still_up_then_stop(struct test_server *s)
 {
 	ck_assert_int_eq(get_status(s, "/healthz"), 200);
-	ck_assert_int_eq(stop(s), 0);
+	ck_assert_int_eq(testutil_stop(s), 0);
 }
 
 static void raise_nofile(rlim_t want)
@@ -208,7 +188,8 @@ static int cmp_double(const void *a, const void *b)
  * server closes is opened again at once.  Meanwhile a normal client on
  * 127.0.0.2 sends SLOW_PROBE_HZ requests a second.  With the defaults (a 10 s
  * head deadline, connection limits sized to the open-file limit) every probe
- * is answered fast and every first-wave attacker is closed at its deadline.
+ * is answered (and, the latency goal `make bench` checks, its p99 is under
+ * 100 ms) and every first-wave attacker is closed at its deadline.
  */
 #define SLOW_CONNS (HOSTILE_SANITIZED ? 500 : 2000)
 #define SLOW_EVERY_MS 2000
@@ -275,13 +256,13 @@ static void slow_trickle(struct slow_conn *cs, int n, double now)
 /* A normal client on 127.0.0.2: GET /, half on a fresh connection.  Returns the status. */
 static long slow_probe(CURL *c, int i, double *ms)
 {
-	double t0 = mono_ms();
+	double t0 = testutil_mono_ms();
 	long st = 0;
 
 	curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(i % 2));
 	if (curl_easy_perform(c) == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-	*ms = mono_ms() - t0;
+	*ms = testutil_mono_ms() - t0;
 	return st;
 }
 
@@ -304,16 +285,16 @@ static CURL *probe_client(const struct test_server *s)
 static void slow_run(const struct test_server *s, struct slow_conn *cs, struct pollfd *pf, double *lat)
 {
 	CURL *c = probe_client(s);
-	double t0 = mono_ms(), now = t0;
+	double t0 = testutil_mono_ms(), now = t0;
 	int probes = 0;
 
 	for (int i = 0; i < SLOW_CONNS; i++)
-		slow_open(&cs[i], s->port, mono_ms(), true);
-	while ((now = mono_ms()) - t0 < SLOW_RUN_MS) {
+		slow_open(&cs[i], s->port, testutil_mono_ms(), true);
+	while ((now = testutil_mono_ms()) - t0 < SLOW_RUN_MS) {
 		for (int i = 0; i < SLOW_CONNS; i++)
 			pf[i] = (struct pollfd){ cs[i].fd, POLLIN, 0 };
 		poll(pf, SLOW_CONNS, 10);
-		now = mono_ms();
+		now = testutil_mono_ms();
 		slow_check_closed(cs, pf, SLOW_CONNS, s->port, now);
 		slow_trickle(cs, SLOW_CONNS, now);
 		if (probes < SLOW_PROBES && now - t0 >= 250.0 + probes * (1000.0 / SLOW_PROBE_HZ)) {
@@ -337,7 +318,7 @@ START_TEST(slowloris)
 
 	raise_nofile(2 * SLOW_CONNS + 256);
 	srand(15);
-	start(&s, NULL);
+	testutil_start(&s, NULL);
 	slow_run(&s, cs, pf, lat);
 	for (int i = 0; i < SLOW_CONNS; i++) {
 		ck_assert_msg(cs[i].closed_ms >= 0, "slow connection %d was never closed", i);
@@ -351,7 +332,8 @@ START_TEST(slowloris)
 	        "p99 %.2f ms, max %.2f ms (%d probes, all 200); first wave closed %.2f-%.2f s after opening; "
 	        "%ld closed for a late head\n", SLOW_CONNS, SLOW_EVERY_MS, lat[SLOW_PROBES / 2],
 	        lat[SLOW_PROBES * 99 / 100], lat[SLOW_PROBES - 1], SLOW_PROBES, lo / 1e3, hi / 1e3, closed);
-	ck_assert_msg(lat[SLOW_PROBES * 99 / 100] < 100.0, "p99 %.2f ms >= 100 ms", lat[SLOW_PROBES * 99 / 100]);
+	if (testutil_latency_goals())
+		ck_assert_msg(lat[SLOW_PROBES * 99 / 100] < 100.0, "p99 %.2f ms >= 100 ms", lat[SLOW_PROBES * 99 / 100]);
 	/* the 10 s deadline, swept every 250 ms; trickled lines do not extend it */
 	ck_assert_msg(lo >= 9900 && hi < 12000, "closed %.0f-%.0f ms after opening, want 10-12 s", lo, hi);
 	ck_assert_int_ge(closed, SLOW_CONNS);
@@ -362,17 +344,17 @@ END_TEST
 /* Wait at most timeout_ms for the server to close fd (EOF or reset, nothing sent); the ms it took, or -1. */
 static double closed_within(int fd, int timeout_ms)
 {
-	double t0 = mono_ms();
+	double t0 = testutil_mono_ms();
 	char buf[64];
 
 	for (;;) {
 		struct pollfd pf = { fd, POLLIN, 0 };
-		int left = (int)(t0 + timeout_ms - mono_ms());
+		int left = (int)(t0 + timeout_ms - testutil_mono_ms());
 
 		if (left <= 0 || poll(&pf, 1, left) <= 0)
 			return -1;
 		if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
-			return mono_ms() - t0;
+			return testutil_mono_ms() - t0;
 	}
 }
 
@@ -390,7 +372,7 @@ START_TEST(header_deadline)
 	double ms;
 	int slow, kept;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	slow = raw_connect(s.port);
 	kept = raw_connect(s.port);
 	ck_assert_int_eq(raw_send(slow, part, sizeof(part) - 1, 1000), 0);
@@ -446,7 +428,7 @@ START_TEST(per_address_cap)
 	const char *p;
 	int fd[4], other, again;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	for (int i = 0; i < 3; i++) {
 		fd[i] = raw_connect(s.port);
 		ck_assert_int_eq(raw_send(fd[i], req, sizeof(req) - 1, 1000), 0);
@@ -495,7 +477,7 @@ START_TEST(connection_limit)
 	int fd[5], again;
 	const char *p;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	for (int i = 0; i < 4; i++) {
 		fd[i] = testutil_raw_connect(s.port, 1 + i / 2);
 		ck_assert_int_eq(raw_send(fd[i], req, sizeof(req) - 1, 1000), 0);
@@ -557,7 +539,7 @@ START_TEST(oversized_requests)
 	char *req, *chunk;
 	int code, fd;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	req = oversized("url", 200000, &len);
 	code = raw_exchange(s.port, req, len, 3000);
 	free(req);
@@ -641,7 +623,7 @@ START_TEST(garbage)
 			junk[i - NFIXED][k] = (unsigned char)prng_below(&rng, 256);
 		msg[i] = (const char *)junk[i - NFIXED];
 	}
-	start(&s, args);
+	testutil_start(&s, args);
 	pending = garbage_batch(s.port, msg, len, NALL, codes, 3000);
 	/* the fixed ones may be valid enough to answer (a 200 for the odd path); random bytes may not */
 	for (int i = NFIXED; i < NALL; i++)
@@ -691,7 +673,7 @@ START_TEST(key_flood)
 	struct test_server s;
 	long rss_cap, rss_end, hwm;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	ck_assert_int_eq(flood(&s, 0, FLOOD_CAP), FLOOD_CAP);
 	rss_cap = proc_kb(s.pid, "VmRSS");
 	/* the table is sharded, each shard capped at its share: at most the cap so far */
@@ -730,7 +712,7 @@ START_TEST(large_state_flood)
 	struct test_server s;
 	long hwm;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	ck_assert_int_eq(flood(&s, 0, keys), keys);
 	hwm = proc_kb(s.pid, "VmHWM");
 	ck_assert_int_eq(stats_field(&s, "live_keys", NULL), cap);
@@ -751,10 +733,10 @@ START_TEST(huge_cap_starts_small)
 
 	for (int i = 0; i < 3; i++) {
 		struct test_server s;
-		double t0 = mono_ms(), ms;
+		double t0 = testutil_mono_ms(), ms;
 
-		start(&s, args);
-		ms = mono_ms() - t0;
+		testutil_start(&s, args);
+		ms = testutil_mono_ms() - t0;
 		best = ms < best ? ms : best;
 		rss = proc_kb(s.pid, "VmRSS");
 		ck_assert_int_eq(get_status(&s, "/"), 200);
@@ -807,7 +789,7 @@ static int held_request(int port, const char *delay)
 /* Poll GET / until it answers want (bounded); returns the status last seen. */
 static long poll_until(const struct test_server *s, long want, int timeout_ms)
 {
-	double deadline = mono_ms() + timeout_ms;
+	double deadline = testutil_mono_ms() + timeout_ms;
 	long st;
 
 	do {
@@ -815,7 +797,7 @@ static long poll_until(const struct test_server *s, long want, int timeout_ms)
 		if (st == want)
 			return st;
 		poll(NULL, 0, 2);
-	} while (mono_ms() < deadline);
+	} while (testutil_mono_ms() < deadline);
 	return st;
 }
 
@@ -825,7 +807,7 @@ static long poll_until(const struct test_server *s, long want, int timeout_ms)
  */
 static bool poll_all_free(const struct test_server *s, int timeout_ms)
 {
-	double deadline = mono_ms() + timeout_ms;
+	double deadline = testutil_mono_ms() + timeout_ms;
 	char url[128], rl[128], *hdrs;
 	long st;
 
@@ -840,7 +822,7 @@ static bool poll_all_free(const struct test_server *s, int timeout_ms)
 		}
 		free(hdrs);
 		poll(NULL, 0, 2);
-	} while (mono_ms() < deadline);
+	} while (testutil_mono_ms() < deadline);
 	return false;
 }
 
@@ -874,7 +856,7 @@ START_TEST(disconnects)
 	struct test_server s;
 	int a, b;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	/* 25 rounds: two requests take both slots (a third is refused), then both clients hang up. */
 	for (int i = 0; i < 25; i++) {
 		hold_both(&s, "150ms", &a, &b, i);

@@ -14,11 +14,6 @@
 
 #include "tests/harness/testutil.h"
 
-static void start(struct test_server *s, const char *const *args)
-{
-	ck_assert_msg(testutil_server_start(s, args, 10000) == 0, "ratelab serve did not start");
-}
-
 /* Send req on a fresh connection and read until the server closes (at most 3 s) into out. */
 static void exchange(const struct test_server *s, const char *req, size_t n, char *out, size_t cap)
 {
@@ -81,7 +76,7 @@ START_TEST(routes_on_normal_path)
 	fputs("{\"routes\":[{\"prefix\":\"/api\",\"limiter\":\"fixed-window\",\"limit\":100,\"window\":\"1h\"}]}\n", f);
 	fclose(f);
 	const char *const args[] = { "--limiter", "none", "--query-faults", "--config", cfg, NULL };
-	start(&s, args);
+	testutil_start(&s, args);
 	unlink(cfg);
 	for (size_t i = 0; on_api[i]; i++)
 		ck_assert_msg(get(&s, on_api[i]) == 200, "%s", on_api[i]);
@@ -116,7 +111,7 @@ START_TEST(every_answer_counted)
 	long st = 0;
 	json_t *j;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	ck_assert_int_eq(status_of(&s, "GET / HTTP/1.1\r\nHost x\r\n\r\n"), 400);
 	ck_assert_int_eq(status_of(&s, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n"),
 	                 413);
@@ -181,7 +176,7 @@ START_TEST(smuggling_refused)
 	char out[4096];
 	json_t *j;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	for (size_t i = 0; i < nreqs; i++) {
 		exchange(&s, reqs[i], strlen(reqs[i]), out, sizeof(out));
 		ck_assert_msg(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "answer %zu: '%.200s'", i, out);

@@ -26,28 +26,10 @@
 
 #define NODES 4
 
-static struct redis_proc shared_redis;
-
-static void shared_up(void)
-{
-	if (!redis_proc_available() || redis_proc_start(&shared_redis, 0) < 0)
-		redis_proc_stop(&shared_redis);
-}
-
-static void shared_down(void)
-{
-	redis_proc_stop(&shared_redis);
-}
-
-static void need_redis(void)
-{
-	ck_assert_msg(shared_redis.pid > 0, "redis-server is missing (scripts/install-deps failed) or did not start");
-}
-
 /* redis://127.0.0.1:PORT/RUN, RUN unique to this test process. */
 static const char *join_url(char *buf, size_t len, const char *tag)
 {
-	snprintf(buf, len, "%s/%s-%d", shared_redis.url, tag, (int)getpid());
+	snprintf(buf, len, "%s/%s-%d", redis_proc_shared.url, tag, (int)getpid());
 	return buf;
 }
 
@@ -55,7 +37,7 @@ static const char *join_url(char *buf, size_t len, const char *tag)
 static redisReply *redis_cmd(const char *fmt, const char *arg)
 {
 	struct timeval tv = { .tv_sec = 2, .tv_usec = 0 };
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", shared_redis.port, tv);
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", redis_proc_shared.port, tv);
 	redisReply *r;
 
 	ck_assert_msg(c != NULL && !c->err, "cannot connect to redis");
@@ -210,7 +192,7 @@ START_TEST(four_nodes_merge_exactly)
 	json_t *merged, *stats;
 	struct histogram *sum = histogram_new();
 
-	need_redis();
+	redis_proc_need();
 	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
 	merged = four_nodes(&srv, tag);
 	if (spread_ms(merged) >= 5.0) {
@@ -278,7 +260,7 @@ START_TEST(rate_is_sliced)
 	json_t *merged;
 	int m = -1;
 
-	need_redis();
+	redis_proc_need();
 	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
 	snprintf(target, sizeof(target), "%s/", srv.url);
 	join_url(url, sizeof(url), "rate");
@@ -345,7 +327,7 @@ START_TEST(killed_node_is_named)
 	json_t *merged;
 	struct test_run mr;
 
-	need_redis();
+	redis_proc_need();
 	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
 	snprintf(target, sizeof(target), "%s/", srv.url);
 	join_url(url, sizeof(url), "kill");
@@ -393,7 +375,7 @@ END_TEST
 static redisContext *redis_open(void)
 {
 	struct timeval tv = { .tv_sec = 2, .tv_usec = 0 };
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", shared_redis.port, tv);
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", redis_proc_shared.port, tv);
 
 	ck_assert_msg(c != NULL && !c->err, "cannot connect to redis");
 	redisSetTimeout(c, tv);
@@ -441,7 +423,7 @@ START_TEST(ending_nodes_all_merged)
 	redisContext *c;
 	json_t *tmpl, *merged, *join;
 
-	need_redis();
+	redis_proc_need();
 	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
 	snprintf(target, sizeof(target), "%s/", srv.url);
 	testutil_run(&one, (const char *[]){ "hammer", target, "--requests", "3", "--concurrency", "1", "--no-retry",
@@ -528,7 +510,7 @@ START_TEST(herd_joined)
 	long ok = 0, calls = 0;
 	int m;
 
-	need_redis();
+	redis_proc_need();
 	ck_assert_int_eq(testutil_server_start(&srv, srv_args, 5000), 0);
 	join_url(url, sizeof(url), "herd");
 	for (int i = 0; i < 2; i++) {
@@ -565,7 +547,7 @@ START_TEST(join_failures_exit_4)
 	struct test_run r;
 	int port = testutil_free_port();
 
-	need_redis();
+	redis_proc_need();
 	snprintf(dead, sizeof(dead), "redis://127.0.0.1:%d/x", port);
 	testutil_run(&r, (const char *[]){ "hammer", "http://127.0.0.1:9/", "--join", dead, "--nodes", "2", NULL }, NULL, 10000);
 	ck_assert_msg(r.status == 4 && testutil_one_line(r.err) && strstr(r.err, "cannot reach Redis at 127.0.0.1:"),
@@ -585,7 +567,7 @@ START_TEST(join_failures_exit_4)
 	testutil_run(&r, (const char *[]){ "hammer", "--join", url, NULL }, NULL, 10000);
 	ck_assert_msg(r.status == 2 && testutil_one_line(r.err) && strstr(r.err, "--join needs --nodes"), "%s", r.err);
 	testutil_run_free(&r);
-	snprintf(nodes1, sizeof(nodes1), "%s/bad id", shared_redis.url);
+	snprintf(nodes1, sizeof(nodes1), "%s/bad id", redis_proc_shared.url);
 	testutil_run(&r, (const char *[]){ "hammer", "--join", nodes1, "--nodes", "2", NULL }, NULL, 10000);
 	ck_assert_msg(r.status == 2 && testutil_one_line(r.err) && strstr(r.err, "--join"), "%s", r.err);
 	testutil_run_free(&r);
@@ -691,7 +673,7 @@ Suite *join_suite(void)
 	TCase *tc = tcase_create("redis");
 	TCase *one = tcase_create("one machine");
 
-	tcase_add_unchecked_fixture(tc, shared_up, shared_down);
+	tcase_add_unchecked_fixture(tc, redis_proc_shared_up, redis_proc_shared_down);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, four_nodes_merge_exactly);
 	tcase_add_test(tc, rate_is_sliced);

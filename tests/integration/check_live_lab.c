@@ -458,8 +458,9 @@ END_TEST
 
 /*
  * 100 subscribers that never read, from eight addresses: 32 are fed (the
- * default cap), 68 get 503.  A normal client's p99 stays under 5 ms while they sit there, and
- * the server's memory grows by no more than their bounded buffers.
+ * default cap), 68 get 503.  A normal client is answered (and, the latency goal
+ * `make bench` checks, its p99 stays under 5 ms) while they sit there, and the
+ * server's memory grows by no more than their bounded buffers.
  */
 START_TEST(idle_subscribers_cost_nothing)
 {
@@ -477,8 +478,11 @@ START_TEST(idle_subscribers_cost_nothing)
 	wait_subscribers(&s, 32, IDLE_SUBSCRIBERS - 32);
 	h = hammer(&s, "normal", load);
 	lat = json_object_get(h, "latency_ms");
-	ck_assert_msg(json_real_value(json_object_get(lat, "p99")) < 5.0, "p99 %.3f ms",
-	              json_real_value(json_object_get(lat, "p99")));
+	fprintf(stderr, "idle_subscribers: normal client p99 %.3f ms (goal, in make bench: under 5 ms)\n",
+	        json_real_value(json_object_get(lat, "p99")));
+	if (testutil_latency_goals())
+		ck_assert_msg(json_real_value(json_object_get(lat, "p99")) < 5.0, "p99 %.3f ms",
+		              json_real_value(json_object_get(lat, "p99")));
 	ck_assert_int_eq(testutil_jint(h, "ok", NULL), 4000);
 	after = rss_kb(s.pid);
 	ck_assert_msg(after - before < 32 * 1024, "RSS %ld kB -> %ld kB", before, after);
@@ -537,7 +541,7 @@ START_TEST(workshop_banner)
 	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
 	for (int i = 0; i < n; i++) {
 		ck_assert(next_line(&s, line, sizeof(line)));
-		snprintf(want, sizeof(want), "attendees:   http://%s:%d/", lan[i], s.port);
+		snprintf(want, sizeof(want), "attendees:   http://%s:%d/play", lan[i], s.port);
 		ck_assert_str_eq(line, want);
 		snprintf(url, sizeof(url), "http://%s:%d/healthz", lan[i], s.port);
 		ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, NULL), 0);
@@ -558,6 +562,7 @@ Suite *live_lab_suite(void)
 {
 	Suite *s = suite_create("live_lab");
 	TCase *tc = tcase_create("core");
+	TCase *idle = tcase_create("idle_subscribers");
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, early_retries_exact);
@@ -567,8 +572,11 @@ Suite *live_lab_suite(void)
 	tcase_add_test(tc, events_four_a_second_under_load);
 	tcase_add_test(tc, events_outlive_the_header_deadline);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
-	tcase_add_test(tc, idle_subscribers_cost_nothing);
 	tcase_add_test(tc, workshop_banner);
 	suite_add_tcase(s, tc);
+	/* Its own case, so `make bench` can run it alone with its latency goal (bench/run section 10). */
+	tcase_set_timeout(idle, 60);
+	tcase_add_test(idle, idle_subscribers_cost_nothing);
+	suite_add_tcase(s, idle);
 	return s;
 }

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,32 +32,6 @@
 #define MS  NS_PER_MS
 
 /* ---- a private redis-server ---- */
-
-static struct redis_proc shared_redis;
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Unchecked fixture (runs in the runner): failures are reported by need_redis() in each test. */
-static void shared_up(void)
-{
-	if (!redis_proc_available() || redis_proc_start(&shared_redis, 0) < 0)
-		redis_proc_stop(&shared_redis);
-}
-
-static void need_redis(void)
-{
-	ck_assert_msg(shared_redis.pid > 0, "redis-server is missing (scripts/install-deps failed) or did not start");
-}
-
-static void shared_down(void)
-{
-	redis_proc_stop(&shared_redis);
-}
 
 /* ---- stores ---- */
 
@@ -210,10 +185,10 @@ static void assert_every_key_expires(const char *prefix)
 	redisReply *keys, *r;
 
 	snprintf(pattern, sizeof(pattern), "%s*", prefix);
-	keys = cmd(shared_redis.port, "KEYS %s", pattern);
+	keys = cmd(redis_proc_shared.port, "KEYS %s", pattern);
 	ck_assert_int_eq(keys->type, REDIS_REPLY_ARRAY);
 	for (size_t i = 0; i < keys->elements; i++) {
-		r = cmd(shared_redis.port, "PTTL %s", keys->element[i]->str);
+		r = cmd(redis_proc_shared.port, "PTTL %s", keys->element[i]->str);
 		ck_assert_msg(r->type == REDIS_REPLY_INTEGER && r->integer > 0, "key %s has no TTL",
 		              keys->element[i]->str);
 		freeReplyObject(r);
@@ -230,11 +205,11 @@ START_TEST(same_decisions_as_memory)
 	char prefix[64];
 	int admitted;
 
-	need_redis();
+	redis_proc_need();
 	memcpy(p.layers, ec->layers, sizeof(ec->layers));
 	ops = params_for(ec->name, &p, ec->limit, ec->window_ns, ec->burst);
 	mem = store_memory_new(ops, &p, 1000, 0);
-	red = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "eq"), true, true, 3600 * SEC);
+	red = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "eq"), true, true, 3600 * SEC);
 	ck_assert_ptr_nonnull(mem);
 	admitted = equiv_run(ec, &p, mem, red, 42 + (uint64_t)_i);
 	/* The arrivals must exercise both answers, or the comparison proves little. */
@@ -255,11 +230,11 @@ START_TEST(redis_time_clock)
 	struct limiter_params p = { 0 };
 	const struct limiter_ops *ops = params_for("token-bucket", &p, 5, 10 * SEC, 5);
 	char prefix[64];
-	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "time"), false, true, 5 * SEC);
+	struct store *s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "time"), false, true, 5 * SEC);
 	struct limiter_decision d;
 	int admitted = 0;
 
-	need_redis();
+	redis_proc_need();
 	/* `now` is ignored: Redis TIME decides, so a wildly wrong caller clock changes nothing. */
 	for (int i = 0; i < 6; i++) {
 		ck_assert_int_eq(s->ops->decide(s, "k", 1, (uint64_t)i * 1000 * SEC, 1, &d), 0);
@@ -281,12 +256,12 @@ START_TEST(keys_namespaced_with_ttl)
 	struct limiter_params p = { 0 };
 	const struct limiter_ops *ops = params_for("fixed-window", &p, 3, 3600 * SEC, 0);
 	char pa[64], pb[64], key[128];
-	struct store *a = redis_store(shared_redis.url, ops, &p, test_prefix(pa, sizeof(pa), "labA"), false, true, 5 * SEC);
-	struct store *b = redis_store(shared_redis.url, ops, &p, test_prefix(pb, sizeof(pb), "labB"), false, true, 5 * SEC);
+	struct store *a = redis_store(redis_proc_shared.url, ops, &p, test_prefix(pa, sizeof(pa), "labA"), false, true, 5 * SEC);
+	struct store *b = redis_store(redis_proc_shared.url, ops, &p, test_prefix(pb, sizeof(pb), "labB"), false, true, 5 * SEC);
 	struct limiter_decision d;
 	redisReply *r;
 
-	need_redis();
+	redis_proc_need();
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(a->ops->decide(a, "k", 1, 0, 1, &d), 0);
 	ck_assert(d.admitted);
@@ -297,17 +272,17 @@ START_TEST(keys_namespaced_with_ttl)
 	ck_assert(d.admitted);
 	ck_assert_uint_eq(d.remaining, 2);
 	snprintf(key, sizeof(key), "%sfixed-window:k", pa);
-	r = cmd(shared_redis.port, "PTTL %s", key);
+	r = cmd(redis_proc_shared.port, "PTTL %s", key);
 	ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
 	ck_assert_int_gt(r->integer, 0);
 	ck_assert_int_le(r->integer, 3600 * 1000);
 	freeReplyObject(r);
 	a->ops->reset(a);
-	r = cmd(shared_redis.port, "EXISTS %s", key);
+	r = cmd(redis_proc_shared.port, "EXISTS %s", key);
 	ck_assert_int_eq(r->integer, 0);
 	freeReplyObject(r);
 	snprintf(key, sizeof(key), "%sfixed-window:k", pb);
-	r = cmd(shared_redis.port, "EXISTS %s", key);
+	r = cmd(redis_proc_shared.port, "EXISTS %s", key);
 	ck_assert_int_eq(r->integer, 1);   /* reset of lab A left lab B alone */
 	freeReplyObject(r);
 	b->ops->reset(b);
@@ -326,10 +301,10 @@ START_TEST(replicas_share_one_limit)
 	int on_redis = 0, on_memory = 0;
 	char prefix[64];
 
-	need_redis();
+	redis_proc_need();
 	test_prefix(prefix, sizeof(prefix), "rep");
 	for (int i = 0; i < 3; i++) {
-		red[i] = redis_store(shared_redis.url, ops, &p, prefix, true, true, 5 * SEC);
+		red[i] = redis_store(redis_proc_shared.url, ops, &p, prefix, true, true, 5 * SEC);
 		mem[i] = store_memory_new(ops, &p, 100, 0);
 	}
 	/* 5 s of one request per 10 ms, round-robin over the replicas: 10 burst + 10/s refill. */
@@ -373,12 +348,12 @@ START_TEST(atomic_across_threads)
 	struct limiter_params p = { 0 };
 	const struct limiter_ops *ops = params_for("sliding-log", &p, 100, 60 * SEC, 0);
 	char prefix[64];
-	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "thr"), true, true, 5 * SEC);
+	struct store *s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "thr"), true, true, 5 * SEC);
 	struct thread_arg args[4] = { { s, 0 }, { s, 0 }, { s, 0 }, { s, 0 } };
 	pthread_t th[4];
 	struct store_stats st;
 
-	need_redis();
+	redis_proc_need();
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, decide_many, &args[i]), 0);
 	for (int i = 0; i < 4; i++)
@@ -400,10 +375,10 @@ START_TEST(concurrency_lease_expires)
 	struct store *dead, *live;
 	struct limiter_decision d;
 
-	need_redis();
+	redis_proc_need();
 	test_prefix(prefix, sizeof(prefix), "lease");
-	dead = redis_store(shared_redis.url, ops, &p, prefix, true, true, 5 * SEC);
-	live = redis_store(shared_redis.url, ops, &p, prefix, true, true, 5 * SEC);
+	dead = redis_store(redis_proc_shared.url, ops, &p, prefix, true, true, 5 * SEC);
+	live = redis_store(redis_proc_shared.url, ops, &p, prefix, true, true, 5 * SEC);
 	ck_assert_int_eq(dead->ops->decide(dead, "k", 1, 10 * SEC, 1, &d), 0);
 	ck_assert(d.admitted);
 	ck_assert_int_eq(dead->ops->decide(dead, "k", 1, 10 * SEC, 1, &d), 0);
@@ -429,14 +404,14 @@ START_TEST(noscript_falls_back_to_eval)
 	struct limiter_params p = { 0 };
 	const struct limiter_ops *ops = params_for("gcra", &p, 10, SEC, 0);
 	char prefix[64];
-	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "nos"), true, true, 5 * SEC);
+	struct store *s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "nos"), true, true, 5 * SEC);
 	struct limiter_decision d;
 	struct store_stats st;
 	redisReply *r;
 
-	need_redis();
+	redis_proc_need();
 	ck_assert_int_eq(s->ops->decide(s, "k", 1, SEC, 1, &d), 0);
-	r = cmd(shared_redis.port, "SCRIPT FLUSH%s", "");
+	r = cmd(redis_proc_shared.port, "SCRIPT FLUSH%s", "");
 	freeReplyObject(r);
 	ck_assert_int_eq(s->ops->decide(s, "k", 1, SEC, 1, &d), 0);
 	ck_assert(d.admitted);
@@ -495,7 +470,7 @@ static bool wait_recovered(struct store *s)
 		/* 0 only when Redis answered (fail open says STORE_UNHELD, fail closed -1). */
 		if (s->ops->decide(s, "probe", 5, 0, 1, &d) == 0)
 			return true;
-		sleep_ms(20);
+		testutil_sleep_ms(20);
 	}
 	return false;
 }
@@ -649,14 +624,14 @@ START_TEST(pipeline_exact_admissions)
 	struct limiter_params p = { 0 };
 	const struct limiter_ops *ops = params_for("sliding-log", &p, 100, 60 * SEC, 0);
 	char prefix[64];
-	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "pipe"), true, true, 5 * SEC);
+	struct store *s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "pipe"), true, true, 5 * SEC);
 	struct submit_tally t = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct submission late = { &t, { 0 } };
 	struct store_stats st;
 
-	need_redis();
+	redis_proc_need();
 	ck_assert(s->ops->submit != NULL);
-	freeReplyObject(cmd(shared_redis.port, "SCRIPT FLUSH%s", ""));
+	freeReplyObject(cmd(redis_proc_shared.port, "SCRIPT FLUSH%s", ""));
 	submit_and_quiesce(s, &t, 4, 75);
 	ck_assert_int_eq(t.admitted, 100);
 	ck_assert_int_eq(t.failed, 0);
@@ -684,11 +659,11 @@ START_TEST(pipeline_timeout_fails_each_once)
 	struct limiter_decision d;
 	uint64_t t0;
 
-	need_redis();
+	redis_proc_need();
 	store_timeout_ns = 50 * MS;
-	s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "pto"), true, true, 5 * SEC);
+	s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "pto"), true, true, 5 * SEC);
 	store_timeout_ns = 2 * SEC;
-	freeReplyObject(cmd(shared_redis.port, "CLIENT PAUSE %s ALL", "1500"));
+	freeReplyObject(cmd(redis_proc_shared.port, "CLIENT PAUSE %s ALL", "1500"));
 	t0 = clock_monotonic_ns();
 	submit_and_quiesce(s, &t, 2, 20);
 	ck_assert_int_eq(t.failed, 40);
@@ -696,10 +671,10 @@ START_TEST(pipeline_timeout_fails_each_once)
 	s->ops->stats(s, &st);
 	ck_assert_uint_eq(st.errors, 40);
 	/* Back after the pause (reconnect backoff is at most 2 s, jittered). */
-	sleep_ms(1600 - (long)elapsed_ms(t0));
+	testutil_sleep_ms(1600 - (long)elapsed_ms(t0));
 	t0 = clock_monotonic_ns();
 	while (s->ops->decide(s, "hot", 3, 5 * SEC, 1, &d) < 0 && elapsed_ms(t0) < 4000)
-		sleep_ms(20);
+		testutil_sleep_ms(20);
 	ck_assert_int_eq(s->ops->decide(s, "hot", 3, 5 * SEC, 1, &d), 0);
 	ck_assert(d.admitted);
 	s->ops->reset(s);
@@ -731,12 +706,12 @@ START_TEST(release_queued_in_order)
 	struct limiter_params p = { 0 };
 	const struct limiter_ops *ops = params_for("concurrency", &p, 1, SEC, 0);
 	char prefix[64], key[128];
-	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relq"), true, true, 5 * SEC);
+	struct store *s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relq"), true, true, 5 * SEC);
 	struct submit_tally t = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct submission *sub = calloc(100, sizeof(*sub));
 	struct store_stats st;
 
-	need_redis();
+	redis_proc_need();
 	ck_assert_ptr_nonnull(sub);
 	for (int i = 0; i < 100; i++) {
 		sub[i].t = &t;
@@ -750,7 +725,7 @@ START_TEST(release_queued_in_order)
 	s->ops->stats(s, &st);
 	ck_assert_uint_eq(st.errors, 0);
 	snprintf(key, sizeof(key), "%sconcurrency:hot", prefix);
-	ck_assert_int_eq(redis_exists(shared_redis.port, key), 0);
+	ck_assert_int_eq(redis_exists(redis_proc_shared.port, key), 0);
 	free(sub);
 	s->ops->free(s);
 }
@@ -765,10 +740,10 @@ START_TEST(release_after_quiesce_is_synchronous)
 	struct limiter_params p = { 0 };
 	const struct limiter_ops *ops = params_for("concurrency", &p, 1, SEC, 0);
 	char prefix[64], key[128];
-	struct store *s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relsync"), true, true, 5 * SEC);
+	struct store *s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relsync"), true, true, 5 * SEC);
 	struct limiter_decision d;
 
-	need_redis();
+	redis_proc_need();
 	s->ops->quiesce(s);
 	snprintf(key, sizeof(key), "%sconcurrency:k", prefix);
 	for (int i = 0; i < 3; i++) {
@@ -776,9 +751,9 @@ START_TEST(release_after_quiesce_is_synchronous)
 		ck_assert_msg(d.admitted, "round %d: slot not back", i);
 		ck_assert_int_eq(s->ops->decide(s, "k", 1, 10 * SEC, 1, &d), 0);
 		ck_assert(!d.admitted);
-		ck_assert_int_eq(redis_exists(shared_redis.port, key), 1);
+		ck_assert_int_eq(redis_exists(redis_proc_shared.port, key), 1);
 		s->ops->release(s, "k", 1, 10 * SEC);
-		ck_assert_int_eq(redis_exists(shared_redis.port, key), 0);
+		ck_assert_int_eq(redis_exists(redis_proc_shared.port, key), 0);
 	}
 	s->ops->free(s);
 }
@@ -800,13 +775,13 @@ START_TEST(release_never_waits_on_redis)
 	struct store *s;
 	uint64_t t0, took;
 
-	need_redis();
+	redis_proc_need();
 	store_timeout_ns = SEC;
-	s = redis_store(shared_redis.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relstall"), true, true, 5 * SEC);
+	s = redis_store(redis_proc_shared.url, ops, &p, test_prefix(prefix, sizeof(prefix), "relstall"), true, true, 5 * SEC);
 	store_timeout_ns = 2 * SEC;
 	ck_assert_int_eq(s->ops->decide(s, "k", 1, 10 * SEC, 1, &d), 0);
 	ck_assert(d.admitted);
-	freeReplyObject(cmd(shared_redis.port, "CLIENT PAUSE %s ALL", "1500"));
+	freeReplyObject(cmd(redis_proc_shared.port, "CLIENT PAUSE %s ALL", "1500"));
 	t0 = clock_monotonic_ns();
 	s->ops->release(s, "k", 1, 10 * SEC);
 	took = elapsed_ms(t0);
@@ -815,10 +790,10 @@ START_TEST(release_never_waits_on_redis)
 	ck_assert_msg(elapsed_ms(t0) < 1400, "quiesce took %" PRIu64 " ms", elapsed_ms(t0));
 	s->ops->stats(s, &st);
 	ck_assert_uint_eq(st.errors, 1);
-	sleep_ms(1600 - (long)elapsed_ms(t0));
+	testutil_sleep_ms(1600 - (long)elapsed_ms(t0));
 	t0 = clock_monotonic_ns();
 	while (s->ops->decide(s, "k", 1, 10 * SEC, 1, &d) < 0 && elapsed_ms(t0) < 4000)
-		sleep_ms(20);
+		testutil_sleep_ms(20);
 	ck_assert_int_eq(s->ops->decide(s, "k", 1, 10 * SEC, 1, &d), 0);
 	ck_assert(d.admitted);
 	s->ops->reset(s);
@@ -902,7 +877,7 @@ START_TEST(three_replicas_through_the_server)
 		uint64_t due = t0 + (uint64_t)t * 10 * MS, now = clock_monotonic_ns();
 
 		if (due > now)
-			sleep_ms((long)((due - now) / MS));
+			testutil_sleep_ms((long)((due - now) / MS));
 		on_redis += get_status(&red[t % 3]) == 200;
 		on_memory += get_status(&mem[t % 3]) == 200;
 	}
@@ -958,7 +933,7 @@ START_TEST(server_outage_open_and_closed)
 	/* Reconnection backs off at most 2 s (jittered); poll for up to 5 s. */
 	t0 = clock_monotonic_ns();
 	while (get_status(&closed_s) != 200 && elapsed_ms(t0) < 5000)
-		sleep_ms(20);
+		testutil_sleep_ms(20);
 	ck_assert_int_eq(get_status(&closed_s), 200);
 	ck_assert_int_eq(get_status(&open_s), 200);
 	stop_servers(&open_s, 1);
@@ -972,6 +947,9 @@ struct hammer_arg {
 	int n;                 /* requests, or 0: until the server goes away (at most 5 s) */
 	int ok, rejected, other;
 };
+
+/* Answers all of hammer_all's connections have had so far. */
+static atomic_int hammer_answers;
 
 /* One keep-alive connection firing requests back to back. */
 static void *hammer_one(void *arg)
@@ -988,6 +966,7 @@ static void *hammer_one(void *arg)
 			a->other++;
 			continue;
 		}
+		atomic_fetch_add(&hammer_answers, 1);
 		a->ok += r->status == 200;
 		a->rejected += r->status == 429;
 		a->other += r->status != 200 && r->status != 429;
@@ -1004,6 +983,7 @@ static void hammer_all(const char *url, int threads, int n, struct hammer_arg *s
 	pthread_t th[16];
 
 	ck_assert(threads <= 16);
+	atomic_store(&hammer_answers, 0);
 	for (int i = 0; i < threads; i++) {
 		a[i] = (struct hammer_arg){ url, n, 0, 0, 0 };
 		ck_assert_int_eq(pthread_create(&th[i], NULL, hammer_one, &a[i]), 0);
@@ -1065,12 +1045,14 @@ struct stop_ctx {
 	uint64_t ms;
 };
 
+/* SIGTERM once the connections have had 10 answers each (every one busy), at most 4 s on. */
 static void stop_meanwhile(void *arg)
 {
 	struct stop_ctx *c = arg;
-	uint64_t t0;
+	uint64_t t0 = clock_monotonic_ns();
 
-	sleep_ms(300);
+	while (atomic_load(&hammer_answers) < 8 * 10 && elapsed_ms(t0) < 4000)
+		testutil_sleep_ms(1);
 	t0 = clock_monotonic_ns();
 	c->status = testutil_server_stop(c->srv, 5000);
 	c->ms = elapsed_ms(t0);
@@ -1151,7 +1133,7 @@ START_TEST(server_concurrency_releases_every_slot)
 	ck_assert_int_eq(sum.other, 0);
 	t0 = clock_monotonic_ns();
 	while (redis_count_keys(rp.port, prefix) != 0 && elapsed_ms(t0) < 2000)
-		sleep_ms(5);
+		testutil_sleep_ms(5);
 	ck_assert_int_eq(redis_count_keys(rp.port, prefix), 0);
 	ck_assert(metrics_has(&srv, "ratelab_store_errors_total{route=\"/\"} 0\n"));
 	stop_servers(&srv, 1);
@@ -1263,7 +1245,7 @@ START_TEST(server_redis_stopped_stays_responsive)
 	/* Reconnection backs off at most 2 s (jittered): poll for up to 5 s. */
 	t0 = clock_monotonic_ns();
 	for (long long after = -2; after != before && elapsed_ms(t0) < 5000; after = store_errors(&srv)) {
-		sleep_ms(20);
+		testutil_sleep_ms(20);
 		before = store_errors(&srv);
 		ck_assert_int_eq(fire_timed(c, srv.url, "/", r, &ms), 200);
 	}
@@ -1293,7 +1275,7 @@ static void gets_then_reset(int port, int n)
 		ck_assert_int_eq(connect(fd[i], (struct sockaddr *)&a, sizeof(a)), 0);
 		ck_assert_int_eq(send(fd[i], req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
 	}
-	sleep_ms(2);
+	testutil_sleep_ms(2);
 	for (int i = 0; i < n; i++) {
 		setsockopt(fd[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		close(fd[i]);
@@ -1328,13 +1310,13 @@ static long long reset_rounds(long long *held)
 	start_concurrency_server(&srv, rp.url, "1000", "closed", test_prefix(prefix, sizeof(prefix), "srvrst"));
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(pthread_create(&busy, NULL, redis_busy_20ms, &rp.port), 0);
-		sleep_ms(3);
+		testutil_sleep_ms(3);
 		gets_then_reset(srv.port, 16);
 		pthread_join(busy, NULL);
 	}
 	t0 = clock_monotonic_ns();
 	while ((*held = held_slots(rp.port, prefix)) != 0 && elapsed_ms(t0) < 2000)
-		sleep_ms(10);
+		testutil_sleep_ms(10);
 	errors = store_errors(&srv);
 	stop_servers(&srv, 1);
 	redis_proc_stop(&rp);
@@ -1347,21 +1329,18 @@ static long long reset_rounds(long long *held)
  * the decisions come back admitted after the clients went away, and a slot is
  * released when its connection ends, not only when an answer was sent.  5
  * rounds of 16 such clients, then no slot is held.  (It used to keep 28 of
- * the 80 until the 60 s lease ran out.)  A try where a decision timed out
- * proves nothing (Redis may still have run that acquire, which only the
- * lease gives back), so up to 3 tries are made; a try with no store error
- * must leave no slot held.
+ * the 80 until the 60 s lease ran out.)  A decision that timed out (a busy
+ * machine stretches the 20 ms) may still have run its acquire in Redis, which
+ * only the lease gives back: so each store error may explain one slot still
+ * held, and no more.  Most decisions must come back in time, or the run
+ * proves nothing.
  */
 START_TEST(server_concurrency_reset_client_releases)
 {
-	long long held = -1, errors = -1;
+	long long held = -1, errors = reset_rounds(&held);
 
-	for (int try = 0; try < 3 && errors != 0; try++) {
-		errors = reset_rounds(&held);
-		if (errors == 0)
-			ck_assert_int_eq(held, 0);
-	}
-	ck_assert_msg(errors == 0, "every try had store errors (%lld in the last): Redis too slow here", errors);
+	ck_assert_msg(errors >= 0 && errors <= 40, "%lld of the 80 decisions had store errors: Redis too slow here", errors);
+	ck_assert_msg(held <= errors, "%lld slots still held, %lld store errors", held, errors);
 }
 END_TEST
 
@@ -1372,7 +1351,7 @@ Suite *redis_suite(void)
 	TCase *outage = tcase_create("outage");
 	TCase *server = tcase_create("server");
 
-	tcase_add_unchecked_fixture(tc, shared_up, shared_down);
+	tcase_add_unchecked_fixture(tc, redis_proc_shared_up, redis_proc_shared_down);
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, same_decisions_as_memory, 0, (int)NEQUIV);
 	tcase_add_test(tc, redis_time_clock);

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "server/server.h"
+#include "server/server_args.h"
 #include "server/store/store.h"
 #include "tests/harness/testutil.h"
 

@@ -13,21 +13,12 @@
 
 #include "common/httpdate.h"
 #include "server/server.h"
+#include "server/server_args.h"
 #include "tests/harness/testutil.h"
 
 static void url_of(const struct test_server *s, const char *path, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s", s->url, path);
-}
-
-static void start(struct test_server *s, const char *const *args)
-{
-	ck_assert_msg(testutil_server_start(s, args, 5000) == 0, "server did not start (bin %s)", testutil_bin());
-}
-
-static void stop(struct test_server *s)
-{
-	ck_assert_int_eq(testutil_server_stop(s, 5000), 0);
 }
 
 static json_t *get_json(CURL *c, const struct test_server *s, const char *path)
@@ -59,7 +50,7 @@ START_TEST(token_bucket_40_gets)
 	char url[128], v[256];
 	int ok = 0, rejected = 0;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/work", url, sizeof(url));
 	for (int i = 0; i < 40; i++) {
 		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
@@ -84,7 +75,7 @@ START_TEST(token_bucket_40_gets)
 	ck_assert_msg(ok >= 5 && ok <= 10, "%d answers of 200", ok);
 	ck_assert_int_eq(ok + rejected, 40);
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -99,7 +90,7 @@ START_TEST(admitted_ratelimit_counts_down)
 	struct test_reply r;
 	char url[128], v[64], rem[8];
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
@@ -113,7 +104,7 @@ START_TEST(admitted_ratelimit_counts_down)
 		ck_assert_str_eq(v, rem);
 	}
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -143,7 +134,7 @@ START_TEST(problem_body_carries_exact_wait)
 	json_t *j;
 	double ms;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	j = admit_then_reject(c, url, 2);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "limiter")), "token-bucket");
@@ -156,7 +147,7 @@ START_TEST(problem_body_carries_exact_wait)
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "retry_after_s")), 1800);
 	json_decref(j);
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -181,7 +172,7 @@ START_TEST(fixed_windows_start_with_the_server)
 		json_t *j;
 		double ms;
 
-		start(&s, cases[k]);
+		testutil_start(&s, cases[k]);
 		url_of(&s, "/", url, sizeof(url));
 		j = admit_then_reject(c, url, 1);
 		ms = json_number_value(json_object_get(j, "wait_ms"));
@@ -189,7 +180,7 @@ START_TEST(fixed_windows_start_with_the_server)
 		ck_assert_msg(ms > 3540000.0 && ms <= 3600000.0, "case %zu: wait_ms %f", k, ms);
 		ck_assert_int_eq(json_integer_value(json_object_get(j, "retry_after_s")), 3600);
 		json_decref(j);
-		stop(&s);
+		ck_assert_int_eq(testutil_stop(&s), 0);
 	}
 	curl_easy_cleanup(c);
 }
@@ -207,7 +198,7 @@ START_TEST(stats_and_metrics_count)
 	size_t i;
 	json_t *v;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/a", url, sizeof(url));
 	for (int k = 0; k < 8; k++)
 		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
@@ -246,7 +237,7 @@ START_TEST(stats_and_metrics_count)
 		ck_assert_msg(strncmp(name, "ratelab_", 8) == 0, "series '%s' not ratelab_*", name);
 	}
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -259,7 +250,7 @@ START_TEST(reset_restores_burst)
 	char url[128], rurl[128];
 	json_t *j;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/x", url, sizeof(url));
 	url_of(&s, "/reset", rurl, sizeof(rurl));
 	for (int round = 0; round < 2; round++) {
@@ -281,7 +272,7 @@ START_TEST(reset_restores_burst)
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "status"), "429")), 1);
 	json_decref(j);
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -294,7 +285,7 @@ START_TEST(reset_clears_occ)
 	struct test_reply r;
 	char url[128], rurl[128], etag[32];
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/occ", url, sizeof(url));
 	url_of(&s, "/reset", rurl, sizeof(rurl));
 	ck_assert_int_eq(testutil_fire(c, "PUT", url, "If-Match: \"0\"", &r), CURLE_OK);
@@ -309,7 +300,7 @@ START_TEST(reset_clears_occ)
 	ck_assert_str_eq(etag, "\"0\"");
 	ck_assert_str_eq(r.body, "{\"version\":0,\"writes\":0,\"conflicts\":0}\n");
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -323,7 +314,7 @@ START_TEST(faults_at_their_rates)
 	int n200 = 0, n503 = 0, n502 = 0, nreset = 0;
 	json_t *j, *st;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/f", url, sizeof(url));
 	for (int i = 0; i < 2000; i++) {
 		CURLcode rc = testutil_fire(c, "GET", url, NULL, &r);
@@ -350,7 +341,7 @@ START_TEST(faults_at_their_rates)
 	ck_assert_int_eq(json_integer_value(json_object_get(st, "reset")), nreset);
 	json_decref(j);
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -364,7 +355,7 @@ START_TEST(no_retry_after_fault_and_modes)
 	char url[128], v[64];
 	int without = 0;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(r.status, 200);
@@ -384,7 +375,7 @@ START_TEST(no_retry_after_fault_and_modes)
 	}
 	ck_assert_msg(without > 150 && without < 250, "%d of 400 without Retry-After", without);
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -398,7 +389,7 @@ START_TEST(http_date_and_status_503)
 	char url[128], v[64];
 	time_t when, now;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
 	ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
@@ -408,7 +399,7 @@ START_TEST(http_date_and_status_503)
 	ck_assert_msg(httpdate_parse(v, &when) == 0, "not an HTTP-date: %s", v);
 	ck_assert_msg(when >= now + 8 && when <= now + 11, "Retry-After %s is not ~10 s ahead", v);
 	curl_easy_cleanup(c);
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 }
 END_TEST
 
@@ -502,7 +493,7 @@ START_TEST(sigterm_drains_and_summarises)
 	char url[128], out[512];
 	size_t used = 0;
 
-	start(&s, args);
+	testutil_start(&s, args);
 	url_of(&s, "/", url, sizeof(url));
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
@@ -520,7 +511,7 @@ START_TEST(sigterm_drains_and_summarises)
 		used += (size_t)n;
 	}
 	out[used] = '\0';
-	stop(&s);
+	ck_assert_int_eq(testutil_stop(&s), 0);
 	ck_assert_msg(strstr(out, "ratelab serve: stopped after ") != NULL, "stdout '%s'", out);
 	ck_assert_msg(strstr(out, ": 3 requests, 2 admitted, 1 rejected\n") != NULL, "stdout '%s'", out);
 }

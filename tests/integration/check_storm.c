@@ -70,14 +70,6 @@ static json_t *run_small_storm(const char *dir, struct test_run *r)
 	return doc;
 }
 
-static long long jint(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-
-	ck_assert_msg(json_is_integer(v), "no integer %s", k);
-	return json_integer_value(v);
-}
-
 START_TEST(naive_stays_down_budget_and_adaptive_recover)
 {
 	char dir[256], path[300];
@@ -94,23 +86,23 @@ START_TEST(naive_stays_down_budget_and_adaptive_recover)
 	ck_assert_str_eq(json_string_value(json_object_get(adaptive, "policy")), "adaptive");
 	/* naive: 3782 attempts for 1200 requests, and 1089 of 1546 services for clients that had gone */
 	ck_assert(json_is_false(json_object_get(naive, "recovered")));
-	ck_assert_int_eq(jint(naive, "ok"), 457);
-	ck_assert_int_eq(jint(naive, "attempts"), 3782);
-	ck_assert_int_eq(jint(naive, "served"), 1546);
-	ck_assert_int_eq(jint(naive, "served_gone"), 1089);
-	ck_assert_int_eq(jint(naive, "queue_peak"), 240);
+	ck_assert_int_eq(testutil_jint_req(naive, "ok", NULL), 457);
+	ck_assert_int_eq(testutil_jint_req(naive, "attempts", NULL), 3782);
+	ck_assert_int_eq(testutil_jint_req(naive, "served", NULL), 1546);
+	ck_assert_int_eq(testutil_jint_req(naive, "served_gone", NULL), 1089);
+	ck_assert_int_eq(testutil_jint_req(naive, "queue_peak", NULL), 240);
 	/* budget: 283 retries, back after 0.7 s */
 	ck_assert(json_is_true(json_object_get(budget, "recovered")));
 	ck_assert_double_eq(jreal(budget, "recovered_after_s"), 0.7);
-	ck_assert_int_eq(jint(budget, "ok"), 812);
-	ck_assert_int_eq(jint(budget, "retries"), 283);
+	ck_assert_int_eq(testutil_jint_req(budget, "ok", NULL), 812);
+	ck_assert_int_eq(testutil_jint_req(budget, "retries", NULL), 283);
 	/* adaptive: the throttle refused 498 attempts, 379 of them before any call */
 	ck_assert(json_is_true(json_object_get(adaptive, "recovered")));
 	ck_assert_double_eq(jreal(adaptive, "recovered_after_s"), 1.4);
-	ck_assert_int_eq(jint(adaptive, "ok"), 700);
-	ck_assert_int_eq(jint(adaptive, "throttled"), 498);
-	ck_assert_int_eq(jint(adaptive, "unsent"), 379);
-	ck_assert_int_eq(jint(adaptive, "served_gone"), 169);
+	ck_assert_int_eq(testutil_jint_req(adaptive, "ok", NULL), 700);
+	ck_assert_int_eq(testutil_jint_req(adaptive, "throttled", NULL), 498);
+	ck_assert_int_eq(testutil_jint_req(adaptive, "unsent", NULL), 379);
+	ck_assert_int_eq(testutil_jint_req(adaptive, "served_gone", NULL), 169);
 	json_decref(doc);
 	snprintf(path, sizeof(path), "%s/naive.csv", dir);
 	ck_assert_int_eq(access(path, R_OK), 0);

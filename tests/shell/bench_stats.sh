@@ -94,9 +94,8 @@ printf '  Socket errors: connect 0, read 12, write 0, timeout 3\nRequests/sec: 1
 expect_out 'socket_errors "$TMP/wrk.err"' 'connect 0, read 12, write 0, timeout 3'
 printf 'Requests/sec: 1.0\n' >"$TMP/wrk.ok"
 expect_out 'socket_errors "$TMP/wrk.ok"' 'none'
-# stats_delta reads /stats with jq: install it as the bench does (make check installs what it needs)
-command -v jq >/dev/null 2>&1 || sh "$ROOT/scripts/install-deps" jq >&2
-command -v jq >/dev/null 2>&1 || fail "jq is missing and scripts/install-deps did not install it"
+# stats_delta reads /stats with jq (scripts/install-deps installs it; make check runs that first)
+command -v jq >/dev/null 2>&1 || fail "jq is not installed: run make deps (scripts/install-deps)"
 echo '{"status":{"200":10,"429":5},"refused":{"per_ip":0,"connection_limit":1}}' >"$TMP/s0"
 echo '{"status":{"200":411,"429":630005,"503":2},"refused":{"per_ip":0,"connection_limit":4}}' \
 	>"$TMP/s1"

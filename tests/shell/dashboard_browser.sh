@@ -63,7 +63,7 @@ else
 	check "the page names no other resource" ok
 fi
 
-cdp_start "$TMP"
+cdp_start "$TMP" || { echo "dashboard_browser: no browser: FAIL"; exit 1; }
 cdp_page "$URL/dashboard" 1024 768
 state=$(wait_for "document.getElementById('state').textContent" live)
 [ "$state" = live ] && check "the page is live on /events" ok || check "the page is live on /events" "state '$state'"

@@ -14,10 +14,8 @@
 #        sh tests/shell/labguide.sh --self-test     (the runner's own test, no server)
 # With no chapter named, the self-test runs first, then every chapter.
 # LABGUIDE_OUT=DIR keeps every block's real output there (to refresh a chapter).
-# LABGUIDE_TIMEOUT=S limits one block (default 90 s); LABGUIDE_TRIES=N runs a block whose
-# output differs up to N times (default 2), and says when a block needed a second run.
-# Prints one line per block and closes with "N passed (N on a second run), N failed";
-# exit 1 on a failure.
+# LABGUIDE_TIMEOUT=S limits one block (default 90 s).  Every block runs once.
+# Prints one line per block and closes with "N passed, N failed"; exit 1 on a failure.
 set -u
 
 ROOT=${RATELAB_ROOT:-.}
@@ -32,7 +30,6 @@ SPID=""
 BPID=""
 PASSED=0
 FAILED=0
-AGAINS=0
 
 stop_server() {
 	if [ -n "$SPID" ]; then
@@ -466,14 +463,12 @@ map_ports() {
 }
 
 # One run of a block: WHERE is empty when it passed, else the chapter line at fault,
-# and WHY says what went wrong; AGAIN=1 when another run may turn out otherwise.
-attempt_block() {   # attempt_block CHAPTER LINE SCRIPT SHOWN RULES END
-	AGAIN=0
+# and WHY says what went wrong.
+run_once() {   # run_once CHAPTER LINE SCRIPT SHOWN RULES END
 	WHERE=$2
 	map_ports "$3" || { WHY="no free ports for$PORTS"; return; }
 	if [ "$RESET" = 1 ] && ! reset_server; then
 		WHY="POST $URL/reset before the block failed (is the chapter's server still up?)"
-		AGAIN=1
 		return
 	fi
 	exec_block "$SCRIPT" "$TMP/out" "$TMP/portmap"
@@ -484,35 +479,21 @@ attempt_block() {   # attempt_block CHAPTER LINE SCRIPT SHOWN RULES END
 		WHY="the block left processes running (stop what it starts): $(echo "$LEFT" | head -3 | tr '\n' ';')"
 	elif [ "$STATUS" != "$WANT_EXIT" ]; then
 		WHY="exit $STATUS, want $WANT_EXIT"
-		AGAIN=1
 	elif why=$(compare "$4" "$5" "$TMP/out" "$6"); then
 		WHERE=""
 	else
 		WHERE=$(echo "$why" | head -1)
 		WHY=$(echo "$why" | sed 1d)
-		AGAIN=1
 	fi
 }
 
-# Run a block; one whose output or exit status differs runs once more (timing on a
-# busy machine), unless it reads state an earlier block left in the chapter's server.
+# Run a block once and compare its output.
 run_block() {   # run_block CHAPTER LINE OPTIONS SCRIPT SHOWN RULES END
 	run_options "$3"
 	[ -z "$OPT_ERR" ] || { fail "$1:$2" "$OPT_ERR"; return; }
-	tries=${LABGUIDE_TRIES:-2}
-	[ "$RESET" = 1 ] || [ -z "$SPID" ] || tries=1
-	tried=1
-	attempt_block "$1" "$2" "$4" "$5" "$6" "$7"
-	while [ -n "$WHERE" ] && [ "$AGAIN" = 1 ] && [ $tried -lt "$tries" ]; do
-		first="$1:$WHERE: $(echo "$WHY" | head -1)"
-		tried=$((tried + 1))
-		attempt_block "$1" "$2" "$4" "$5" "$6" "$7"
-	done
+	run_once "$1" "$2" "$4" "$5" "$6" "$7"
 	if [ -n "$WHERE" ]; then
 		fail "$1:$WHERE" "$WHY" "$TMP/out"
-	elif [ $tried -gt 1 ]; then
-		AGAINS=$((AGAINS + 1))
-		pass "$1:$2 (on run $tried; run 1: $first)"
 	else
 		pass "$1:$2"
 	fi
@@ -561,7 +542,7 @@ run_chapter() {
 self_case() {
 	mkdir -p "$TMP/self"
 	printf '%s\n' "$3" >"$TMP/self/ch.md"
-	(cd "$TMP/self" && RATELAB_BIN=$BIN LABGUIDE_TIMEOUT=${SELF_LIMIT:-90} LABGUIDE_TRIES=${SELF_TRIES:-1} \
+	(cd "$TMP/self" && RATELAB_BIN=$BIN LABGUIDE_TIMEOUT=${SELF_LIMIT:-90} \
 		sh "$SELF" ch.md) >"$TMP/self/report" 2>&1
 	if grep -qF -- "$2" "$TMP/self/report"; then
 		pass "self-test: $1"
@@ -789,15 +770,6 @@ $F
 ${F}sh
 true
 $F"
-	SELF_TRIES=2 self_case "a block whose output differs runs once more, and says so" \
-		"ok   ch.md:1 (on run 2; run 1: ch.md:7: output differs: 6 where the chapter has 5" "<!-- run -->
-${F}sh
-if [ -f seen ]; then echo 5; else touch seen; echo 6; fi
-$F
-
-$F
-5
-$F"
 	self_case "ports are swapped for free ones, and back in the output" "ok   ch.md:1" "<!-- run: ports 8081 -->
 ${F}sh
 ./ratelab serve --port 8081 > /dev/null & s=\$!
@@ -833,5 +805,5 @@ for ch in "$@"; do
 	[ -f "$ch" ] || { fail "$ch" "no such chapter"; continue; }
 	run_chapter "$ch"
 done
-echo "labguide: $PASSED passed ($AGAINS on a second run), $FAILED failed in $(($(date +%s) - start))s"
+echo "labguide: $PASSED passed, $FAILED failed in $(($(date +%s) - start))s"
 [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]

@@ -38,5 +38,42 @@ case $out in
 *lab/l.c*) check bad "lab/l.c was flagged: $out" ;;
 *) check ok ;;
 esac
+
+# Inside server/: limit <- store <- http <- handlers, each kind of violation named; a cycle named.
+T2=$TMP/inner
+mkdir -p "$T2/server/limit" "$T2/server/store" "$T2/server/http" "$T2/server/handlers" "$T2/common"
+printf '#include "server/limit/l.h"\n#include "server/store/s.h"\n' > "$T2/server/limit/l.c"
+printf '#include "server/limit/l.h"\n#include "server/http/h.h"\n' > "$T2/server/store/s.c"
+printf '#include "server/store/s.h"\n#include "server/handlers/x.h"\n' > "$T2/server/http/h.c"
+printf '#include "server/http/h.h"\n#include "server/store/s.h"\n#include "server/limit/l.h"\n' > "$T2/server/handlers/x.c"
+printf '#include "common/b.h"\n' > "$T2/common/a.h"
+printf '#include "common/c.h"\n' > "$T2/common/b.h"
+printf '#include "common/a.h"\n' > "$T2/common/c.h"
+out=$(sh "$ROOT/scripts/layering" "$T2" 2>&1); rc=$?
+[ $rc -eq 1 ] && check ok || check bad "a tree with inner violations exits $rc"
+for want in "server/limit/l.c:2: server/limit/ must not include server/store/s.h" \
+            "server/store/s.c:2: server/store/ must not include server/http/h.h" \
+            "server/http/h.c:2: server/http/ must not include server/handlers/x.h" \
+            "include cycle between: "; do
+	case $out in
+	*"$want"*) check ok ;;
+	*) check bad "no line '$want' in: $out" ;;
+	esac
+done
+# the cycle names its three files, and handlers/ may use every layer below it
+for f in common/a.h common/b.h common/c.h; do
+	case $out in
+	*"include cycle between: "*"$f"*) check ok ;;
+	*) check bad "the cycle does not name $f: $out" ;;
+	esac
+done
+case $out in
+*handlers/x.c*) check bad "handlers/x.c was flagged: $out" ;;
+*) check ok ;;
+esac
+# no cycle, no violation: passes
+rm "$T2/common/c.h" "$T2/server/limit/l.c" "$T2/server/store/s.c" "$T2/server/http/h.c"
+out=$(sh "$ROOT/scripts/layering" "$T2" 2>&1); rc=$?
+[ $rc -eq 0 ] && check ok || check bad "a clean inner tree exits $rc: $out"
 echo "layering: $passes passed, $failures failed"
 [ $failures -eq 0 ]

@@ -4,7 +4,10 @@
 # tests/harness/cdp.sh) at 1024x768, and check that every SVG lane was laid out
 # with a non-zero size and drew its bars, that the page does not scroll
 # sideways, that no label overlaps a bar or another label, and that the page
-# carries no debug text.
+# carries no debug text.  The pictures tell the truth: the none lane's first
+# bar (the first volley) shows its rejected part in the share of its CSV row,
+# and every lane has the same y ticks at the same heights (one scale).  At
+# 1920x1080 the lanes fill the width.
 set -eu
 
 ROOT=${RATELAB_ROOT:-.}
@@ -15,7 +18,7 @@ trap 'cdp_stop 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 "$BIN" herd --clients 30 --policies none,exponential,full --report "$TMP/r" >"$TMP/herd.out"
 
-cdp_start "$TMP"
+cdp_start "$TMP" || { echo "report_browser: no browser: FAIL"; exit 1; }
 cdp_page "file://$TMP/r/report.html" 1024 768
 i=0
 while [ "$(cdp_eval "document.readyState")" != complete ] && [ "$i" -lt 100 ]; do
@@ -49,6 +52,24 @@ for p in none exponential full; do
 	fi
 done
 
+# The none lane's first 100 ms: its rejected part's share of the bar's height is the CSV's share.
+row0=$(sed -n 2p "$TMP/r/none.csv")
+att=$(echo "$row0" | cut -d, -f2)
+rej=$(echo "$row0" | cut -d, -f4)
+share=$(cdp_eval "(function () { var g = document.querySelector('svg.lane[data-policy=none] g[data-row=\'0\']'); if (!g) return 'no first bar'; var r = g.querySelector('rect[data-part=rejected]'), all = 0; if (!r) return 'no rejected part'; g.querySelectorAll('rect').forEach(function (e) { all += e.getBBox().height; }); return (r.getBBox().height / all).toFixed(3); })()")
+want=$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.3f", r / a }')
+if [ "$rej" -gt 0 ] && awk -v g="$share" -v w="$want" 'BEGIN { d = g - w; exit !(d < 0.005 && d > -0.005) }'; then
+	check "none's first bar: $rej of $att rejected, drawn as $share of its height" ok
+else
+	check "none's first bar's rejected part" "page '$share', CSV $rej of $att ($want)"
+fi
+# One scale: every lane's y ticks, as label@y in the lane's units, are the same list.
+scales=$(cdp_eval "Array.prototype.map.call(document.querySelectorAll('svg.lane'), function (s) { return Array.prototype.map.call(s.querySelectorAll('.ytick'), function (t) { return t.textContent + '@' + Math.round(t.getBBox().y); }).join(';'); }).join(' ')")
+distinct=$(printf '%s\n' $scales | sort -u | wc -l)
+nticks=$(printf '%s\n' $scales | head -1 | tr ';' '\n' | wc -l)
+[ "$distinct" = 1 ] && [ "$nticks" -ge 2 ] && check "every lane has the same $nticks y ticks" ok \
+	|| check "one scale for every lane" "$scales"
+
 # The table made it into the page too, one row per policy.
 rows=$(cdp_eval "document.querySelectorAll('#results tr').length - 1")
 [ "$rows" = 3 ] && check "results table has 3 rows" ok || check "results table rows" "$rows, want 3"
@@ -66,6 +87,8 @@ debug=$(cdp_eval "String(document.body.innerText.indexOf(' bars ') >= 0 || !!doc
 cdp_viewport 1920 1080
 w=$(cdp_eval "String(document.documentElement.scrollWidth <= 1920)")
 [ "$w" = true ] && check "no horizontal scroll at 1920x1080" ok || check "no horizontal scroll at 1920x1080" "$w"
+fill=$(cdp_eval "Math.round(document.querySelector('.lanes').getBoundingClientRect().right - document.querySelector('.lanes').getBoundingClientRect().left)")
+[ "${fill:-0}" -ge 1800 ] && check "the lanes fill 1920: ${fill} px wide" ok || check "the lanes fill 1920" "$fill px"
 
 # The storm report: a lane per run, each drawing goodput, offered load, attempts and the
 # queue (four shapes), two lanes high enough to read and short enough to fit at 1024x768.
@@ -98,6 +121,10 @@ overlaps=$(cdp_eval "(function () { var n = 0; function hit(a, b) { return a.x <
 [ "$overlaps" = 0 ] && check "storm: no label covers a band or a label" ok || check "storm labels overlapping" "$overlaps"
 debug=$(cdp_eval "String(!!document.querySelector('pre'))")
 [ "$debug" = false ] && check "storm: no debug text" ok || check "storm: no debug text" "the page has some"
+cdp_viewport 1920 1080
+side=$(cdp_eval "(function () { var l = document.querySelectorAll('svg.lane'), a = l[0].getBoundingClientRect(), b = l[1].getBoundingClientRect(); return String(a.top === b.top && b.right > 1800 && a.bottom < 1080); })()")
+[ "$side" = true ] && check "storm at 1920x1080: the two lanes side by side, filling the width" ok \
+	|| check "storm at 1920x1080" "lanes not side by side or not filling"
 
 echo "report_browser: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -32,7 +32,8 @@ static struct who named(const char *name)
 /* One decision for w at T0 + at_ns: a rejection announcing `announced` (0: none), or an admission. */
 static void decide(struct clients *c, const struct who *w, bool admitted, uint64_t announced, uint64_t at_ns)
 {
-	struct clients_event e = { w->id, w->len, 0, admitted, admitted ? 0 : announced, admitted ? 4 : 0, 5 };
+	struct clients_event e = { .id = w->id, .idlen = w->len, .admitted = admitted, .announced_ns = admitted ? 0 : announced,
+	                          .remaining = admitted ? 4 : 0, .limit = 5 };
 
 	clients_record(c, &e, T0 + at_ns);
 }
@@ -293,7 +294,7 @@ START_TEST(quota_of_the_last_decision)
 {
 	struct clients *c = clients_new(&KEY, T0);
 	struct who w = named("w");
-	struct clients_event e = { w.id, w.len, 1, true, 0, 3, 5 };
+	struct clients_event e = { .id = w.id, .idlen = w.len, .route = 1, .admitted = true, .remaining = 3, .limit = 5 };
 	struct clients_snapshot s;
 
 	clients_record(c, &e, T0 + 1 * MS);
@@ -314,6 +315,114 @@ struct on_thread {
 	struct clients *c;
 	struct who w;
 };
+
+/* One decision of request `key` of w, attempt `retry` (0: its first; -1: no header), at T0 + at_ns. */
+static void attempt(struct clients *c, const struct who *w, const char *key, int retry, bool admitted, uint64_t at_ns)
+{
+	struct clients_event e = { .id = w->id, .idlen = w->len, .admitted = admitted,
+	                           .announced_ns = admitted ? 0 : WAIT_1S, .limit = 5, .request = key,
+	                           .requestlen = key ? strlen(key) : 0 };
+
+	e.said = retry < 0 ? CLIENTS_SAID_NOTHING : retry == 0 ? CLIENTS_SAID_FIRST : CLIENTS_SAID_RETRY;
+	clients_record(c, &e, T0 + at_ns);
+}
+
+/*
+ * Five requests of one client, rejected at 0, 150, 300, 450 and 460 ms, each
+ * retried 1 s after its own rejection: every retry but the last comes
+ * before the client's latest wait is over, yet after its own.  Paired by
+ * key, none is early.  Of the first attempts sent during a wait, the one at
+ * 460 ms came within CLIENTS_HEARD_NS of the rejection at 450 ms (it may
+ * have left before that 429 arrived): three count as new while told to wait.
+ */
+START_TEST(concurrent_requests_judged_by_their_own_wait)
+{
+	static const uint64_t AT[] = { 0, 150, 300, 450, 460 };
+	struct clients *c = clients_new(&KEY, T0);
+	struct who w = named("four");
+	const char *keys[] = { "r1", "r2", "r3", "r4", "r5" };
+	struct clients_row r;
+	char says[160];
+
+	for (int i = 0; i < 5; i++)
+		attempt(c, &w, keys[i], 0, false, AT[i] * MS);
+	for (int i = 0; i < 5; i++)
+		attempt(c, &w, keys[i], 1, true, (1000 + AT[i]) * MS);
+	r = row_of(c, "four");
+	ck_assert_uint_eq(r.requests, 10);
+	ck_assert_uint_eq(r.retries, 5);
+	ck_assert_uint_eq(r.paired, 5);
+	ck_assert_uint_eq(r.early, 0);
+	ck_assert_uint_eq(r.waiting_new, 3);
+	ck_assert_int_eq(clients_verdict_of(&r), CLIENTS_POLITE);
+	clients_explain(&r, says, sizeof(says));
+	ck_assert_str_eq(says, "every retry waited its own Retry-After; 3 new requests went out while told to wait");
+	clients_free(c);
+}
+END_TEST
+
+/* The same arrivals with no headers: judged by the latest wait, three of four retries early. */
+START_TEST(same_arrivals_unsaid_judged_as_one_client)
+{
+	struct clients *c = clients_new(&KEY, T0);
+	struct who w = named("four");
+	struct clients_row r;
+	char says[160];
+
+	for (int i = 0; i < 4; i++)
+		attempt(c, &w, NULL, -1, false, (uint64_t)i * 10 * MS);
+	for (int i = 0; i < 4; i++)
+		attempt(c, &w, NULL, -1, false, 1000 * MS + (uint64_t)i * 10 * MS);
+	r = row_of(c, "four");
+	/* the latest wait moves on with each rejection: every later request is a retry */
+	ck_assert_uint_eq(r.retries, 7);
+	ck_assert_uint_eq(r.paired, 0);
+	ck_assert_uint_eq(r.waiting_new, 0);
+	ck_assert_uint_eq(r.early, 7);
+	ck_assert_uint_eq(r.early_ns, (6 * 990 + 30) * MS);   /* the one at 1000 ms: 30 ms before the fourth's wait */
+	ck_assert_int_eq(clients_verdict_of(&r), CLIENTS_IGNORES_RETRY_AFTER);
+	clients_explain(&r, says, sizeof(says));
+	ck_assert_str_eq(says, "7 of 7 retries came back before the wait was over, 0.9 s early on average");
+	clients_free(c);
+}
+END_TEST
+
+/* A paired retry that comes back 200 ms before its own wait is early by exactly that. */
+START_TEST(paired_retry_early_by_its_own_wait)
+{
+	struct clients *c = clients_new(&KEY, T0);
+	struct who w = named("hasty");
+	struct clients_row r;
+
+	attempt(c, &w, "k", 0, false, 0);
+	attempt(c, &w, "k", 1, true, 800 * MS);
+	attempt(c, &w, "k2", 0, true, 900 * MS);   /* the admission ended the episode, not the 1 s wait */
+	attempt(c, &w, "k3", 0, true, 1000 * MS);  /* the wait is over */
+	r = row_of(c, "hasty");
+	ck_assert_uint_eq(r.retries, 1);
+	ck_assert_uint_eq(r.paired, 1);
+	ck_assert_uint_eq(r.early, 1);
+	ck_assert_uint_eq(r.early_ns, 200 * MS);
+	ck_assert_uint_eq(r.waiting_new, 1);
+	ck_assert_int_eq(clients_verdict_of(&r), CLIENTS_IGNORES_RETRY_AFTER);
+	clients_free(c);
+}
+END_TEST
+
+/* Two clients using the same key are two requests: a's wait does not judge b's retry. */
+START_TEST(keys_apart_per_client)
+{
+	struct clients *c = clients_new(&KEY, T0);
+	struct who a = named("a"), b = named("b");
+
+	attempt(c, &a, "same", 0, false, 0);
+	attempt(c, &b, "same", 1, true, 10 * MS);
+	ck_assert_uint_eq(row_of(c, "b").paired, 0);
+	ck_assert_uint_eq(row_of(c, "b").early, 0);
+	ck_assert_uint_eq(row_of(c, "b").retries, 1);
+	clients_free(c);
+}
+END_TEST
 
 static void *reject_on_thread(void *arg)
 {
@@ -358,6 +467,10 @@ Suite *clients_suite(void)
 	tcase_add_test(tc, reset_forgets);
 	tcase_add_test(tc, quota_of_the_last_decision);
 	tcase_add_test(tc, episode_seen_across_threads);
+	tcase_add_test(tc, concurrent_requests_judged_by_their_own_wait);
+	tcase_add_test(tc, same_arrivals_unsaid_judged_as_one_client);
+	tcase_add_test(tc, paired_retry_early_by_its_own_wait);
+	tcase_add_test(tc, keys_apart_per_client);
 	suite_add_tcase(s, tc);
 	return s;
 }

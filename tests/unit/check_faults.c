@@ -76,8 +76,11 @@ START_TEST(pick_rates_and_replay)
 	for (unsigned i = 0; i < total; i++) {
 		faults_pick(&f, &a, &p);
 		faults_pick(&f, &b, &q);
-		ck_assert_mem_eq(&p, &q, sizeof(p));
-		ck_assert(!(p.reset && p.status));
+		/* Asserted only on failure: a passing ck_assert costs a write, 200,000 of them here. */
+		if (memcmp(&p, &q, sizeof(p)) != 0)
+			ck_abort_msg("pick %u differs between two PRNGs of seed 42", i);
+		if (p.reset && p.status)
+			ck_abort_msg("pick %u is both a reset and status %d", i, p.status);
 		n503 += p.status == 503;
 		n502 += p.status == 502;
 		nreset += p.reset;

@@ -23,8 +23,9 @@ struct fixture {
 static void record(struct fixture *f, const char *name, int route, bool admitted, uint64_t at)
 {
 	char id[CLIENT_KEY_LEN];
-	struct clients_event e = { id, client_key_named(id, name, strlen(name)), route, admitted,
-	                           admitted ? 0 : NS_PER_SEC, admitted ? 7 : 0, 9 };
+	struct clients_event e = { .id = id, .idlen = client_key_named(id, name, strlen(name)), .route = route,
+	                           .admitted = admitted, .announced_ns = admitted ? 0 : NS_PER_SEC,
+	                           .remaining = admitted ? 7 : 0, .limit = 9 };
 
 	stats_record(f->stats, route, admitted ? 200 : 429, admitted ? STATS_ADMITTED : STATS_REJECTED, at);
 	clients_record(f->clients, &e, at);
@@ -40,7 +41,7 @@ static void setup(struct fixture *f)
 	                                          false, { 0 } };
 	f->routes[1] = (struct stats_route_info){ "/g", "gcra", { 1, 0, 0, 0, 0 }, "\"default\";q=9;w=1", "global",
 	                                          false, { 0 } };
-	f->parts = (struct live_parts){ f->stats, f->clients, 1, f->routes, 2, 429, 3 };
+	f->parts = (struct live_parts){ f->stats, f->clients, 1, f->routes, 2, 429, 3, NULL };
 	record(f, "a\"b", 0, true, T0 + 10 * MS);
 	record(f, "a\"b", 0, false, T0 + 20 * MS);
 	record(f, "a\"b", 0, true, T0 + 120 * MS);   /* a retry, 900 ms early */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "server/server.h"
+#include "server/server_args.h"
 
 /* A --burst or --limit the limiters cannot take: the message names the flag and its value. */
 START_TEST(bad_burst_names_value)

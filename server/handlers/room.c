@@ -1,0 +1,329 @@
+/* The room herd: an armed instant, the pages that started at it, and /room's handlers. */
+#include "server/handlers/room.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/parse.h"
+
+#define ROOM_REPORT_MAX 4000   /* attempts in one report: 200 requests of at most 10 tries, twice over */
+
+struct room {
+	pthread_mutex_t lock;
+	struct room_view v;
+	struct room_run runs[ROOM_RUNS];   /* runs[0] the newest; id 0: empty */
+};
+
+struct room *room_new(void)
+{
+	struct room *r = calloc(1, sizeof(*r));
+
+	if (r)
+		pthread_mutex_init(&r->lock, NULL);
+	return r;
+}
+
+void room_free(struct room *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+static bool policy_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	return n < ROOM_POLICY_LEN && strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+int room_arm(struct room *r, int64_t now_ms, int64_t lead_ms, const char *policy, uint32_t requests,
+             uint32_t concurrency)
+{
+	if (lead_ms < 0 || lead_ms > ROOM_LEAD_MS_MAX || !policy_ok(policy))
+		return -1;
+	pthread_mutex_lock(&r->lock);
+	r->v.id++;
+	r->v.start_ms = now_ms + lead_ms;
+	snprintf(r->v.policy, sizeof(r->v.policy), "%s", policy);
+	r->v.requests = requests;
+	r->v.concurrency = concurrency;
+	r->v.started = 0;
+	r->v.first_ms = r->v.last_ms = 0;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+bool room_started(struct room *r, uint64_t id, int64_t now_ms)
+{
+	bool counted;
+
+	pthread_mutex_lock(&r->lock);
+	/* A page whose clock runs far off may start early; a second before the instant is its limit. */
+	counted = id != 0 && id == r->v.id && now_ms >= r->v.start_ms - 1000 && now_ms <= r->v.start_ms + ROOM_LATE_MS;
+	if (counted) {
+		if (r->v.started == 0 || now_ms < r->v.first_ms)
+			r->v.first_ms = now_ms;
+		if (r->v.started == 0 || now_ms > r->v.last_ms)
+			r->v.last_ms = now_ms;
+		r->v.started++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return counted;
+}
+
+void room_view(struct room *r, struct room_view *out)
+{
+	pthread_mutex_lock(&r->lock);
+	*out = r->v;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void room_reset(void *ctx)
+{
+	struct room *r = ctx;
+	uint64_t id;
+
+	pthread_mutex_lock(&r->lock);
+	/* Ids keep counting: a page still holding the old herd's id must not match a new one. */
+	id = r->v.id;
+	memset(&r->v, 0, sizeof(r->v));
+	memset(r->runs, 0, sizeof(r->runs));
+	r->v.id = id;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* The run of herd id: found, or made in front (when id is the armed herd), or NULL. */
+static struct room_run *run_of(struct room *r, uint64_t id)
+{
+	for (size_t i = 0; i < ROOM_RUNS; i++)
+		if (r->runs[i].id == id)
+			return &r->runs[i];
+	if (id != r->v.id)
+		return NULL;
+	memmove(&r->runs[1], &r->runs[0], (ROOM_RUNS - 1) * sizeof(r->runs[0]));
+	memset(&r->runs[0], 0, sizeof(r->runs[0]));
+	r->runs[0].id = id;
+	snprintf(r->runs[0].policy, sizeof(r->runs[0].policy), "%s", r->v.policy);
+	return &r->runs[0];
+}
+
+int room_report(struct room *r, const struct room_report *rep)
+{
+	struct room_run *run;
+
+	if (rep->id == 0)
+		return -1;
+	pthread_mutex_lock(&r->lock);
+	run = run_of(r, rep->id);
+	if (run) {
+		run->pages++;
+		run->ok += rep->ok;
+		run->failed += rep->failed;
+		run->calls += rep->calls;
+		run->retries += rep->retries;
+		if (rep->done_ms > run->done_ms)
+			run->done_ms = rep->done_ms;
+		for (size_t i = 0; i < rep->nattempts; i++)
+			if (rep->attempts_ms[i] / 100 < ROOM_BUCKETS)
+				run->buckets[rep->attempts_ms[i] / 100]++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return run ? 0 : -1;
+}
+
+size_t room_runs(struct room *r, struct room_run *out)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < ROOM_RUNS; i++)
+		if (r->runs[i].id != 0)
+			out[n++] = r->runs[i];
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+uint32_t room_run_peak(const struct room_run *run)
+{
+	uint32_t peak = 0;
+
+	for (size_t i = 0; i < ROOM_BUCKETS; i++)
+		if (run->buckets[i] > peak)
+			peak = run->buckets[i];
+	return peak;
+}
+
+static int64_t wall_ms(void)
+{
+	return (int64_t)(clock_wall_ns() / NS_PER_MS);
+}
+
+static int reply(struct server_reply *out, int status, char *body)
+{
+	if (!body)
+		return -1;
+	out->status = status;
+	out->content_type = "application/json";
+	out->body = body;
+	out->body_len = strlen(body);
+	snprintf(out->headers, sizeof(out->headers), "Cache-Control: no-store\n");
+	return 0;
+}
+
+/* The runs as a JSON array into f, newest first. */
+static void runs_json(FILE *f, struct room *r)
+{
+	struct room_run *runs = malloc(ROOM_RUNS * sizeof(*runs));
+	size_t n = runs ? room_runs(r, runs) : 0;
+
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t req = runs[i].ok + runs[i].failed;
+
+		fprintf(f, "%s{\"id\":%llu,\"policy\":\"%s\",\"pages\":%u,\"requests\":%llu,\"ok\":%llu,\"calls\":%llu,"
+		        "\"retries\":%llu,\"calls_per_request\":%.2f,\"done_s\":%.2f,\"peak_per_100ms\":%u}", i ? "," : "",
+		        (unsigned long long)runs[i].id, runs[i].policy, runs[i].pages, (unsigned long long)req,
+		        (unsigned long long)runs[i].ok, (unsigned long long)runs[i].calls,
+		        (unsigned long long)runs[i].retries, req ? (double)runs[i].calls / (double)req : 0.0,
+		        (double)runs[i].done_ms / 1000.0, room_run_peak(&runs[i]));
+	}
+	fputc(']', f);
+	free(runs);
+}
+
+/* The room as JSON (malloc'd), with the server's time now. */
+static char *view_json(struct room *r)
+{
+	struct room_view v;
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+
+	if (!f)
+		return NULL;
+	room_view(r, &v);
+	fprintf(f, "{\"now_ms\":%lld,\"herd\":{\"id\":%llu,\"start_ms\":%lld,\"policy\":\"%s\",\"requests\":%u,"
+	        "\"concurrency\":%u},\"started\":%u,\"spread_ms\":%lld,\"runs\":", (long long)wall_ms(),
+	        (unsigned long long)v.id, (long long)v.start_ms, v.policy, v.requests, v.concurrency, v.started,
+	        (long long)(v.started ? v.last_ms - v.first_ms : 0));
+	runs_json(f, r);
+	fputs("}\n", f);
+	if (fclose(f) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* A query number in [0, max], or def when absent; -1 when it does not parse or is out of range. */
+static int64_t query_num(const struct server_request *req, const char *name, int64_t def, int64_t max)
+{
+	const char *v = server_request_query(req, name);
+	uint64_t n;
+	char why[80];
+
+	if (!v)
+		return def;
+	if (parse_u64(v, 0, (uint64_t)max, &n, why, sizeof(why)) != 0)
+		return -1;
+	return (int64_t)n;
+}
+
+/* POST /room?in=MS&policy=NAME&requests=N&concurrency=N: arm a herd (admin). */
+static int arm(struct server *s, struct room *r, const struct server_request *req, struct server_reply *out)
+{
+	const char *policy = server_request_query(req, "policy");
+	int64_t lead = query_num(req, "in", 5000, ROOM_LEAD_MS_MAX), n = query_num(req, "requests", 0, 200);
+	int64_t c = query_num(req, "concurrency", 0, 10);
+
+	if (server_admin_refused(s, req, out))
+		return 0;
+	if (lead < 0 || n < 0 || c < 0 || room_arm(r, wall_ms(), lead, policy ? policy : "", (uint32_t)n, (uint32_t)c) != 0)
+		return reply(out, 400, strdup("{\"error\":\"in (ms, at most 60000), policy (a /play policy name), requests "
+		                              "(at most 200) and concurrency (at most 10)\"}\n"));
+	return reply(out, 200, view_json(r));
+}
+
+static int handle_room(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	if (strcmp(req->method, "POST") == 0)
+		return arm(s, ctx, req, out);
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+		snprintf(out->headers, sizeof(out->headers), "Allow: GET, HEAD, POST\n");
+		return reply(out, 405, strdup("{\"error\":\"GET /room, or POST /room to arm a herd\"}\n"));
+	}
+	return reply(out, 200, view_json(ctx));
+}
+
+static int handle_start(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	const char *id = server_request_query(req, "id");
+	uint64_t n = 0;
+	char why[80];
+
+	(void)s;
+	if (strcmp(req->method, "POST") != 0 || !id || parse_u64(id, 1, UINT64_MAX, &n, why, sizeof(why)) != 0)
+		return reply(out, 400, strdup("{\"error\":\"POST /room/start?id=N\"}\n"));
+	return reply(out, 200, strdup(room_started(ctx, n, wall_ms()) ? "{\"counted\":true}\n" : "{\"counted\":false}\n"));
+}
+
+/* The body's comma-separated milliseconds into ms (room for max); returns how many, or -1 when malformed. */
+static long attempts_of(const char *body, uint32_t *ms, size_t max)
+{
+	size_t n = 0;
+
+	while (*body) {
+		char *end;
+		unsigned long v = strtoul(body, &end, 10);
+
+		if (end == body || n == max || (*end != ',' && *end != '\0'))
+			return -1;
+		ms[n++] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+		body = *end ? end + 1 : end;
+	}
+	return (long)n;
+}
+
+static int handle_report(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
+{
+	struct room_report rep = { 0 };
+	uint32_t *ms = malloc(ROOM_REPORT_MAX * sizeof(*ms));
+	int64_t f[6];
+	long n = -1;
+	int rc;
+
+	(void)s;
+	f[0] = query_num(req, "id", -1, INT64_MAX);
+	f[1] = query_num(req, "ok", -1, 1000000);
+	f[2] = query_num(req, "failed", -1, 1000000);
+	f[3] = query_num(req, "calls", -1, 1000000);
+	f[4] = query_num(req, "retries", -1, 1000000);
+	f[5] = query_num(req, "done_ms", -1, 24LL * 3600 * 1000);
+	if (ms && strcmp(req->method, "POST") == 0)
+		n = attempts_of(req->body, ms, ROOM_REPORT_MAX);
+	if (n < 0 || f[0] < 1 || f[1] < 0 || f[2] < 0 || f[3] < 0 || f[4] < 0 || f[5] < 0) {
+		free(ms);
+		return reply(out, 400, strdup("{\"error\":\"POST /room/report?id=&ok=&failed=&calls=&retries=&done_ms= with "
+		                              "the attempts' ms from the start, comma-separated, as the body\"}\n"));
+	}
+	rep = (struct room_report){ (uint64_t)f[0], (uint64_t)f[1], (uint64_t)f[2], (uint64_t)f[3], (uint64_t)f[4],
+	                            (uint64_t)f[5], ms, (size_t)n };
+	rc = room_report(ctx, &rep);
+	free(ms);
+	return reply(out, 200, strdup(rc == 0 ? "{\"counted\":true}\n" : "{\"counted\":false}\n"));
+}
+
+int room_register(struct server_config *c, struct room *r)
+{
+	if (server_config_add_handler(c, "/room", handle_room, r) != 0 ||
+	    server_config_add_handler(c, "/room/start", handle_start, r) != 0 ||
+	    server_config_add_handler(c, "/room/report", handle_report, r) != 0)
+		return -1;
+	c->handlers[c->nhandlers - 3].reset = room_reset;
+	return 0;
+}

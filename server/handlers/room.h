@@ -1,0 +1,99 @@
+#ifndef RATELAB_ROOM_H
+#define RATELAB_ROOM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/server.h"
+
+/*
+ * The room herd: the instructor arms one (POST /room, an admin action:
+ * loopback or --admin-token), naming an instant a few seconds ahead on the
+ * server's wall clock and, optionally, the policy, requests and concurrency
+ * every page runs.  Every open /play page polls GET /room, which says the
+ * server's time now (so a page can estimate its clock's offset from the
+ * round trip) and the armed herd; each page fires at the instant, corrected
+ * for its offset, and first tells the server it started (POST
+ * /room/start?id=N).  The server keeps, for the armed herd, how many pages
+ * started and the spread of their arrivals on its own clock: the figure the
+ * start's precision is judged by.  When its run is over a page reports it
+ * (POST /room/report?id=N&ok=&failed=&calls=&retries=&done_ms= with its
+ * attempts' milliseconds from the start, comma-separated, as the body); the
+ * room sums the reports of each of the last ROOM_RUNS herds, so the
+ * dashboard shows the runs side by side: pages, calls per request, the peak
+ * attempts in any 100 ms, and the time until the last request was done.
+ * One herd armed at a time; the state is a few counters and ROOM_RUNS x
+ * ROOM_BUCKETS counts.  Times come in as arguments (wall milliseconds);
+ * thread-safe.
+ */
+
+#define ROOM_POLICY_LEN 24
+#define ROOM_LEAD_MS_MAX (60 * 1000)        /* an instant at most a minute ahead */
+#define ROOM_LATE_MS (10 * 1000)           /* a start counts up to 10 s after the instant */
+#define ROOM_RUNS 4                        /* herd runs kept, newest first */
+#define ROOM_BUCKETS 600                   /* 100 ms each: a run's first minute */
+
+/* One herd's run, summed over the pages that reported it. */
+struct room_run {
+	uint64_t id;
+	char policy[ROOM_POLICY_LEN];
+	uint32_t pages;
+	uint64_t ok, failed, calls, retries;
+	uint64_t done_ms;                  /* the slowest page's run, start to last answer */
+	uint32_t buckets[ROOM_BUCKETS];    /* attempts per 100 ms from the start */
+};
+
+/* One page's report of its run of herd `id`. */
+struct room_report {
+	uint64_t id, ok, failed, calls, retries, done_ms;
+	const uint32_t *attempts_ms;       /* each attempt's ms from the start */
+	size_t nattempts;
+};
+
+struct room;
+
+/* What GET /room says. */
+struct room_view {
+	uint64_t id;                       /* the armed herd; 0: none yet */
+	int64_t start_ms;                  /* its instant, server wall ms */
+	char policy[ROOM_POLICY_LEN];      /* "" : each page runs its own */
+	uint32_t requests, concurrency;    /* 0: each page's own */
+	uint32_t started;                  /* pages whose start reached the server */
+	int64_t first_ms, last_ms;         /* when the first and the last of those arrived */
+};
+
+/* A room with no herd, or NULL when out of memory. */
+struct room *room_new(void);
+void room_free(struct room *r);
+
+/*
+ * Arm herd id+1 at now_ms + lead_ms running `policy` ("" or a /play policy
+ * name of at most ROOM_POLICY_LEN - 1 letters, digits and dashes), requests
+ * and concurrency (0: the page's own).  Returns 0, or -1 (lead over
+ * ROOM_LEAD_MS_MAX, a bad policy name).
+ */
+int room_arm(struct room *r, int64_t now_ms, int64_t lead_ms, const char *policy, uint32_t requests,
+             uint32_t concurrency);
+
+/* A page started herd id at now_ms: counted when id is the armed herd and now_ms is in its window.  True if counted. */
+bool room_started(struct room *r, uint64_t id, int64_t now_ms);
+
+/* The room as it is. */
+void room_view(struct room *r, struct room_view *out);
+
+/* Add a page's report to its herd's run (made when it is the first; the oldest run is then dropped). 0, or -1 (no such herd). */
+int room_report(struct room *r, const struct room_report *rep);
+
+/* The runs, newest first, into out (room for ROOM_RUNS); returns how many. */
+size_t room_runs(struct room *r, struct room_run *out);
+
+/* The most attempts in one 100 ms of a run. */
+uint32_t room_run_peak(const struct room_run *run);
+
+/* Forget the herd (POST /reset). */
+void room_reset(void *r);
+
+/* Add GET/POST /room and POST /room/start over r (which must outlive the server).  0, or -1 when full. */
+int room_register(struct server_config *c, struct room *r);
+
+#endif

@@ -1,0 +1,540 @@
+/*
+ * `ratelab serve --upstream URL`, the rate-limiting reverse proxy: a real
+ * upstream on loopback (a second `ratelab serve --limiter none`, or
+ * tests/harness/upstream.py for echoes and hostile answers), real clients
+ * over libcurl.  127.0.0.1 only; every wait is bounded.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/harness/testutil.h"
+
+struct py_upstream {
+	pid_t pid;
+	int in_fd;          /* its stdin: closing it ends the script */
+	int port;
+	char url[64];
+};
+
+/* Start tests/harness/upstream.py and read its "listening on PORT" (at most 10 s); 0 or -1. */
+static int py_start(struct py_upstream *u)
+{
+	char script[4096], line[128] = "";
+	int in[2], out[2];
+	size_t n = 0;
+	double deadline = testutil_mono_ms() + 10000;
+
+	testutil_path("tests/harness/upstream.py", script, sizeof(script));
+	if (pipe(in) < 0 || pipe(out) < 0 || (u->pid = fork()) < 0)
+		return -1;
+	if (u->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execlp("python3", "python3", script, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	u->in_fd = in[1];
+	while (n < sizeof(line) - 1 && !strchr(line, '\n') && testutil_mono_ms() < deadline) {
+		struct pollfd p = { out[0], POLLIN, 0 };
+		ssize_t r;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if ((r = read(out[0], line + n, sizeof(line) - 1 - n)) <= 0)
+			break;
+		n += (size_t)r;
+		line[n] = '\0';
+	}
+	close(out[0]);
+	if (sscanf(line, "listening on %d", &u->port) != 1)
+		return -1;
+	snprintf(u->url, sizeof(u->url), "http://127.0.0.1:%d", u->port);
+	return 0;
+}
+
+static void py_stop(struct py_upstream *u)
+{
+	close(u->in_fd);
+	if (testutil_wait(u->pid, 5000) != 0)
+		kill(u->pid, SIGKILL);
+}
+
+/* The script's count of requests of `kind` (its /stats); -1 when it does not answer. */
+static long long py_count(const struct py_upstream *u, const char *kind)
+{
+	char url[128], *body = NULL;
+	long status = 0;
+	json_t *j;
+	long long n = -1;
+
+	snprintf(url, sizeof(url), "%s/stats", u->url);
+	if (testutil_http("GET", url, NULL, &status, NULL, &body) == 0 && status == 200 && (j = json_loads(body, 0, NULL))) {
+		n = json_is_integer(json_object_get(j, kind)) ? json_integer_value(json_object_get(j, kind)) : 0;
+		json_decref(j);
+	}
+	free(body);
+	return n;
+}
+
+/*
+ * Start the proxy in front of upstream with extra args (NULL-terminated, at
+ * most 12).  Its limit is 1000/s unless extra says otherwise: the tests that
+ * do not test the limit must never meet it.
+ */
+static void proxy_start(struct test_server *s, const char *upstream, const char *const *extra)
+{
+	const char *args[20] = { "--quiet", "--upstream", upstream, "--limit", "1000" };
+	size_t n = 5;
+
+	for (size_t i = 0; extra && extra[i] && n < 18; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	ck_assert_int_eq(testutil_server_start(s, args, 10000), 0);
+}
+
+static long get(const char *base, const char *path, char **headers, char **body)
+{
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	if (testutil_http("GET", url, NULL, &status, headers, body) < 0)
+		return -1;
+	return status;
+}
+
+/* --limit 5 in front: of N requests exactly 5 reach the upstream, N-5 get 429, each proxied one its 200 and RateLimit. */
+START_TEST(limit_in_front)
+{
+	const char *up_args[] = { "--quiet", "--limiter", "none", NULL };
+	const char *px_args[] = { "--limit", "5", "--window", "1h", NULL };
+	struct test_server up, px;
+	int ok = 0, limited = 0, other = 0;
+	json_t *j;
+
+	ck_assert_int_eq(testutil_server_start(&up, up_args, 10000), 0);
+	/* A proxy named in the environment is not used: the upstream is asked itself. */
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("all_proxy", "http://127.0.0.1:1", 1);
+	proxy_start(&px, up.url, px_args);
+	unsetenv("http_proxy");
+	unsetenv("all_proxy");
+	for (int i = 0; i < 20; i++) {
+		char *h = NULL, *b = NULL, v[128];
+		long st = get(px.url, "/api/items", &h, &b);
+
+		if (st == 200) {
+			ok++;
+			ck_assert_str_eq(b, "ok\n");
+			ck_assert(testutil_header(h, "RateLimit", v, sizeof(v)));
+			ck_assert_msg(strstr(v, "r=") != NULL, "RateLimit: %s", v);
+		} else if (st == 429) {
+			limited++;
+		} else {
+			other++;
+		}
+		free(h);
+		free(b);
+	}
+	ck_assert_int_eq(ok, 5);
+	ck_assert_int_eq(limited, 15);
+	ck_assert_int_eq(other, 0);
+	j = testutil_stats(&up);
+	ck_assert_int_eq(testutil_jint(j, "requests", NULL), 5);
+	ck_assert_int_eq(testutil_jint(j, "status", "200"), 5);
+	json_decref(j);
+	j = testutil_stats(&px);
+	ck_assert_int_eq(testutil_jint(j, "status", "200"), 5);
+	ck_assert_int_eq(testutil_jint(j, "status", "429"), 15);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "ok"), 5);
+	ck_assert_int_eq(testutil_jint(j, "upstream", "calls"), 5);
+	json_decref(j);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	ck_assert_int_eq(testutil_server_stop(&up, 5000), 0);
+}
+END_TEST
+
+/* The proxy's /stats upstream.buffered_bytes once it reads 0 (polled at most 5 s), else its last value. */
+static long long buffered_settles(const struct test_server *px)
+{
+	double deadline = testutil_mono_ms() + 5000;
+	long long n;
+
+	do {
+		json_t *j = testutil_stats(px);
+
+		n = testutil_jint(j, "upstream", "buffered_bytes");
+		json_decref(j);
+		if (n == 0)
+			break;
+		poll(NULL, 0, 10);
+	} while (testutil_mono_ms() < deadline);
+	return n;
+}
+
+/* Method, target as sent, headers and body go to the upstream; its status, headers and body come back. */
+START_TEST(forwards_both_ways)
+{
+	struct py_upstream u;
+	struct test_server px;
+	struct test_reply r;
+	char url[256], *h = NULL, *b = NULL, v[128];
+	long st = 0;
+	long long conns;
+	json_t *doc;
+	CURL *c = curl_easy_init();
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, NULL);
+	snprintf(url, sizeof(url), "%s/echo/post?a=1&b=%%2F", px.url);
+	ck_assert_int_eq(testutil_http("POST", url, "hello=world&n=42", &st, &h, &b), 0);
+	ck_assert_int_eq(st, 200);
+	ck_assert(testutil_header(h, "X-Upstream", v, sizeof(v)));
+	ck_assert_str_eq(v, "test");
+	ck_assert(testutil_header(h, "RateLimit-Policy", v, sizeof(v)));
+	ck_assert(testutil_header(h, "Content-Type", v, sizeof(v)));
+	ck_assert_str_eq(v, "application/json");
+	ck_assert_ptr_nonnull(doc = json_loads(b, 0, NULL));
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "method")), "POST");
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "path")), "/echo/post?a=1&b=%2F");
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "body")), "hello=world&n=42");
+	json_decref(doc);
+	free(h);
+	free(b);
+
+	/* A request header goes through; a hop-by-hop one does not. */
+	snprintf(url, sizeof(url), "%s/echo/headers", px.url);
+	ck_assert_int_eq(testutil_fire(c, "PUT", url, "X-Test-Header: hello proxy", &r), CURLE_OK);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(doc = json_loads(r.body, 0, NULL));
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "method")), "PUT");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "headers"), "X-Test-Header")),
+	                 "hello proxy");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "headers"), "X-Forwarded-For")),
+	                 "127.0.0.1");
+	json_decref(doc);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, "TE: trailers", &r), CURLE_OK);
+	ck_assert_ptr_nonnull(doc = json_loads(r.body, 0, NULL));
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "headers"), "TE"));
+	json_decref(doc);
+	/* A client that sends no Accept: the upstream gets none either (not libcurl's own). */
+	ck_assert_int_eq(testutil_fire(c, "GET", url, "Accept:", &r), CURLE_OK);
+	ck_assert_ptr_nonnull(doc = json_loads(r.body, 0, NULL));
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "headers"), "Accept"));
+	json_decref(doc);
+
+	/* A HEAD: no body, and the length the upstream announced for its GET ("status 200"). */
+	snprintf(url, sizeof(url), "%s/status/200", px.url);
+	ck_assert_int_eq(testutil_http("HEAD", url, NULL, &st, &h, &b), 0);
+	ck_assert_int_eq(st, 200);
+	ck_assert(testutil_header(h, "Content-Length", v, sizeof(v)));
+	ck_assert_str_eq(v, "10");
+	ck_assert_str_eq(b, "");
+	free(h);
+	free(b);
+
+	/* The upstream's status as it is. */
+	ck_assert_int_eq(get(px.url, "/status/418", NULL, &b), 418);
+	ck_assert_str_eq(b, "status 418");
+	free(b);
+	ck_assert_int_eq(py_count(&u, "echo"), 4);
+	ck_assert_int_eq(py_count(&u, "status"), 2);
+	/* Ten requests one after the other: the proxy keeps its upstream connection alive (at most one new one). */
+	conns = py_count(&u, "connections");
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(get(px.url, "/status/202", NULL, NULL), 202);
+	/* Less the one py_count itself opens. */
+	conns = py_count(&u, "connections") - 1 - conns;
+	ck_assert_msg(conns <= 1, "%lld new upstream connections for 10 requests", conns);
+	curl_easy_cleanup(c);
+	/* Every answer went out: the bodies held for them are given back (freed as MHD lets go, so polled). */
+	ck_assert_int_eq(buffered_settles(&px), 0);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
+/* An upstream that hangs is 504 after --upstream-timeout; one that closes, or sends too much, or is not there: 502. */
+START_TEST(upstream_failures)
+{
+	const char *args[] = { "--upstream-timeout", "500ms", "--upstream-max-body", "64K", NULL };
+	struct py_upstream u;
+	struct test_server px, dead;
+	char dead_url[64];
+	double t0, took;
+	json_t *j;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, args);
+	t0 = testutil_mono_ms();
+	ck_assert_int_eq(get(px.url, "/hang", NULL, NULL), 504);
+	took = testutil_mono_ms() - t0;
+	ck_assert_msg(took >= 500 && took < 10000, "504 after %.0f ms", took);
+	ck_assert_int_eq(get(px.url, "/close", NULL, NULL), 502);
+	ck_assert_int_eq(get(px.url, "/huge", NULL, NULL), 502);
+	ck_assert_int_eq(get(px.url, "/status/200", NULL, NULL), 200);
+	j = testutil_stats(&px);
+	ck_assert_int_eq(testutil_jint(j, "status", "504"), 1);
+	ck_assert_int_eq(testutil_jint(j, "status", "502"), 2);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "timeout"), 1);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "bad_answer"), 1);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "too_big"), 1);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "ok"), 1);
+	json_decref(j);
+	{
+		char *m = NULL;
+
+		ck_assert_int_eq(get(px.url, "/metrics", NULL, &m), 200);
+		ck_assert_msg(strstr(m, "ratelab_upstream_calls_total{result=\"timeout\"} 1\n") &&
+		                  strstr(m, "ratelab_upstream_calls_total{result=\"too_big\"} 1\n"),
+		              "%s", m);
+		free(m);
+	}
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+
+	/* Nothing listens there: refused, 502. */
+	snprintf(dead_url, sizeof(dead_url), "http://127.0.0.1:%d", testutil_free_port());
+	proxy_start(&dead, dead_url, NULL);
+	ck_assert_int_eq(get(dead.url, "/x", NULL, NULL), 502);
+	j = testutil_stats(&dead);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "connect"), 1);
+	json_decref(j);
+	ck_assert_int_eq(testutil_server_stop(&dead, 5000), 0);
+}
+END_TEST
+
+static size_t discard(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n;
+}
+
+/* Drive m for at most ms; the handles still running. */
+static int drive(CURLM *m, int ms)
+{
+	int running = 0;
+
+	ck_assert_int_eq(curl_multi_perform(m, &running), CURLM_OK);
+	ck_assert_int_eq(curl_multi_poll(m, NULL, 0, ms, NULL), CURLM_OK);
+	ck_assert_int_eq(curl_multi_perform(m, &running), CURLM_OK);
+	return running;
+}
+
+#define HANGS 4
+
+/*
+ * Requests waiting on a slow upstream hold no server thread: with one
+ * listener thread, four hanging requests are parked and another is answered
+ * meanwhile; the drain sheds the four with 503 and the server exits 0.
+ */
+START_TEST(parked_not_held)
+{
+	const char *args[] = { "--threads", "1", "--upstream-timeout", "60s", NULL };
+	struct py_upstream u;
+	struct test_server px;
+	CURL *e[HANGS];
+	CURLM *m = curl_multi_init();
+	char url[128];
+	double deadline;
+	int running = HANGS, shed = 0;
+	json_t *j;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, args);
+	snprintf(url, sizeof(url), "%s/hang", px.url);
+	for (int i = 0; i < HANGS; i++) {
+		e[i] = curl_easy_init();
+		curl_easy_setopt(e[i], CURLOPT_URL, url);
+		curl_easy_setopt(e[i], CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(e[i], CURLOPT_TIMEOUT_MS, 30000L);
+		curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, discard);
+		ck_assert_int_eq(curl_multi_add_handle(m, e[i]), CURLM_OK);
+	}
+	deadline = testutil_mono_ms() + 10000;
+	while (py_count(&u, "hang") < HANGS && testutil_mono_ms() < deadline)
+		drive(m, 50);
+	ck_assert_int_eq(py_count(&u, "hang"), HANGS);
+	/* The one listener thread is free: another request is answered while the four wait. */
+	ck_assert_int_eq(get(px.url, "/status/201", NULL, NULL), 201);
+	j = testutil_stats(&px);
+	ck_assert_int_eq(testutil_jint(j, "upstream", "in_flight"), HANGS);
+	json_decref(j);
+	ck_assert_int_eq(testutil_server_stop(&px, 10000), 0);
+	deadline = testutil_mono_ms() + 10000;
+	while (running > 0 && testutil_mono_ms() < deadline)
+		running = drive(m, 50);
+	for (int i = 0; i < HANGS; i++) {
+		long st = 0;
+
+		curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &st);
+		shed += st == 503;
+		curl_multi_remove_handle(m, e[i]);
+		curl_easy_cleanup(e[i]);
+	}
+	curl_multi_cleanup(m);
+	ck_assert_int_eq(shed, HANGS);
+	py_stop(&u);
+}
+END_TEST
+
+/* A fault's status replaces an admitted answer before it reaches the upstream; a delay fault holds it, then it goes. */
+START_TEST(faults_in_front)
+{
+	const char *fail_args[] = { "--faults", "503:100", NULL };
+	const char *delay_args[] = { "--faults", "delay=200ms:100", NULL };
+	struct py_upstream u;
+	struct test_server px;
+	double t0, took;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, fail_args);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(get(px.url, "/echo/f", NULL, NULL), 503);
+	ck_assert_int_eq(py_count(&u, "echo"), 0);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+
+	proxy_start(&px, u.url, delay_args);
+	t0 = testutil_mono_ms();
+	ck_assert_int_eq(get(px.url, "/echo/d", NULL, NULL), 200);
+	took = testutil_mono_ms() - t0;
+	ck_assert_msg(took >= 200, "answered %.0f ms after", took);
+	ck_assert_int_eq(py_count(&u, "echo"), 1);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
+/* The proxy's /stats upstream.buffered_bytes once it reaches at least n (polled at most 10 s), else its last value. */
+static long long buffered_reaches(const struct test_server *px, long long n)
+{
+	double deadline = testutil_mono_ms() + 10000;
+	long long b;
+
+	do {
+		json_t *j = testutil_stats(px);
+
+		b = testutil_jint(j, "upstream", "buffered_bytes");
+		json_decref(j);
+		if (b >= n)
+			break;
+		poll(NULL, 0, 10);
+	} while (testutil_mono_ms() < deadline);
+	return b;
+}
+
+/* A connection to 127.0.0.1:port with a small receive buffer, set before the connect (the window stays small); -1 on failure. */
+static int small_window_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * All answers held at once are bounded (--upstream-connections times
+ * --upstream-max-body, 8 MiB here): a 6 MB answer a client does not read
+ * stays held (more than the kernel's socket buffers take: tcp_wmem's
+ * largest is 4 MiB by default, and the client's window is 4 KiB), a second one
+ * past the sum is 502; once the first client goes, its bytes are given back.
+ */
+START_TEST(buffered_bound)
+{
+	const char *args[] = { "--upstream-connections", "1", "--upstream-max-body", "8M", NULL };
+	struct py_upstream u;
+	struct test_server px;
+	const char req[] = "GET /big/6000000 HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fd;
+	json_t *j;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, args);
+	ck_assert_int_ge(fd = small_window_connect(px.port), 0);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+	ck_assert_int_ge(buffered_reaches(&px, 6000000), 6000000);
+	ck_assert_int_eq(get(px.url, "/big/6000000", NULL, NULL), 502);
+	j = testutil_stats(&px);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "too_big"), 1);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "ok"), 1);
+	json_decref(j);
+	close(fd);
+	ck_assert_int_eq(buffered_settles(&px), 0);
+	ck_assert_int_eq(get(px.url, "/big/6000000", NULL, NULL), 200);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
+/* Bad flags: one line naming the flag, exit 2. */
+START_TEST(bad_flags)
+{
+	const char *const cases[][3] = {
+		{ "--upstream", "ftp://127.0.0.1/", "--upstream" },
+		{ "--upstream", "http://127.0.0.1:1/a?b", "--upstream" },
+		{ "--upstream-timeout", "soon", "--upstream-timeout" },
+		{ "--upstream-max-body", "lots", "--upstream-max-body" },
+		{ "--upstream-connections", "0", "--upstream-connections" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[] = { "serve", "--port", "0", cases[i][0], cases[i][1], NULL };
+		struct test_run r;
+
+		testutil_run(&r, args, NULL, 10000);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, cases[i][2]) && testutil_one_line(r.err), "%s %s: %s", cases[i][0], cases[i][1],
+		              r.err);
+		testutil_run_free(&r);
+	}
+	{
+		/* A scenario answers every limited path itself: refused rather than an upstream never asked. */
+		const char *args[] = { "serve", "--port", "0", "--upstream", "http://127.0.0.1:1", "--scenario", "post-503",
+			               NULL };
+		struct test_run r;
+
+		testutil_run(&r, args, NULL, 10000);
+		ck_assert_int_eq(r.status, 2);
+		ck_assert_msg(strstr(r.err, "--scenario") && strstr(r.err, "--upstream") && testutil_one_line(r.err), "%s",
+		              r.err);
+		testutil_run_free(&r);
+	}
+}
+END_TEST
+
+Suite *proxy_suite(void)
+{
+	const struct testutil_case tests[] = {
+		{ "limit_in_front", limit_in_front }, { "forwards_both_ways", forwards_both_ways },
+		{ "upstream_failures", upstream_failures }, { "parked_not_held", parked_not_held },
+		{ "faults_in_front", faults_in_front }, { "buffered_bound", buffered_bound }, { "bad_flags", bad_flags },
+	};
+
+	return testutil_suite_per_test("proxy", tests, sizeof(tests) / sizeof(tests[0]), 60);
+}

@@ -1,0 +1,106 @@
+#!/bin/sh
+# The attendee page /play in real headless Chromium (driven over the DevTools
+# pipe, tests/harness/cdp.sh), at a phone's width: it names no other resource;
+# a run of "wait for Retry-After" against `serve --limit 5` ends in a card whose
+# figures equal what /stats says of the page's client (requests, rejections,
+# retries, each retry paired, polite); a second run sits beside the first; a
+# run that shares the wait sends no new request while told to wait; a
+# wait function that throws, one that returns nonsense and one that never
+# returns each end the run with a clear message within the page's bounds, and
+# the page still answers afterwards; nothing scrolls sideways.
+set -eu
+
+ROOT=${RATELAB_ROOT:-.}
+BIN=${RATELAB_BIN:-$ROOT/ratelab}
+TMP=$(mktemp -d)
+PIDS=""
+. "$ROOT/tests/harness/cdp.sh"
+. "$ROOT/tests/harness/serve.sh"
+. "$ROOT/tests/harness/check.sh"
+
+cleanup() {
+	cdp_stop 2>/dev/null || true
+	for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# wait_for 'EXPRESSION' WANT: poll the page (at most 20 s) until EXPRESSION is WANT; prints the last value.
+wait_for() {
+	_i=0
+	while [ "$_i" -lt 200 ]; do
+		_v=$(cdp_eval "$1")
+		[ "$_v" = "$2" ] && break
+		_i=$((_i + 1))
+		sleep 0.1
+	done
+	printf '%s' "$_v"
+}
+
+# field CLIENT KEY: one figure of CLIENT's row in /stats
+field() {
+	curl -s "$URL/stats" | jq -r --arg c "$1" --arg k "$2" '.clients.rows[] | select(.name == $c) | .[$k]'
+}
+
+serve_start srv --limit 5 --quiet || { echo "play_browser: $SERVE_ERROR"; exit 1; }
+URL=$URL_srv
+
+curl -s "$URL/play" >"$TMP/page.html"
+check "GET /play is the page" grep -q '<title>ratelab play</title>' "$TMP/page.html"
+# The one URL the page holds is SVG's namespace name, which is never fetched.
+others() { grep -Eo '(src|href)=|https?://[^ "'"'"']*' "$TMP/page.html" | grep -v '^http://www.w3.org/2000/svg$' || true; }
+check "the page names no other resource" [ -z "$(others)" ]
+
+cdp_start "$TMP"
+cdp_page "$URL/play" 390 844
+check "the page is up" [ "$(wait_for "String(!!window.ratelabPlay)" true)" = true ]
+
+# 1. wait for Retry-After, 12 requests, 3 at once: the card's figures are the server's
+cdp_eval "document.getElementById('name').value = 'pat'; document.getElementById('policy').value = 'retry-after'; document.getElementById('requests').value = '12'; document.getElementById('conc').value = '3'; window.ratelabPlay.run(); 1" >/dev/null
+check "run 1 ends in a card" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 1)" = 1 ]
+card() { cdp_eval "document.querySelector('.run').getAttribute('data-$1')"; }
+ok=$(card ok); calls=$(card calls); retries=$(card retries); r429=$(card 429)
+check "run 1: all 12 requests ok ($ok)" [ "$ok" = 12 ]
+check "run 1 met the limit: $r429 answers were 429" [ "$r429" -gt 0 ]
+check "pat: /stats requests = the card's $calls calls" [ "$(field pat requests)" = "$calls" ]
+check "pat: /stats rejected = the card's $r429 429s" [ "$(field pat rejected)" = "$r429" ]
+check "pat: /stats retries = the card's $retries" [ "$(field pat retries)" = "$retries" ]
+check "pat: every retry paired with its own rejection" [ "$(field pat paired_retries)" = "$retries" ]
+check "pat: no early retry" [ "$(field pat early_retries)" = 0 ]
+check "pat: polite" [ "$(field pat verdict)" = polite ]
+
+# 2. a second run sits beside the first
+cdp_eval "document.getElementById('policy').value = 'give-up'; document.getElementById('requests').value = '3'; window.ratelabPlay.run(); 1" >/dev/null
+check "run 2 is kept beside run 1" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 2)" = 2 ]
+check "the newest run comes first" [ "$(cdp_eval "document.querySelector('.run').getAttribute('data-run')")" = 2 ]
+
+# 3. "share the wait", 3 at once: polite, and no new request while told to wait
+cdp_eval "document.getElementById('name').value = 'pat-shared'; document.getElementById('policy').value = 'retry-after'; document.getElementById('requests').value = '12'; document.getElementById('conc').value = '3'; document.getElementById('shared').checked = true; window.ratelabPlay.run(); 1" >/dev/null
+check "run 3 (shared wait) ends in a card" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 3)" = 3 ]
+check "pat-shared: met the limit" [ "$(field pat-shared rejected)" -gt 0 ]
+check "pat-shared: polite" [ "$(field pat-shared verdict)" = polite ]
+check "pat-shared: no new request while told to wait" [ "$(field pat-shared new_while_waiting)" = 0 ]
+cdp_eval "document.getElementById('shared').checked = false; 1" >/dev/null
+
+# own_run 'BODY': run 20 requests at once through `function wait() { BODY }` (the limit rejects some)
+own_run() {
+	cdp_eval "document.getElementById('policy').value = 'own'; document.getElementById('code').value = 'function wait(attempt, retryAfter, status) { $1 }'; document.getElementById('requests').value = '20'; document.getElementById('conc').value = '10'; window.ratelabPlay.run(); 1" >/dev/null
+	wait_for "String(document.getElementById('run').disabled)" false >/dev/null
+}
+msg_has() { [ "$(cdp_eval "String(document.getElementById('msg').textContent.indexOf('$1') >= 0)")" = true ]; }
+
+own_run "return null.x;"
+check "a throwing wait: the message names the error" msg_has "your wait function threw TypeError"
+check "a throwing wait: no card" [ "$(cdp_eval "String(document.querySelectorAll('.run').length)")" = 3 ]
+own_run "return 0 / 0;"
+check "a nonsense wait: the message says what to return" msg_has "returned NaN: return milliseconds"
+start=$(date +%s)
+own_run "for (;;) {}"
+check "an endless wait: stopped with a message" msg_has "did not answer within 500 ms"
+check "an endless wait: the page answers afterwards" [ "$(cdp_eval "String(1 + 1)")" = 2 ]
+check "an endless wait: over within 20 s" [ $(($(date +%s) - start)) -lt 20 ]
+
+w=$(cdp_eval "document.documentElement.scrollWidth")
+check "no sideways scroll at 390 px ($w)" [ "${w:-9999}" -le 390 ]
+
+check_done play_browser
