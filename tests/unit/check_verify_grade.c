@@ -641,7 +641,7 @@ START_TEST(lab_preset_spreads_where_curl_does_not)
 	for (int c = 0; c < 3; c++) {
 		struct prng rng;
 		uint64_t t = 0;
-		char name[16];
+		char name[24];
 
 		prng_seed(&rng, prng_stream_seed((uint64_t)c + 1, 0));
 		snprintf(name, sizeof(name), "client-%d", c + 1);
