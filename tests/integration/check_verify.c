@@ -1081,6 +1081,16 @@ static bool mark_holds(char mark, const char *outcome)
 	       (mark == '-' && strcmp(outcome, "fail") == 0) || (mark == '?' && strcmp(outcome, "not observed") == 0);
 }
 
+/*
+ * A timing verdict a stall of the machine left undecided, by run_timing's
+ * rule: "not observed", saying so, in a scenario whose run recorded a stall.
+ */
+static bool held_by_a_stall(json_t *sc, const char *outcome, const char *evidence)
+{
+	return strcmp(outcome, "not observed") == 0 && json_array_size(json_object_get(sc, "stalls")) > 0 && evidence &&
+	       (strstr(evidence, HELD_BACKOFF) || strstr(evidence, HELD_JITTER));
+}
+
 /* Compare one scenario's verdicts under one preset with its marks; appends mismatches to msg. */
 static void grid_check_one(const char *policy, const char *sname, const char *marks_in, json_t *sc, char *msg,
                            size_t len)
@@ -1094,13 +1104,13 @@ static void grid_check_one(const char *policy, const char *sname, const char *ma
 		json_t *v = json_array_get(verdicts, i);
 		const char *name = json_string_value(json_object_get(v, "name"));
 		const char *outcome = json_string_value(json_object_get(v, "outcome"));
+		const char *evidence = json_string_value(json_object_get(v, "evidence"));
 
 		if (!name || strcmp(name, m + 1) != 0)
 			append(msg, len, "%s/%s: verdict %zu is %s, table says %s; ", sname, policy, i, name ? name : "missing",
 			       m + 1);
-		else if (!mark_holds(m[0], outcome))
-			append(msg, len, "%s/%s: %s is %s, table says %c (%s); ", sname, policy, name, outcome, m[0],
-			       json_string_value(json_object_get(v, "evidence")));
+		else if (!mark_holds(m[0], outcome) && !held_by_a_stall(sc, outcome, evidence))
+			append(msg, len, "%s/%s: %s is %s, table says %c (%s); ", sname, policy, name, outcome, m[0], evidence);
 	}
 	if (json_array_size(verdicts) != i)
 		append(msg, len, "%s/%s: %zu verdicts for %zu marks; ", sname, policy, json_array_size(verdicts), i);
@@ -1186,7 +1196,8 @@ START_TEST(hammer_presets_grade_as_the_table_says)
 		for (size_t j = 0; runs[i].argv[j]; j++)
 			free(runs[i].argv[j]);
 	json_decref(table);
-	ck_assert_msg(msg[0] == '\0', "%s", msg);
+	/* Check drops a message over its 4 KiB and says only "early exit": the first 3000 bytes are shown. */
+	ck_assert_msg(msg[0] == '\0', "%.3000s", msg);
 }
 END_TEST
 
