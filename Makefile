@@ -238,14 +238,18 @@ deps:
 # own process (CK_RUN_SUITE), each tests/shell script and each lab-guide chapter.  A new
 # tests/integration/check_X.c, tests/shell/X.sh or lab-guide/NN-X.md joins by existing.
 # CHECK_JOBS=N jobs at once (default 4); CK_RUN_SUITE=name with check-integration runs one suite.
-# A sanitized tree runs no lab-guide chapter (CHECK_LABGUIDE=1 runs them): their shown
-# figures are timings of the plain build, which ASan and TSan slow several times.
+# A sanitized tree runs no lab-guide chapter and no README tour (CHECK_LABGUIDE=1 runs
+# them): their shown figures are timings of the plain build, which ASan and TSan slow
+# several times.
 ifneq ($(SANITIZE),)
   CHAPTERS  := $(if $(CHECK_LABGUIDE),$(sort $(wildcard lab-guide/[0-9]*.md)))
 else
   CHAPTERS  := $(sort $(wildcard lab-guide/[0-9]*.md))
 endif
-SHELL_TESTS := $(filter-out tests/shell/labguide.sh,$(sort $(wildcard tests/shell/*.sh)))
+# readme_tour.sh compares the README's tour with a real run, as a chapter does: not in a
+# sanitized tree either (unless CHECK_LABGUIDE=1).
+DOC_TESTS   := tests/shell/labguide.sh $(if $(and $(SANITIZE),$(if $(CHECK_LABGUIDE),,1)),tests/shell/readme_tour.sh)
+SHELL_TESTS := $(filter-out $(DOC_TESTS),$(sort $(wildcard tests/shell/*.sh)))
 CHECK_LIST  := $(BUILD)/check-jobs
 CHECK_ORDER := $(firstword $(wildcard $(BUILD)/check-times) tests/harness/job-times)
 

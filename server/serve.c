@@ -250,10 +250,14 @@ static _Atomic bool draining;
 static void *second_signal(void *arg)
 {
 	static const char msg[] = "ratelab serve: second signal, exiting without waiting for the drain\n";
-	sigset_t *set = arg;
+	sigset_t set;   /* its own: the thread is detached and outlives run()'s frame */
 	int sig = 0;
 
-	sigwait(set, &sig);
+	(void)arg;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigwait(&set, &sig);
 	if (!atomic_load(&draining))
 		return NULL;
 	if (write(2, msg, sizeof(msg) - 1) < 0)
@@ -286,7 +290,7 @@ static int run(const struct server_config *cfg)
 	banner(cfg, server_port(srv));
 	sigwait(&set, &sig);
 	atomic_store(&draining, true);
-	if (pthread_create(&forced, NULL, second_signal, &set) == 0)
+	if (pthread_create(&forced, NULL, second_signal, NULL) == 0)
 		pthread_detach(forced);
 	server_drain(srv);
 	atomic_store(&draining, false);

@@ -24,12 +24,25 @@ while ! grep -q '^listening on ' "$TMP/srv"; do
 done
 URL=$(sed -n 's/^listening on //p' "$TMP/srv" | head -n 1)/
 
-# $1: extra flags; runs a 30 s hammer, interrupts it after 1 s
+# The server's request count so far (0 before /stats answers).
+served() {
+	n=$(curl -s "${URL}stats" | jq -r '.requests // 0' 2>/dev/null)
+	echo "${n:-0}"
+}
+
+# $1: extra flags; runs a 30 s hammer and interrupts it once the server has answered
+# 100 more requests (at most 10 s of 50 ms looks).
 interrupt() {
+	base=$(served)
 	# shellcheck disable=SC2086
 	"$BIN" hammer "$URL" --duration 30s --concurrency 4 $1 >"$TMP/out" 2>"$TMP/err" &
 	hp=$!
-	sleep 1
+	i=0
+	while [ "$(served)" -lt $(( ${base:-0} + 100 )) ]; do
+		i=$((i + 1))
+		[ $i -le 200 ] || { kill -KILL "$hp"; fail "the server saw no requests in 10 s"; }
+		sleep 0.05
+	done
 	kill -INT "$hp"
 	i=0
 	while kill -0 "$hp" 2>/dev/null; do
@@ -44,7 +57,9 @@ interrupt() {
 interrupt ""
 [ "$RC" = 130 ] || fail "exit $RC after SIGINT, want 130"
 grep -Eq '^200  x[0-9]+$' "$TMP/out" || fail "no status line: $(cat "$TMP/out")"
-grep -Eq '^[0-9]+ requests in (0\.9|1\.|2\.)[0-9]*s$' "$TMP/out" || fail "no partial summary: $(cat "$TMP/out")"
+# cut short: a partial summary, well before the 30 s the run asked for
+secs=$(sed -n 's/^[0-9][0-9]* requests in \([0-9.]*\)s$/\1/p' "$TMP/out")
+[ -n "$secs" ] && [ "${secs%%.*}" -lt 25 ] || fail "no partial summary: $(cat "$TMP/out")"
 grep -q '^interrupted: ' "$TMP/out" || fail "no 'interrupted' line: $(cat "$TMP/out")"
 
 interrupt "--json - --quiet"
