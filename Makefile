@@ -48,6 +48,7 @@ endif
 # `make check`) fails naming any .c under common/ server/ hammer/ lab/ that is not.
 COMMON_SRC := \
 	common/cli.c \
+	common/cli_help.c \
 	common/clock.c \
 	common/heap.c \
 	common/histogram.c \
@@ -65,6 +66,7 @@ COMMON_SRC := \
 	common/retry/retry_throttle.c \
 	common/series.c \
 	common/siphash.c \
+	common/suggest.c \
 	common/svg.c \
 	common/ticks.c \
 	common/timeline.c
@@ -156,9 +158,11 @@ LAB_SRC := \
 	lab/report_dir.c \
 	lab/simserver.c \
 	lab/storm.c \
+	lab/storm_args.c \
 	lab/storm_report.c \
 	lab/storm_sweep.c \
 	lab/verify.c \
+	lab/verify_args.c \
 	lab/verify_baseline.c \
 	lab/verify_child.c \
 	lab/verify_grade.c \

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/cli.h"
+#include "common/suggest.h"
 #include "common/version.h"
 
 #include "lab/cases.h"
@@ -65,7 +65,7 @@ static int unknown_command(const char *typed)
 
 	for (size_t i = 0; i < NCOMMANDS && n < sizeof(names); i++)
 		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s ", COMMANDS[i].name);
-	if (typed[0] != '-' && cli_suggest(typed, names, near, sizeof(near)))
+	if (typed[0] != '-' && suggest_closest(typed, names, near, sizeof(near)))
 		fprintf(stderr, "ratelab: unknown command '%.64s' (did you mean %s?)\n", typed, near);
 	else if (typed[0] == '-')
 		fprintf(stderr, "ratelab: unknown option '%.64s' (try 'ratelab --help')\n", typed);

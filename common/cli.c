@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cli_help.h"
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/suggest.h"
 
 #define CLI_QUOTE_MAX 120
 
@@ -137,77 +139,6 @@ bool cli_has_crlf(const char *s)
 	return s != NULL && strpbrk(s, "\r\n") != NULL;
 }
 
-#define CLI_WORD_MAX 64
-
-/*
- * Edits from a[0..n) to b[0..m) (insert, delete, replace, swap of neighbours); both <=
- * CLI_WORD_MAX.  Three rows of the table: the one being filled and the two before it.
- */
-static size_t edit_distance(const char *a, size_t n, const char *b, size_t m)
-{
-	unsigned char rows[3][CLI_WORD_MAX + 1];
-
-	for (size_t j = 0; j <= m; j++)
-		rows[0][j] = (unsigned char)j;
-	for (size_t i = 1; i <= n; i++) {
-		unsigned char *d = rows[i % 3], *up = rows[(i - 1) % 3], *up2 = rows[(i + 1) % 3];
-
-		d[0] = (unsigned char)i;
-		for (size_t j = 1; j <= m; j++) {
-			unsigned best = up[j - 1] + (a[i - 1] != b[j - 1]);
-
-			if (up[j] + 1u < best)
-				best = up[j] + 1u;
-			if (d[j - 1] + 1u < best)
-				best = d[j - 1] + 1u;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && up2[j - 2] + 1u < best)
-				best = up2[j - 2] + 1u;
-			d[j] = (unsigned char)best;
-		}
-	}
-	return rows[n % 3][m];
-}
-
-/* Keeps word[0..len) in out when it is closer to typed than *best (starts at the allowed distance + 1). */
-static void consider(const char *typed, const char *word, size_t len, size_t *best, char *out, size_t outlen)
-{
-	size_t tl = strlen(typed), d;
-
-	if (tl > CLI_WORD_MAX || len > CLI_WORD_MAX || len == 0)
-		return;
-	d = edit_distance(typed, tl, word, len);
-	if (d == 0 || d >= *best)
-		return;
-	*best = d;
-	snprintf(out, outlen, "%.*s", (int)len, word);
-}
-
-static size_t allowed_distance(const char *typed)
-{
-	size_t n = strlen(typed), skip = strspn(typed, "-");
-
-	return (n - skip) / 3 > 0 ? (n - skip) / 3 : 1;
-}
-
-bool cli_suggest(const char *typed, const char *list, char *out, size_t outlen)
-{
-	size_t best = allowed_distance(typed) + 1, limit = best;
-	const char *p = list;
-
-	if (outlen == 0 || list == NULL)
-		return false;
-	out[0] = '\0';
-	while (*p != '\0') {
-		size_t len;
-
-		p += strspn(p, ", ");
-		len = strcspn(p, ", ");
-		consider(typed, p, len, &best, out, outlen);
-		p += len;
-	}
-	return best < limit;
-}
-
 /* The bad-value message for option o; returns -1. */
 static int bad(struct cli_state *st, const struct cli_option *o, const char *v, const char *fmt, ...)
 {
@@ -219,8 +150,7 @@ static int bad(struct cli_state *st, const struct cli_option *o, const char *v, 
 	return -1;
 }
 
-/* The words option o takes ("a, b, c"), in buf when they are a CLI_CHOICE's; NULL when free-form. */
-static const char *words_of(const struct cli_option *o, char *buf, size_t len)
+const char *cli_option_words(const struct cli_option *o, char *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -237,7 +167,7 @@ static const char *words_of(const struct cli_option *o, char *buf, size_t len)
 /* " (did you mean W?)" in out for the first item of value v (a comma list) that is not one of words. */
 static void value_hint(const char *v, const char *words, char *out, size_t len)
 {
-	char item[CLI_WORD_MAX + 1], near[CLI_WORD_MAX + 1];
+	char item[SUGGEST_WORD_MAX + 1], near[SUGGEST_WORD_MAX + 1];
 
 	out[0] = '\0';
 	if (words == NULL)
@@ -245,9 +175,9 @@ static void value_hint(const char *v, const char *words, char *out, size_t len)
 	for (const char *p = v; *p != '\0';) {
 		size_t n = strcspn(p, ",");
 
-		if (n <= CLI_WORD_MAX) {
+		if (n <= SUGGEST_WORD_MAX) {
 			snprintf(item, sizeof(item), "%.*s", (int)n, p);
-			if (cli_suggest(item, words, near, sizeof(near))) {
+			if (suggest_closest(item, words, near, sizeof(near))) {
 				snprintf(out, len, " (did you mean %s?)", near);
 				return;
 			}
@@ -313,7 +243,7 @@ static int set_call(struct cli_state *st, const struct cli_option *o, void *base
 
 	if (o->fn(base, o, v, why, sizeof(why)) == 0)
 		return 0;
-	char hint[CLI_WORD_MAX + 32];
+	char hint[SUGGEST_WORD_MAX + 32];
 
 	if (v == NULL)
 		return cli_fail(st->err, st->errlen, st->cmd->name, "%s %s", o->name, why);
@@ -417,14 +347,14 @@ static int set_bytes(struct cli_state *st, const struct cli_option *o, void *bas
 
 static int set_choice(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
 {
-	char list[256] = "", hint[CLI_WORD_MAX + 32];
+	char list[256] = "", hint[SUGGEST_WORD_MAX + 32];
 
 	for (size_t i = 0; o->words[i] != NULL; i++)
 		if (strcmp(v, o->words[i]) == 0) {
 			store_uint((char *)base + o->at, o->size, i);
 			return 0;
 		}
-	words_of(o, list, sizeof(list));
+	cli_option_words(o, list, sizeof(list));
 	value_hint(v, list, hint, sizeof(hint));
 	return bad(st, o, v, "is not one of %s%s", list, hint);
 }
@@ -445,12 +375,12 @@ static const cli_setter SETTERS[] = {
 	[CLI_CUSTOM] = set_call,       [CLI_REST] = set_rest,       [CLI_BYTES] = set_bytes,
 };
 
-static bool takes_value(const struct cli_option *o)
+bool cli_option_takes_value(const struct cli_option *o)
 {
 	return o->kind != CLI_BOOL && o->kind != CLI_ACTION;
 }
 
-static bool is_positional(const struct cli_option *o)
+bool cli_option_is_positional(const struct cli_option *o)
 {
 	return o->name[0] != '-';
 }
@@ -460,8 +390,8 @@ static const struct cli_option *find(const struct cli_state *st, const char *nam
 {
 	for (size_t g = 0; g < st->ngroups; g++)
 		for (const struct cli_option *o = st->groups[g].options; o->name != NULL; o++) {
-			bool hit = name == NULL ? is_positional(o)
-			                        : !is_positional(o) && strlen(o->name) == len && memcmp(o->name, name, len) == 0;
+			bool hit = name == NULL ? cli_option_is_positional(o)
+			                        : !cli_option_is_positional(o) && strlen(o->name) == len && memcmp(o->name, name, len) == 0;
 
 			if (hit) {
 				*group = g;
@@ -474,14 +404,14 @@ static const struct cli_option *find(const struct cli_state *st, const char *nam
 /* The flag of the command closest to name (for "did you mean"), in out. */
 static bool nearest_flag(const struct cli_state *st, const char *name, char *out, size_t outlen)
 {
-	size_t best = allowed_distance(name) + 1, limit = best;
+	struct suggest s;
 
-	out[0] = '\0';
+	suggest_init(&s, name, out, outlen);
 	for (size_t g = 0; g < st->ngroups; g++)
 		for (const struct cli_option *o = st->groups[g].options; o->name != NULL; o++)
-			if (!is_positional(o))
-				consider(name, o->name, strlen(o->name), &best, out, outlen);
-	return best < limit;
+			if (!cli_option_is_positional(o))
+				suggest_consider(&s, o->name, strlen(o->name));
+	return suggest_found(&s);
 }
 
 static int apply(struct cli_state *st, const struct cli_option *o, size_t g, const char *v)
@@ -517,7 +447,7 @@ static int take_flag(struct cli_state *st, int argc, char **argv, int *i)
 
 	o = a[1] == '-' ? find(st, a, len, &g) : NULL;
 	if (o == NULL) {
-		char name[4 * CLI_QUOTE_MAX + 8], near[CLI_WORD_MAX + 1];
+		char name[4 * CLI_QUOTE_MAX + 8], near[SUGGEST_WORD_MAX + 1];
 
 		snprintf(name, sizeof(name), "%.*s", (int)(len < CLI_QUOTE_MAX ? len : CLI_QUOTE_MAX + 1), a);
 		quote(name, q, sizeof(q));
@@ -525,9 +455,9 @@ static int take_flag(struct cli_state *st, int argc, char **argv, int *i)
 			return cli_fail(st->err, st->errlen, st->cmd->name, "unknown option '%s' (did you mean %s?)", q, near);
 		return cli_fail(st->err, st->errlen, st->cmd->name, "unknown option '%s'", q);
 	}
-	if (!takes_value(o) && eq != NULL)
+	if (!cli_option_takes_value(o) && eq != NULL)
 		return cli_fail(st->err, st->errlen, st->cmd->name, "%s takes no value", o->name);
-	if (takes_value(o) && v == NULL) {
+	if (cli_option_takes_value(o) && v == NULL) {
 		const char *next = *i + 1 < argc ? flag_name(st, argv[*i + 1]) : NULL;
 
 		if (*i + 1 >= argc)
@@ -576,10 +506,10 @@ static int check_required(struct cli_state *st, size_t nargs)
 		for (const struct cli_option *o = st->groups[g].options; o->name != NULL; o++) {
 			if (!o->required)
 				continue;
-			if (is_positional(o) && nargs == 0)
+			if (cli_option_is_positional(o) && nargs == 0)
 				return cli_fail(st->err, st->errlen, st->cmd->name, "missing %s%s", o->name,
 				                o->kind == CLI_REST ? " after --" : "");
-			if (!is_positional(o) && !was_given(o, st->groups[g].base))
+			if (!cli_option_is_positional(o) && !was_given(o, st->groups[g].base))
 				return cli_fail(st->err, st->errlen, st->cmd->name, "%s is required", o->name);
 		}
 	return 0;
@@ -616,155 +546,13 @@ int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, siz
 	return check_required(&st, nargs);
 }
 
-static const char *kind_word(const struct cli_option *o)
-{
-	if (is_positional(o))
-		return "positional";
-	if (o->kind == CLI_STRING && o->values == NULL)
-		return "file";
-	return takes_value(o) ? "value" : "flag";
-}
-
-int cli_write_options(FILE *out, const struct cli_option *const *tables)
-{
-	char buf[512];
-
-	for (size_t t = 0; tables != NULL && tables[t] != NULL; t++)
-		for (const struct cli_option *o = tables[t]; o->name != NULL; o++) {
-			const char *w = words_of(o, buf, sizeof(buf));
-
-			fprintf(out, "%s %s", o->name, kind_word(o));
-			for (const char *p = w ? w : ""; *p != '\0';) {
-				size_t n;
-
-				p += strspn(p, ", ");
-				n = strcspn(p, ", ");
-				if (n > 0)
-					fprintf(out, " %.*s", (int)n, p);
-				p += n;
-			}
-			fputc('\n', out);
-		}
-	return fflush(out) == 0 && !ferror(out) ? 0 : -1;
-}
-
-#define CLI_WIDTH 80
-#define CLI_COLUMN 24
-
-/* The columns s[0..n) takes on a terminal: UTF-8 continuation bytes take none. */
-static size_t columns(const char *s, size_t n)
-{
-	size_t c = 0;
-
-	for (size_t i = 0; i < n && s[i] != '\0'; i++)
-		c += ((unsigned char)s[i] & 0xc0) != 0x80;
-	return c;
-}
-
-/* Pad out to col, starting at column at (a new line first when at is past col - 2). */
-static void pad_to(FILE *out, size_t at, size_t col)
-{
-	if (at + 2 > col && at > 0) {
-		fputc('\n', out);
-		at = 0;
-	}
-	fprintf(out, "%*s", (int)(col - at), "");
-}
-
-void cli_write_wrapped(FILE *out, const char *lead, size_t col, const char *text)
-{
-	size_t at = columns(lead, strlen(lead)), width = CLI_WIDTH > col + 20 ? CLI_WIDTH : col + 20;
-	bool first = true;
-
-	fputs(lead, out);
-	pad_to(out, at, col);
-	at = col;
-	for (const char *p = text; *p != '\0';) {
-		size_t n = strcspn(p, " \n"), w = columns(p, n);
-
-		if (n > 0 && !first && at + 1 + w > width) {
-			fprintf(out, "\n%*s", (int)col, "");
-			at = col;
-			first = true;
-		}
-		if (n > 0) {
-			fprintf(out, "%s%.*s", first ? "" : " ", (int)n, p);
-			at += w + !first;
-			first = false;
-		}
-		p += n;
-		if (*p == '\n' && p[1] != '\0') {
-			fprintf(out, "\n%*s", (int)col, "");
-			at = col;
-			first = true;
-		}
-		p += *p != '\0';
-	}
-	fputc('\n', out);
-}
-
-/* One flag's lines: "  --name ARG" and its help, with the words it takes unless shown already. */
-static void write_option(FILE *out, const struct cli_option *o)
-{
-	char lead[96], text[2048], buf[512];
-	const char *w = words_of(o, buf, sizeof(buf));
-	bool show = w != NULL && (o->arg == NULL || strchr(o->arg, '|') == NULL) && strstr(o->help, "--list") == NULL;
-
-	snprintf(lead, sizeof(lead), "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-	snprintf(text, sizeof(text), "%s%s%s%s", o->help, show ? " One of: " : "", show ? w : "", show ? "." : "");
-	cli_write_wrapped(out, lead, CLI_COLUMN, text);
-}
-
-void cli_write_usage(FILE *out, const struct cli_help *h)
-{
-	static const char *const HEADINGS[CLI_SEC_COUNT] = { "what to run", "what it does", "output", "advanced" };
-
-	for (const char *u = h->usage, *prefix = "usage: "; *u != '\0'; prefix = "       ") {
-		size_t n = strcspn(u, "\n");
-
-		fprintf(out, "%s%.*s\n", prefix, (int)n, u);
-		u += n + (u[n] == '\n');
-	}
-	fputc('\n', out);
-	cli_write_wrapped(out, "", 0, h->about);
-	for (int s = 0; s < CLI_SEC_COUNT; s++) {
-		bool heading = false;
-
-		for (size_t t = 0; h->tables[t] != NULL; t++)
-			for (const struct cli_option *o = h->tables[t]; o->name != NULL; o++) {
-				if (o->help == NULL || (int)o->section != s || is_positional(o))
-					continue;
-				if (!heading)
-					fprintf(out, "\n%s:\n", HEADINGS[s]);
-				heading = true;
-				write_option(out, o);
-			}
-	}
-	if (h->notes != NULL)
-		fprintf(out, "\n%s", h->notes);
-	if (h->more != NULL)
-		h->more(out);
-	fprintf(out, "\nexit status:\n");
-	for (const char *e = h->exits; *e != '\0';) {
-		size_t n = strcspn(e, "\t"), m;
-		char lead[16], text[512];
-
-		snprintf(lead, sizeof(lead), "  %.*s", (int)(n < 8 ? n : 8), e);
-		e += n + (e[n] == '\t');
-		m = strcspn(e, "\n");
-		snprintf(text, sizeof(text), "%.*s", (int)m, e);
-		cli_write_wrapped(out, lead, 8, text);
-		e += m + (e[m] == '\n');
-	}
-}
-
 int cli_exit(const struct cli_command *cmd, int rc, const char *err)
 {
 	if (rc == 2)
-		return cmd->help != NULL && cli_write_options(stdout, cmd->help->tables) == 0 ? 0 : 1;
+		return cmd->help != NULL && cli_help_write_options(stdout, cmd->help->tables) == 0 ? 0 : 1;
 	if (rc == 1) {
 		if (cmd->help != NULL)
-			cli_write_usage(stdout, cmd->help);
+			cli_help_write(stdout, cmd->help);
 		else
 			cmd->usage(stdout);
 		return 0;

@@ -132,23 +132,13 @@ struct cli_command {
 	const struct cli_help *help; /* the --help text and the table --cli-options writes */
 };
 
-/* Write help in the shared layout to out. */
-void cli_write_usage(FILE *out, const struct cli_help *help);
-
-/*
- * Write lead (e.g. "  --port N") then text wrapped at 80 columns, each line
- * indented to col ('\n' in text breaks a line); lead longer than col - 2
- * gets a line of its own.  For sections a command computes (hammer's presets).
- */
-void cli_write_wrapped(FILE *out, const char *lead, size_t col, const char *text);
-
 /*
  * Parse argv[1..argc-1] (argv[0] is the subcommand's name) into the groups,
  * in order.  Returns 0 when parsed, 1 when --help or -h came first (nothing
  * printed), or -1 with one line in err ("ratelab CMD: ...", no newline).
  * Values point into argv.  Pure: no output, no allocation; thread-safe.
  * `CMD --cli-options` alone returns 2: cli_exit then writes the command's
- * option table (cli_write_options); the completion generator and the man-page
+ * option table (cli_help_write_options); the completion generator and the man-page
  * test read the table that way.
  */
 int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, size_t ngroups,
@@ -156,7 +146,7 @@ int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, siz
 
 /*
  * The exit code of a cli_parse (or later check) result that is not 0: for 1,
- * writes the usage to stdout and returns 0; for 2, writes the option table
+ * writes the usage to stdout (cli_help_write) and returns 0; for 2, writes the option table
  * (cmd->help's tables) to stdout and returns 0; for -1, writes err and a
  * newline to stderr and returns 2.
  */
@@ -181,24 +171,19 @@ int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...) __
  */
 int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path);
 
-/*
- * The tables' options (NULL-terminated list), one line each: "NAME KIND
- * [WORD...]", KIND being flag (no value), value, file (a free string, most
- * often a path), or positional; WORDs are the
- * values the option takes (CLI_CHOICE words, or those of a values function).
- * Returns 0, or -1 when out fails.
- */
-int cli_write_options(FILE *out, const struct cli_option *const *tables);
-
-/*
- * The word of list (separated by commas and/or spaces) closest to typed, for
- * "did you mean": written to out (NUL-terminated) and true when one is at
- * most a third of typed's length away (at least 1 edit; a swap counts 1) and
- * not typed itself.  Pure.
- */
-bool cli_suggest(const char *typed, const char *list, char *out, size_t outlen);
-
 /* True when s holds a CR or an LF (a header, method or URL must not). */
 bool cli_has_crlf(const char *s);
+
+/*
+ * The words option o takes ("a, b, c"): its values function's, or a
+ * CLI_CHOICE's written into buf; NULL when it is free-form.  Pure.
+ */
+const char *cli_option_words(const struct cli_option *o, char *buf, size_t len);
+
+/* True when o takes a value (every kind but CLI_BOOL and CLI_ACTION). */
+bool cli_option_takes_value(const struct cli_option *o);
+
+/* True when o describes the positional arguments (its name has no leading '-'). */
+bool cli_option_is_positional(const struct cli_option *o);
 
 #endif

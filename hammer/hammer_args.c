@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/cli.h"
+#include "common/cli_help.h"
 #include "common/clock.h"
 #include "hammer/wire.h"
 
@@ -28,7 +29,7 @@ static void usage_presets(FILE *f)
 			continue;
 		retry_policy_describe(&p, line, sizeof(line));
 		snprintf(lead, sizeof(lead), "  %s", name);
-		cli_write_wrapped(f, lead, 16, line);
+		cli_help_write_wrapped(f, lead, 16, line);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/cli.h"
+#include "common/cli_help.h"
 #include "common/clock.h"
 #include "common/junit.h"
 #include "common/prng.h"
@@ -261,7 +262,7 @@ free_text:
 static void cases_presets(FILE *f)
 {
 	fputc('\n', f);
-	cli_write_wrapped(f, "presets:", 10, retry_preset_names());
+	cli_help_write_wrapped(f, "presets:", 10, retry_preset_names());
 }
 
 struct cases_opts {

@@ -14,6 +14,8 @@
 #   cdp_viewport WIDTH HEIGHT         resize the viewport
 #   cdp_eval 'EXPRESSION'             print the value of EXPRESSION (a string or a number;
 #                                     use single quotes inside, no double quotes)
+#   cdp_until 'EXPRESSION' WANT [S]   poll EXPRESSION every 0.1 s, at most S seconds (10),
+#                                     until it is WANT; print its last value
 #   cdp_stop                          close the browser
 
 cdp_find_chromium() {
@@ -87,6 +89,18 @@ cdp_eval() {
 	_expr=$(printf '%s' "$1" | sed 's/\\/\\\\/g')
 	cdp_send Runtime.evaluate "{\"expression\":\"$_expr\",\"returnByValue\":true}" "$CDP_SESSION"
 	cdp_wait "$CDP_ID" | sed -n 's/.*"value":"\{0,1\}\([^",}]*\)"\{0,1\}[,}].*/\1/p'
+}
+
+cdp_until() {
+	_until_n=$((${3:-10} * 10))
+	while :; do
+		_until_v=$(cdp_eval "$1")
+		[ "$_until_v" = "$2" ] && break
+		_until_n=$((_until_n - 1))
+		[ "$_until_n" -gt 0 ] || break
+		sleep 0.1
+	done
+	printf '%s' "$_until_v"
 }
 
 cdp_stop() {

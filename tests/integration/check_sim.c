@@ -119,64 +119,58 @@ static json_t *sim_json(const char *const *args, struct test_run *r)
 	return j;
 }
 
-/* serve's token bucket, 5 per second: 40 requests at once without retries, 5 admitted, exactly. */
-START_TEST(token_bucket_counts)
-{
-	static const char *const args[] = { "hammer", "--sim", "--serve", "--limiter token-bucket --limit 5",
-	                                    "--no-retry", "--concurrency", "10", "--requests", "40", "--seed", "3",
-	                                    "--json", "-", NULL };
-	struct test_run r;
-	json_t *j = sim_json(args, &r);
-
-	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 5);
-	ck_assert_int_eq(testutil_jint(j, "statuses", "429"), 35);
-	ck_assert_int_eq(testutil_jint(j, "calls", NULL), 40);
-	ck_assert_str_eq(testutil_jstr(j, "config", "transport"), "sim");
-	ck_assert_ptr_nonnull(strstr(r.err, "40 requests in 0.00s"));
-	json_decref(j);
-	testutil_run_free(&r);
-}
-END_TEST
-
 /*
- * serve's capacity model: 2 workers and a queue of 2 meet 10 clients at one
- * instant; 4 are served and 6 shed with 503.  The lab preset retries the
- * 503s until all 10 are served.
+ * One --sim hammer run against serve's own code, counted exactly: its flags,
+ * the JSON figures it gives (at most four), and a line of its summary (or NULL).
+ * token bucket: 5 per second, 40 requests at once without retries, 5 admitted.
+ * capacity: 2 workers and a queue of 2 meet 10 clients at one instant; 4 are
+ * served and 6 shed with 503; with --retry (the lab preset) the 503s are
+ * retried until all 10 are served.  faults: serve's --faults in the model:
+ * statuses replace admitted answers, a reset is a transport error.
  */
-START_TEST(capacity_counts)
+static const struct sim_count {
+	const char *name;
+	const char *args[20];
+	struct { const char *k1, *k2; long long want; } figures[4];
+	const char *summary;
+} SIM_COUNTS[] = {
+	{ "token bucket",
+	  { "hammer", "--sim", "--serve", "--limiter token-bucket --limit 5", "--no-retry", "--concurrency", "10",
+	    "--requests", "40", "--seed", "3", "--json", "-", NULL },
+	  { { "statuses", "200", 5 }, { "statuses", "429", 35 }, { "calls", NULL, 40 } },
+	  "40 requests in 0.00s" },
+	{ "capacity",
+	  { "hammer", "--sim", "--serve", "--limiter none --capacity workers=2,service=10ms,queue=fifo:2", "--no-retry",
+	    "--start", "herd", "--concurrency", "10", "--requests", "10", "--seed", "3", "--json", "-", NULL },
+	  { { "statuses", "200", 4 }, { "statuses", "503", 6 } },
+	  NULL },
+	{ "capacity, retried",
+	  { "hammer", "--sim", "--serve", "--limiter none --capacity workers=2,service=10ms,queue=fifo:2", "--retry",
+	    "--start", "herd", "--concurrency", "10", "--requests", "10", "--seed", "3", "--json", "-", NULL },
+	  { { "statuses", "200", 10 }, { "retries", NULL, 6 } },
+	  NULL },
+	{ "faults",
+	  { "hammer", "--sim", "--serve", "--limiter none --faults 503:20,reset:10,delay=50ms:20", "--no-retry",
+	    "--concurrency", "10", "--requests", "1000", "--seed", "5", "--json", "-", NULL },
+	  { { "statuses", "200", 712 }, { "statuses", "503", 184 }, { "errors", "reset", 104 } },
+	  "latency p50 200us  p90 50ms" },
+};
+
+/* One row of SIM_COUNTS (Check's loop index _i). */
+START_TEST(sim_counts)
 {
-	const char *args[] = { "hammer", "--sim", "--serve", "--limiter none --capacity workers=2,service=10ms,queue=fifo:2",
-	                       "--no-retry", "--start", "herd", "--concurrency", "10", "--requests", "10", "--seed", "3",
-	                       "--json", "-", NULL };
+	const struct sim_count *c = &SIM_COUNTS[_i];
 	struct test_run r;
-	json_t *j = sim_json(args, &r);
+	json_t *j = sim_json(c->args, &r);
 
-	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 4);
-	ck_assert_int_eq(testutil_jint(j, "statuses", "503"), 6);
-	json_decref(j);
-	testutil_run_free(&r);
-	args[4] = "--retry";
-	j = sim_json(args, &r);
-	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 10);
-	ck_assert_int_eq(testutil_jint(j, "retries", NULL), 6);
-	json_decref(j);
-	testutil_run_free(&r);
-}
-END_TEST
-
-/* serve's --faults in the model: statuses replace admitted answers, a reset is a transport error. */
-START_TEST(faults_counts)
-{
-	static const char *const args[] = { "hammer", "--sim", "--serve", "--limiter none --faults 503:20,reset:10,delay=50ms:20",
-	                                    "--no-retry", "--concurrency", "10", "--requests", "1000", "--seed", "5",
-	                                    "--json", "-", NULL };
-	struct test_run r;
-	json_t *j = sim_json(args, &r);
-
-	ck_assert_int_eq(testutil_jint(j, "statuses", "200"), 712);
-	ck_assert_int_eq(testutil_jint(j, "statuses", "503"), 184);
-	ck_assert_int_eq(testutil_jint(j, "errors", "reset"), 104);
-	ck_assert_ptr_nonnull(strstr(r.err, "latency p50 200us  p90 50ms"));
+	for (size_t k = 0; k < 4 && c->figures[k].k1 != NULL; k++)
+		ck_assert_msg(testutil_jint(j, c->figures[k].k1, c->figures[k].k2) == c->figures[k].want,
+		              "%s: %s.%s is %lld, not %lld", c->name, c->figures[k].k1,
+		              c->figures[k].k2 ? c->figures[k].k2 : "", testutil_jint(j, c->figures[k].k1, c->figures[k].k2),
+		              c->figures[k].want);
+	ck_assert_str_eq(testutil_jstr(j, "config", "transport"), "sim");
+	if (c->summary != NULL)
+		ck_assert_msg(strstr(r.err, c->summary) != NULL, "%s: no '%s' in %s", c->name, c->summary, r.err);
 	json_decref(j);
 	testutil_run_free(&r);
 }
@@ -323,9 +317,7 @@ Suite *sim_suite(void)
 
 	tcase_add_test(t, hammer_sim_is_exact);
 	tcase_add_test(t, herd_sim_is_exact);
-	tcase_add_test(t, token_bucket_counts);
-	tcase_add_test(t, capacity_counts);
-	tcase_add_test(t, faults_counts);
+	tcase_add_loop_test(t, sim_counts, 0, (int)(sizeof(SIM_COUNTS) / sizeof(SIM_COUNTS[0])));
 	tcase_add_test(t, loss_times_out);
 	tcase_add_test(t, herd_compare_both_ways);
 	tcase_add_test(t, storm_compare_both_ways);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,6 +39,73 @@ static void temp_path(char *path)
 }
 
 #define ck_assert_has(hay, needle) ck_assert_msg(strstr((hay), (needle)) != NULL, "no '%s' in:\n%s", (needle), (hay))
+
+/* Run verify args, whose --json is path (a "...XXXXXX" template); the JSON it wrote, for the caller to json_decref. */
+static json_t *run_verify_json(struct test_run *r, const char *const *args, char *path, int timeout_ms)
+{
+	json_t *root;
+
+	temp_path(path);
+	run_verify(r, args, timeout_ms);
+	root = json_load_file(path, 0, NULL);
+	unlink(path);
+	ck_assert_msg(root != NULL, "no JSON at %s: %s", path, r->out);
+	return root;
+}
+
+/*
+ * What a real run of a timing expectation (backs-off, jitter) shows: the exit
+ * when decided; lines shown either way and lines shown when decided.  A stall
+ * of the whole machine at a retry leaves the verdict undecided instead: exit
+ * 5, `held` on its line, which verify says only when its noise probe recorded
+ * the stall (the JSON's "stalls").  And a spread of a few tens of ms cannot
+ * pass jitter on a machine that noisy: verify's bar is NOISE_FACTOR times the
+ * oversleep its probe measured (the JSON's noise_ms), so a run that should
+ * pass (`noisy` set) may fail with that bar, over the 20 ms floor.  The
+ * verdicts' exact figures on exact logs, stalls and noise included, are
+ * tests/unit/check_verify_grade.c's, so no load can flip what is asserted here.
+ */
+struct timing_want {
+	int decided;
+	const char *held;
+	const char *always[3];
+	const char *when_decided[3];
+	const char *noisy;
+};
+
+#define NOISE_FACTOR 4  /* lab/verify_grade.h: VERIFY_GRADE_NOISE_FACTOR */
+
+#define HELD_BACKOFF ": not observed: a stall of the machine held up a retry"
+#define HELD_JITTER ": not observed: stalls of the machine held up retries"
+
+/* Run verify args (--json at path, a template) and check it against w; the JSON, for the caller to json_decref. */
+static json_t *run_timing(struct test_run *r, const char *const *args, char *path, const struct timing_want *w)
+{
+	json_t *root = run_verify_json(r, args, path, 30000);
+	bool decided = r->status == w->decided;
+
+	for (size_t i = 0; i < 3 && w->always[i]; i++)
+		ck_assert_has(r->out, w->always[i]);
+	if (!decided && w->noisy != NULL && r->status == 1) {
+		const char *under = strstr(r->out, "(under ");
+		double bar, noise = json_real_value(json_object_get(root, "noise_ms"));
+
+		ck_assert_msg(under && sscanf(under, "(under %lfms)", &bar) == 1, "exit 1 with no bar: %s", r->out);
+		/* one rounding of the bar to the ms: within 1 ms of the JSON's figure */
+		ck_assert_msg(bar > 20 && fabs(bar - NOISE_FACTOR * noise) <= 1, "exit 1, bar %.0fms, noise %.3fms: %s",
+		              bar, noise, r->out);
+		ck_assert_has(r->out, w->noisy);
+		return root;
+	}
+	if (!decided) {
+		ck_assert_msg(r->status == 5, "exit %d (want %d, or 5 after a stall): %s", r->status, w->decided, r->out);
+		ck_assert_msg(json_array_size(json_object_get(root, "stalls")) > 0, "not observed, yet no stall: %s", r->out);
+		ck_assert_has(r->out, w->held);
+	}
+	for (size_t i = 0; decided && i < 3 && w->when_decided[i]; i++)
+		ck_assert_has(r->out, w->when_decided[i]);
+	return root;
+}
 
 START_TEST(usage_errors_exit_2)
 {
@@ -314,7 +382,8 @@ START_TEST(curl_with_retry_passes)
 	run_verify(&r, ARGS, 30000);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
 	ck_assert_has(r.out, "PASS  succeeds");
-	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.0");
+	/* curl's 2 s and then the machine's lag: 2.0 quiet, 2.1 under ASan on a busy machine */
+	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.");
 	ck_assert_has(r.out, "PASS  max-attempts<=3          attempts: 127.0.0.1=3");
 	ck_assert_has(r.out, "3 of 3 expectations hold");
 	ck_assert_has(r.err, "scenario retry-after-seconds step 3: 200");  /* curl's stdout */
@@ -358,53 +427,76 @@ END_TEST
  * Three copies of the lab hammer, each its own --seed (from RATELAB_CLIENT), spread
  * their Retry-After jitter; three copies of curl retry in lockstep.  (No "-o /dev/null"
  * for curl: --retry truncates the output file first, which fails on /dev/null, exit 23.)
+ * Real clients on a real server: a stall of the machine at a retry leaves jitter
+ * undecided, and noise over 5 ms raises the bar past the hammers' 46 ms
+ * (run_timing); the same clients in exact time are check_verify_grade's
+ * lab_preset_spreads_where_curl_does_not.
  */
 START_TEST(jitter_across_clients)
 {
-	char hammer[512];
+	char hammer[512], json_path[] = "/tmp/ratelab-jitter-XXXXXX", lock_path[] = "/tmp/ratelab-lockstep-XXXXXX";
 	const char *const jittered[] = { "verify", "--scenario", "persistent-429", "--clients", "3", "--expect",
-		                         "jitter,honours-retry-after", "--timeout", "20s", "--", "sh", "-c", hammer,
-		                         NULL };
-	static const char *const LOCKSTEP[] = { "verify", "--scenario", "persistent-429", "--clients", "3",
-		                                "--expect", "jitter", "--timeout", "20s", "--", "curl", "--retry", "2",
-		                                "-s", "$RATELAB_URL/", NULL };
+		                         "jitter,honours-retry-after", "--timeout", "20s", "--json", json_path, "--",
+		                         "sh", "-c", hammer, NULL };
+	const char *const lockstep[] = { "verify", "--scenario", "persistent-429", "--clients", "3", "--expect",
+		                         "jitter", "--timeout", "20s", "--json", lock_path, "--", "curl", "--retry",
+		                         "2", "-s", "$RATELAB_URL/", NULL };
+	static const struct timing_want SPREAD = {
+		.decided = 0, .held = HELD_JITTER, .always = { "PASS  honours-retry-after      ", "127.0.0.1/client-3" },
+		.when_decided = { "PASS  jitter                   3 clients; retry 1: gaps" },
+		.noisy = "the clients retry in lockstep" };
+	/* curl did retry twice, each time after its 1 s; the digits after that are the machine's lag */
+	static const struct timing_want LOCKSTEP = {
+		.decided = 1, .held = HELD_JITTER, .always = { "jitter                   3 clients; retry 1: gaps " },
+		.when_decided = { "FAIL  jitter                   3 clients; retry 1: gaps 1.", "; retry 2: gaps 1.",
+		                  "the clients retry in lockstep" } };
 	struct test_run r;
 
 	snprintf(hammer, sizeof(hammer), "exec '%s' hammer --policy lab --requests 1 --concurrency 1 --quiet "
 	         "--seed \"$RATELAB_CLIENT\" \"$RATELAB_URL\"", testutil_bin());
-	run_verify(&r, jittered, 30000);
-	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
-	ck_assert_has(r.out, "PASS  jitter                   3 clients; retry 1: gaps");
-	ck_assert_has(r.out, "127.0.0.1/client-3");
+	json_decref(run_timing(&r, jittered, json_path, &SPREAD));
 	testutil_run_free(&r);
-	run_verify(&r, LOCKSTEP, 30000);
-	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
-	ck_assert_has(r.out, "FAIL  jitter                   3 clients; retry 1: gaps 1.0");
-	ck_assert_has(r.out, "; retry 2: gaps 1.0");  /* curl did retry, each time after 1 s */
-	ck_assert_has(r.out, "the clients retry in lockstep");
+	json_decref(run_timing(&r, lockstep, lock_path, &LOCKSTEP));
 	testutil_run_free(&r);
 }
 END_TEST
 
 /*
  * An HTTP-date Retry-After on an answer held 2 s: curl waits until the date
- * and passes.  The wait asked runs from when the answer left to the date.
+ * and passes.  The date is the first whole second at or after the planned
+ * send + 3 s, so the wait planned is 3 s to 4 s; the wait asked runs from
+ * when the answer really left (the JSON's end_ms) to the date, which is
+ * under 3 s when it left later than the date's fraction of a second.
  */
 START_TEST(date_wait_on_a_held_answer)
 {
-	char script[] = "/tmp/ratelab-date-XXXXXX";
-	const char *const args[] = { "verify", "--scenario", script, "--expect", "succeeds,honours-retry-after", "--",
-		                     "curl", "--retry", "2", "-sf", "$RATELAB_URL/", NULL };
+	char script[] = "/tmp/ratelab-date-XXXXXX", json_path[] = "/tmp/ratelab-date-json-XXXXXX";
+	const char *const args[] = { "verify", "--scenario", script, "--expect", "succeeds,honours-retry-after",
+		                     "--json", json_path, "--", "curl", "--retry", "2", "-sf", "$RATELAB_URL/", NULL };
 	struct test_run r;
+	json_t *root, *a;
+	const char *at;
+	double asked, due_ms;
 
 	write_file(script, "[{\"status\":429,\"retry_after\":\"date:3\",\"delay\":\"2s\"},{\"status\":200}]");
-	run_verify(&r, args, 20000);
+	root = run_verify_json(&r, args, json_path, 20000);
 	unlink(script);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
-	ck_assert_has(r.out, "(held 2.000s)  (asked to wait ");
-	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked 3.");
+	ck_assert_has(r.out, "(held 2.000s)  (asked to wait 3.");
+	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked ");
 	ck_assert_has(r.out, "s (date), waited ");
 	ck_assert_has(r.out, "[0 of 1 retries too early; tolerance 50ms]");
+	a = json_array_get(json_object_get(root, "arrivals"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(a, "end")), "sent");
+	due_ms = json_real_value(json_object_get(a, "t_ms")) + json_real_value(json_object_get(a, "delay_ms")) +
+	         json_real_value(json_object_get(a, "wait_ms"));
+	at = strstr(r.out, "127.0.0.1: asked ");
+	ck_assert_int_eq(sscanf(at, "127.0.0.1: asked %lfs (date)", &asked), 1);
+	/* Both sides are printed to the millisecond: one rounding each, so they agree within 1 ms. */
+	ck_assert_msg(fabs(asked * 1e3 - (due_ms - json_real_value(json_object_get(a, "end_ms")))) <= 1.0,
+	              "asked %.3fs, JSON: due %.3fms, left %.3fms", asked, due_ms,
+	              json_real_value(json_object_get(a, "end_ms")));
+	json_decref(root);
 	testutil_run_free(&r);
 }
 END_TEST
@@ -477,57 +569,68 @@ START_TEST(short_timeout_is_not_a_failure)
 }
 END_TEST
 
-/* A constant one-second delay does not back off. */
+/*
+ * A constant one-second delay does not back off: curl's four attempts, each
+ * retry at least its 1 s after the answer.  The digits past that are the
+ * machine's lag (a first gap of 1.104 s under load asks 276 ms of growth), so
+ * the exact verdict on exact gaps is check_verify_grade's backs_off_needs_a_margin
+ * and curl_lag_is_not_growth; a stall at a retry leaves it undecided.
+ */
 START_TEST(constant_delay_does_not_back_off)
 {
-	static const char *const ARGS[] = { "verify", "--scenario", "server-errors", "--expect", "backs-off", "--quiet",
-		                            "--", "curl", "--retry", "3", "--retry-delay", "1", "-s", "$RATELAB_URL/", NULL };
+	char json_path[] = "/tmp/ratelab-backoff-XXXXXX";
+	const char *const args[] = { "verify", "--scenario", "server-errors", "--expect", "backs-off", "--quiet",
+		                     "--json", json_path, "--", "curl", "--retry", "3", "--retry-delay", "1", "-s",
+		                     "$RATELAB_URL/", NULL };
+	static const struct timing_want CONSTANT = {
+		.decided = 1, .held = HELD_BACKOFF,
+		.always = { "backs-off                median gap by retry after answers without a wait: " },
+		.when_decided = { "FAIL  backs-off                median gap by retry after answers without a wait: 1.",
+		                  "(the waits do not grow: the later ones are not ", "ms over the first)\n" } };
 	struct test_run r;
+	json_t *root = run_timing(&r, args, json_path, &CONSTANT);
 
-	run_verify(&r, ARGS, 20000);
-	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
-	ck_assert_has(r.out, "FAIL  backs-off                median gap by retry after answers without a wait: 1.0");
-	/* 25 % of the first wait, which is curl's 1 s plus the machine's lag: 250 to 259 ms */
-	ck_assert_has(r.out, "(the waits do not grow: the later ones are not 25");
-	ck_assert_has(r.out, "ms over the first)\n");
+	ck_assert_uint_eq(json_array_size(json_object_get(root, "arrivals")), 4);
+	json_decref(root);
 	testutil_run_free(&r);
 }
 END_TEST
 
-/* Past 4096 arrivals the log is full: the run says how many were not logged, and so does every verdict. */
-START_TEST(full_log_says_so)
-{
-	char script[] = "/tmp/ratelab-many-XXXXXX";
-	const char *const args[] = { "verify", "--scenario", script, "--expect", "max-attempts<=5000", "--quiet", "--",
-		                     "curl", "-s", "-o", "/dev/null", "$RATELAB_URL/[1-4100]", NULL };
-	struct test_run r;
+/*
+ * Past 4096 arrivals the log is full: the run says how many were not logged,
+ * and so does every verdict; max-attempts counts every attempt on the one
+ * connection, not the 4,096 logged.  One row a run: curl's URL range, the
+ * expectation, the exit, and the lines it prints.
+ */
+static const struct past_the_log {
+	const char *range, *expect;
+	int timeout_ms, status;
+	const char *lines[3];
+} PAST_THE_LOG[] = {
+	{ "$RATELAB_URL/[1-4100]", "max-attempts<=5000", 60000, 0,
+	  { ": 4096 arrivals; command exited 0 after ", "s (4 more not logged: the log holds 4096)\n",
+	    "PASS  max-attempts<=5000       attempts: 127.0.0.1=4100 (every attempt counted; the log "
+	    "holds the first 4096 arrivals, 4 more not logged)\n" } },
+	{ "$RATELAB_URL/[1-5000]", "max-attempts<=4500", 80000, 1,
+	  { "FAIL  max-attempts<=4500       attempts: 127.0.0.1=5000 (every attempt counted; the log "
+	    "holds the first 4096 arrivals, 904 more not logged)\n" } },
+};
 
-	write_file(script, "[{\"status\":200}]");
-	run_verify(&r, args, 60000);
-	unlink(script);
-	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
-	ck_assert_has(r.out, ": 4096 arrivals; command exited 0 after ");
-	ck_assert_has(r.out, "s (4 more not logged: the log holds 4096)\n");
-	ck_assert_has(r.out, "PASS  max-attempts<=5000       attempts: 127.0.0.1=4100 (every attempt counted; the log "
-	                     "holds the first 4096 arrivals, 4 more not logged)\n");
-	testutil_run_free(&r);
-}
-END_TEST
-
-/* 5,000 attempts on one connection: max-attempts counts all of them, not the 4,096 logged. */
+/* One row of PAST_THE_LOG (Check's loop index _i). */
 START_TEST(counts_go_on_past_the_log)
 {
+	const struct past_the_log *c = &PAST_THE_LOG[_i];
 	char script[] = "/tmp/ratelab-flood-XXXXXX";
-	const char *const args[] = { "verify", "--scenario", script, "--expect", "max-attempts<=4500", "--quiet", "--",
-		                     "curl", "-s", "-o", "/dev/null", "$RATELAB_URL/[1-5000]", NULL };
+	const char *const args[] = { "verify", "--scenario", script, "--expect", c->expect, "--quiet", "--",
+		                     "curl", "-s", "-o", "/dev/null", c->range, NULL };
 	struct test_run r;
 
 	write_file(script, "[{\"status\":200}]");
-	run_verify(&r, args, 80000);
+	run_verify(&r, args, c->timeout_ms);
 	unlink(script);
-	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
-	ck_assert_has(r.out, "FAIL  max-attempts<=4500       attempts: 127.0.0.1=5000 (every attempt counted; the log "
-	                     "holds the first 4096 arrivals, 904 more not logged)\n");
+	ck_assert_msg(r.status == c->status, "exit %d: %s", r.status, r.out);
+	for (size_t i = 0; i < 3 && c->lines[i]; i++)
+		ck_assert_has(r.out, c->lines[i]);
 	testutil_run_free(&r);
 }
 END_TEST
@@ -698,7 +801,8 @@ START_TEST(ratelimit_only_wait)
 	run_verify(&r, ARGS, 15000);
 	ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.out);
 	ck_assert_has(r.out, "-> 429  (asked to wait 2.000s by RateLimit)\n");
-	ck_assert_has(r.out, "FAIL  honours-ratelimit        127.0.0.1: asked 2.000s, waited 1.0");
+	/* curl's own 1 s and then the machine's lag (1.1 and more under ASan on a busy machine) */
+	ck_assert_has(r.out, "FAIL  honours-ratelimit        127.0.0.1: asked 2.000s, waited 1.");
 	ck_assert_has(r.out, "(too early) [1 of 1 retries too early; tolerance 50ms]\n");
 	testutil_run_free(&r);
 }
@@ -979,6 +1083,16 @@ static bool mark_holds(char mark, const char *outcome)
 	       (mark == '-' && strcmp(outcome, "fail") == 0) || (mark == '?' && strcmp(outcome, "not observed") == 0);
 }
 
+/*
+ * A timing verdict a stall of the machine left undecided, by run_timing's
+ * rule: "not observed", saying so, in a scenario whose run recorded a stall.
+ */
+static bool held_by_a_stall(json_t *sc, const char *outcome, const char *evidence)
+{
+	return strcmp(outcome, "not observed") == 0 && json_array_size(json_object_get(sc, "stalls")) > 0 && evidence &&
+	       (strstr(evidence, HELD_BACKOFF) || strstr(evidence, HELD_JITTER));
+}
+
 /* Compare one scenario's verdicts under one preset with its marks; appends mismatches to msg. */
 static void grid_check_one(const char *policy, const char *sname, const char *marks_in, json_t *sc, char *msg,
                            size_t len)
@@ -992,13 +1106,13 @@ static void grid_check_one(const char *policy, const char *sname, const char *ma
 		json_t *v = json_array_get(verdicts, i);
 		const char *name = json_string_value(json_object_get(v, "name"));
 		const char *outcome = json_string_value(json_object_get(v, "outcome"));
+		const char *evidence = json_string_value(json_object_get(v, "evidence"));
 
 		if (!name || strcmp(name, m + 1) != 0)
 			append(msg, len, "%s/%s: verdict %zu is %s, table says %s; ", sname, policy, i, name ? name : "missing",
 			       m + 1);
-		else if (!mark_holds(m[0], outcome))
-			append(msg, len, "%s/%s: %s is %s, table says %c (%s); ", sname, policy, name, outcome, m[0],
-			       json_string_value(json_object_get(v, "evidence")));
+		else if (!mark_holds(m[0], outcome) && !held_by_a_stall(sc, outcome, evidence))
+			append(msg, len, "%s/%s: %s is %s, table says %c (%s); ", sname, policy, name, outcome, m[0], evidence);
 	}
 	if (json_array_size(verdicts) != i)
 		append(msg, len, "%s/%s: %zu verdicts for %zu marks; ", sname, policy, json_array_size(verdicts), i);
@@ -1084,7 +1198,8 @@ START_TEST(hammer_presets_grade_as_the_table_says)
 		for (size_t j = 0; runs[i].argv[j]; j++)
 			free(runs[i].argv[j]);
 	json_decref(table);
-	ck_assert_msg(msg[0] == '\0', "%s", msg);
+	/* Check drops a message over its 4 KiB and says only "early exit": the first 3000 bytes are shown. */
+	ck_assert_msg(msg[0] == '\0', "%.3000s", msg);
 }
 END_TEST
 
@@ -1179,7 +1294,7 @@ START_TEST(listen_grades_an_app_it_did_not_start)
 	ck_assert_has(text, "GET    127.0.0.1          /api -> 429  (asked to wait 2.000s)\n");
 	ck_assert_has(text, "PASS  succeeds                 1 of 1 clients ended on a 2xx (seen from the server: no "
 	                    "command)\n");
-	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.0");
+	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.");  /* 2 s + lag */
 	ck_assert_has(text, "PASS  max-attempts<=3          attempts: 127.0.0.1=3\n");
 }
 END_TEST
@@ -1233,8 +1348,7 @@ Suite *verify_suite(void)
 	tcase_add_test(cli, cannot_run_exits_4);
 	tcase_add_test(cli, detached_processes_are_stopped);
 	tcase_add_test(cli, thousand_detached_children_are_stopped);
-	tcase_add_test(cli, full_log_says_so);
-	tcase_add_test(cli, counts_go_on_past_the_log);
+	tcase_add_loop_test(cli, counts_go_on_past_the_log, 0, (int)(sizeof(PAST_THE_LOG) / sizeof(PAST_THE_LOG[0])));
 	tcase_add_test(cli, nothing_observed_is_not_a_pass);
 	tcase_add_test(cli, skip_leaves_scenarios_out);
 	tcase_add_test(cli, junit_for_ci);

@@ -34,18 +34,6 @@ check() {
 	fi
 }
 
-# wait_for 'EXPRESSION' WANT: poll the page (at most 10 s) until EXPRESSION is WANT; prints the last value.
-wait_for() {
-	_i=0
-	while [ "$_i" -lt 100 ]; do
-		_v=$(cdp_eval "$1")
-		[ "$_v" = "$2" ] && break
-		_i=$((_i + 1))
-		sleep 0.1
-	done
-	printf '%s' "$_v"
-}
-
 "$BIN" serve --port 0 --limit 5 --max-subscribers 1 --quiet >"$TMP/serve.out" &
 SRV=$!
 i=0
@@ -65,7 +53,7 @@ fi
 
 cdp_start "$TMP" || { echo "dashboard_browser: no browser: FAIL"; exit 1; }
 cdp_page "$URL/dashboard" 1024 768
-state=$(wait_for "document.getElementById('state').textContent" live)
+state=$(cdp_until "document.getElementById('state').textContent" live)
 [ "$state" = live ] && check "the page is live on /events" ok || check "the page is live on /events" "state '$state'"
 
 "$BIN" hammer "$URL/" --requests 40 --concurrency 2 --header 'X-Client-Name: hammer-in-the-room' \
@@ -73,11 +61,11 @@ state=$(wait_for "document.getElementById('state').textContent" live)
 want=$(curl -s "$URL/stats" | sed -n 's/.*"rejected":\([0-9]*\),"subscribers".*/\1/p')
 [ -n "$want" ] && [ "$want" -gt 0 ] || { echo "dashboard_browser: /stats has no rejections: '$want'"; exit 1; }
 
-got=$(wait_for "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
+got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
 [ "$got" = "$want" ] && check "rejected_total $got = /stats rejected $want" ok \
 	|| check "rejected_total = /stats rejected" "page $got, /stats $want"
 
-row=$(wait_for "String(!!document.querySelector('#clients tr[data-client=hammer-in-the-room]'))" true)
+row=$(cdp_until "String(!!document.querySelector('#clients tr[data-client=hammer-in-the-room]'))" true)
 [ "$row" = true ] && check "the clients table names hammer-in-the-room" ok \
 	|| check "the clients table names hammer-in-the-room" "$(cdp_eval "document.getElementById('clients').textContent")"
 
@@ -93,13 +81,13 @@ blue=$(cdp_eval "(function(){var c=document.getElementById('chart'),d=c.getConte
 w=$(cdp_eval "document.documentElement.scrollWidth")
 [ "${w:-9999}" -le 1024 ] && check "scrollWidth $w <= 1024 at 1024x768" ok || check "scrollWidth at 1024x768" "$w"
 cdp_viewport 1920 1080
-w=$(wait_for "String(document.documentElement.scrollWidth <= 1920 && innerWidth == 1920)" true)
+w=$(cdp_until "String(document.documentElement.scrollWidth <= 1920 && innerWidth == 1920)" true)
 [ "$w" = true ] && check "no horizontal scroll at 1920x1080" ok \
 	|| check "no horizontal scroll at 1920x1080" "scrollWidth $(cdp_eval "document.documentElement.scrollWidth")"
 
 cdp_page "$URL/dashboard" 1024 768
-state=$(wait_for "document.getElementById('state').textContent.indexOf('polling') == 0 ? 'polling' : 'no'" polling)
-got=$(wait_for "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
+state=$(cdp_until "document.getElementById('state').textContent.indexOf('polling') == 0 ? 'polling' : 'no'" polling)
+got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
 [ "$state" = polling ] && [ "$got" = "$want" ] && check "a second page, refused a stream, polls /stats: rejected_total $got" ok \
 	|| check "a second page polls /stats" "state $state, rejected_total $got (want $want)"
 

@@ -21,18 +21,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_for 'EXPRESSION' WANT: poll the page (at most 10 s) until EXPRESSION is WANT; prints the last value.
-wait_for() {
-	_i=0
-	while [ "$_i" -lt 100 ]; do
-		_v=$(cdp_eval "$1")
-		[ "$_v" = "$2" ] && break
-		_i=$((_i + 1))
-		sleep 0.1
-	done
-	printf '%s' "$_v"
-}
-
 serve_start srv --key header:X-Client-Name --limit 1 --burst 1 --quiet || { echo "dashboard_room: $SERVE_ERROR"; exit 1; }
 URL=$URL_srv
 i=1
@@ -61,7 +49,7 @@ for size in 1024x768 1920x1080; do
 	w=${size%x*}
 	h=${size#*x}
 	cdp_page "$URL/dashboard" "$w" "$h"
-	n=$(wait_for "$IN_VIEW" 30)
+	n=$(cdp_until "$IN_VIEW" 30)
 	check "$size: all 30 attendees on screen ($n; $(cdp_eval "[].map.call(document.querySelectorAll('#clients tr[data-client]'), function (r) { return r.getAttribute('data-client'); }).join(';')"))" [ "$n" = 30 ]
 	p=$(cdp_eval "$POLITE")
 	check "$size: the 20 polite ones among them ($p)" [ "$p" = 20 ]

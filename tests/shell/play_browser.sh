@@ -25,18 +25,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_for 'EXPRESSION' WANT: poll the page (at most 20 s) until EXPRESSION is WANT; prints the last value.
-wait_for() {
-	_i=0
-	while [ "$_i" -lt 200 ]; do
-		_v=$(cdp_eval "$1")
-		[ "$_v" = "$2" ] && break
-		_i=$((_i + 1))
-		sleep 0.1
-	done
-	printf '%s' "$_v"
-}
-
 # field CLIENT KEY: one figure of CLIENT's row in /stats
 field() {
 	curl -s "$URL/stats" | jq -r --arg c "$1" --arg k "$2" '.clients.rows[] | select(.name == $c) | .[$k]'
@@ -53,11 +41,11 @@ check "the page names no other resource" [ -z "$(others)" ]
 
 cdp_start "$TMP"
 cdp_page "$URL/play" 390 844
-check "the page is up" [ "$(wait_for "String(!!window.ratelabPlay)" true)" = true ]
+check "the page is up" [ "$(cdp_until "String(!!window.ratelabPlay)" true 20)" = true ]
 
 # 1. wait for Retry-After, 12 requests, 3 at once: the card's figures are the server's
 cdp_eval "document.getElementById('name').value = 'pat'; document.getElementById('policy').value = 'retry-after'; document.getElementById('requests').value = '12'; document.getElementById('conc').value = '3'; window.ratelabPlay.run(); 1" >/dev/null
-check "run 1 ends in a card" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 1)" = 1 ]
+check "run 1 ends in a card" [ "$(cdp_until "String(document.querySelectorAll('.run').length)" 1 20)" = 1 ]
 card() { cdp_eval "document.querySelector('.run').getAttribute('data-$1')"; }
 ok=$(card ok); calls=$(card calls); retries=$(card retries); r429=$(card 429)
 check "run 1: all 12 requests ok ($ok)" [ "$ok" = 12 ]
@@ -71,12 +59,12 @@ check "pat: polite" [ "$(field pat verdict)" = polite ]
 
 # 2. a second run sits beside the first
 cdp_eval "document.getElementById('policy').value = 'give-up'; document.getElementById('requests').value = '3'; window.ratelabPlay.run(); 1" >/dev/null
-check "run 2 is kept beside run 1" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 2)" = 2 ]
+check "run 2 is kept beside run 1" [ "$(cdp_until "String(document.querySelectorAll('.run').length)" 2 20)" = 2 ]
 check "the newest run comes first" [ "$(cdp_eval "document.querySelector('.run').getAttribute('data-run')")" = 2 ]
 
 # 3. "share the wait", 3 at once: polite, and no new request while told to wait
 cdp_eval "document.getElementById('name').value = 'pat-shared'; document.getElementById('policy').value = 'retry-after'; document.getElementById('requests').value = '12'; document.getElementById('conc').value = '3'; document.getElementById('shared').checked = true; window.ratelabPlay.run(); 1" >/dev/null
-check "run 3 (shared wait) ends in a card" [ "$(wait_for "String(document.querySelectorAll('.run').length)" 3)" = 3 ]
+check "run 3 (shared wait) ends in a card" [ "$(cdp_until "String(document.querySelectorAll('.run').length)" 3 20)" = 3 ]
 check "pat-shared: met the limit" [ "$(field pat-shared rejected)" -gt 0 ]
 check "pat-shared: polite" [ "$(field pat-shared verdict)" = polite ]
 check "pat-shared: no new request while told to wait" [ "$(field pat-shared new_while_waiting)" = 0 ]
@@ -85,7 +73,7 @@ cdp_eval "document.getElementById('shared').checked = false; 1" >/dev/null
 # own_run 'BODY': run 20 requests at once through `function wait() { BODY }` (the limit rejects some)
 own_run() {
 	cdp_eval "document.getElementById('policy').value = 'own'; document.getElementById('code').value = 'function wait(attempt, retryAfter, status) { $1 }'; document.getElementById('requests').value = '20'; document.getElementById('conc').value = '10'; window.ratelabPlay.run(); 1" >/dev/null
-	wait_for "String(document.getElementById('run').disabled)" false >/dev/null
+	cdp_until "String(document.getElementById('run').disabled)" false 20 >/dev/null
 }
 msg_has() { [ "$(cdp_eval "String(document.getElementById('msg').textContent.indexOf('$1') >= 0)")" = true ]; }
 

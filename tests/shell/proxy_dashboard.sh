@@ -34,18 +34,6 @@ check() {
 	fi
 }
 
-# wait_for 'EXPRESSION' WANT: poll the page (at most 10 s) until EXPRESSION is WANT; prints the last value.
-wait_for() {
-	_i=0
-	while [ "$_i" -lt 100 ]; do
-		_v=$(cdp_eval "$1")
-		[ "$_v" = "$2" ] && break
-		_i=$((_i + 1))
-		sleep 0.1
-	done
-	printf '%s' "$_v"
-}
-
 # url_of FILE: the "listening on" URL a serve printed into FILE (waits at most 5 s).
 url_of() {
 	_i=0
@@ -67,7 +55,7 @@ URL=$(url_of "$TMP/proxy.out")
 
 cdp_start "$TMP"
 cdp_page "$URL/dashboard" 1024 768
-state=$(wait_for "document.getElementById('state').textContent" live)
+state=$(cdp_until "document.getElementById('state').textContent" live)
 [ "$state" = live ] && check "the proxy's dashboard is live on /events" ok || check "the dashboard is live" "state '$state'"
 
 "$BIN" hammer "$URL/api/orders" --requests 40 --concurrency 2 --no-retry --header 'X-Client-Name: checkout-app' \
@@ -78,15 +66,15 @@ hits=$(curl -s "$UP_URL/stats" | jq '.routes[0].admitted')
 calls=$(curl -s "$URL/stats" | jq '.upstream.results.ok')
 [ "$calls" = 5 ] && check "the proxy's /stats: upstream.results.ok 5" ok || check "upstream.results.ok" "$calls"
 
-got=$(wait_for "document.querySelector('[data-metric=admitted_total]').textContent" 5)
+got=$(cdp_until "document.querySelector('[data-metric=admitted_total]').textContent" 5)
 [ "$got" = 5 ] && check "admitted_total 5 on the page" ok || check "admitted_total" "page $got"
 # The browser's own /favicon.ico is a limited path too: the rejections are the 35 the hammer
 # got, or 36; the page must show what /stats says.
 want=$(curl -s "$URL/stats" | jq '.rejected')
 case $want in 35 | 36) check "the proxy's /stats: rejected $want" ok ;; *) check "the proxy's /stats rejected" "$want" ;; esac
-got=$(wait_for "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
+got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
 [ "$got" = "$want" ] && check "rejected_total $got on the page = /stats" ok || check "rejected_total" "page $got, /stats $want"
-row=$(wait_for "String(!!document.querySelector('#clients tr[data-client=checkout-app]'))" true)
+row=$(cdp_until "String(!!document.querySelector('#clients tr[data-client=checkout-app]'))" true)
 [ "$row" = true ] && check "the clients table names checkout-app" ok \
 	|| check "the clients table names checkout-app" "$(cdp_eval "document.getElementById('clients').textContent")"
 

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include "common/cli.h"
+#include "common/cli_help.h"
 #include "common/clock.h"
+#include "common/suggest.h"
 
 struct opts {
 	bool quiet;
@@ -382,12 +384,12 @@ START_TEST(sizes_and_suggestions)
 	FAILS("ratelab test: --workload: 'ocx' is not one of request, occ (did you mean occ?)", "--workload", "ocx");
 	FAILS("ratelab test: --even: 'bbbbb' has an odd length (did you mean bbbb?)", "--even", "bbbbb");
 	FAILS("ratelab test: --even: 'zzz' has an odd length", "--even", "zzz");
-	ck_assert(cli_suggest("navie", "none, lab, naive", near, sizeof(near)));
+	ck_assert(suggest_closest("navie", "none, lab, naive", near, sizeof(near)));
 	ck_assert_str_eq(near, "naive");
-	ck_assert(cli_suggest("server", "serve hammer", near, sizeof(near)));
+	ck_assert(suggest_closest("server", "serve hammer", near, sizeof(near)));
 	ck_assert_str_eq(near, "serve");
-	ck_assert(!cli_suggest("naive", "naive, lab", near, sizeof(near)));  /* itself is no suggestion */
-	ck_assert(!cli_suggest("xyz", "naive, lab", near, sizeof(near)));
+	ck_assert(!suggest_closest("naive", "naive, lab", near, sizeof(near)));  /* itself is no suggestion */
+	ck_assert(!suggest_closest("xyz", "naive, lab", near, sizeof(near)));
 }
 END_TEST
 
@@ -399,7 +401,7 @@ START_TEST(options_table_is_written)
 	FILE *f = open_memstream(&buf, &len);
 	const struct cli_option *const tables[] = { OPTS, NULL };
 
-	ck_assert_int_eq(cli_write_options(f, tables), 0);
+	ck_assert_int_eq(cli_help_write_options(f, tables), 0);
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(buf, "--quiet flag\n--name file\n--count value\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "\n--workload value request occ\n"));
@@ -434,7 +436,7 @@ START_TEST(usage_has_one_layout)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	cli_write_usage(f, &help);
+	cli_help_write(f, &help);
 	fclose(f);
 	ck_assert_str_eq(buf,
 	                 "usage: ratelab test [options]\n"
