@@ -79,8 +79,15 @@ static struct upstream_call *build_call(struct MHD_Connection *c, const struct r
 
 bool proxied_start(struct server *s, struct MHD_Connection *c, struct request *rq)
 {
-	if (!s->upstream || !rq->d.admitted || rq->fault.status || rq->call ||
+	if (!rq->d.admitted || rq->fault.status ||
 	    (rq->phase != REQUEST_DECIDED && rq->phase != REQUEST_HELD && rq->phase != REQUEST_SERVED))
+		return false;
+	return proxied_send(s, c, rq);
+}
+
+bool proxied_send(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	if (!s->upstream || rq->call)
 		return false;
 	if (!(rq->call = build_call(c, rq)))
 		return false;
@@ -181,14 +188,14 @@ static struct MHD_Response *answer_of(const struct request *rq, struct upstream_
 	                                                                release_call, call);
 }
 
-/* The upstream's answer to rq, whole, with ratelab's RateLimit headers. */
+/* The upstream's answer to rq, whole, with ratelab's RateLimit headers of route rt (NULL: none). */
 static enum MHD_Result relay(struct server *s, struct MHD_Connection *c, const struct route *rt,
                              struct request *rq, int *status)
 {
 	struct upstream_call *call = rq->call;
 	bool held;
 	struct MHD_Response *r = answer_of(rq, call, &held);
-	struct header_copy hc = { r, s->resp.headers != HEADERS_NONE };
+	struct header_copy hc = { r, rt && s->resp.headers != HEADERS_NONE };
 	enum MHD_Result ret;
 
 	if (!r)
@@ -197,7 +204,8 @@ static enum MHD_Result relay(struct server *s, struct MHD_Connection *c, const s
 	if (held)
 		rq->call = NULL;
 	upstream_call_headers(call, copy_header, &hc);
-	responses_add_ratelimit(&s->resp, rt, &rq->d, r);
+	if (rt)
+		responses_add_ratelimit(&s->resp, rt, &rq->d, r);
 	*status = upstream_call_status(call);
 	ret = MHD_queue_response(c, (unsigned)*status, r);
 	MHD_destroy_response(r);

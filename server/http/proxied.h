@@ -26,10 +26,23 @@ struct route;
  */
 bool proxied_start(struct server *s, struct MHD_Connection *c, struct request *rq);
 
+/*
+ * Send rq (method, target as sent, headers, body) to the upstream and park
+ * it, whatever its route or handler: true when parked (MHD calls the
+ * handler again once the answer is in, with rq->phase REQUEST_UPSTREAM).
+ * False when there is no upstream, rq was sent already, memory is short
+ * or it could not park (draining): proxied_answer answers then (503).
+ */
+bool proxied_send(struct server *s, struct MHD_Connection *c, struct request *rq);
+
 /* Whether rq's admitted answer is the upstream's (the server proxies). */
 bool proxied_wants(const struct server *s);
 
-/* The answer of admitted rq on route rt: the upstream's, or 502/503/504; its status into *status. */
+/*
+ * The answer of rq that proxied_start or proxied_send sent (or could not):
+ * the upstream's, with ratelab's RateLimit headers for route rt (NULL: none
+ * added, the upstream's own kept), or 502/503/504; its status into *status.
+ */
 enum MHD_Result proxied_answer(struct server *s, struct MHD_Connection *c, const struct route *rt,
                                struct request *rq, int *status);
 
