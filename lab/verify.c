@@ -18,6 +18,7 @@
 #include "lab/verify_child.h"
 #include "lab/verify_report.h"
 #include "lab/verify_run.h"
+#include "server/proxy/upstream.h"
 
 #define VERIFY_DEFAULT_TIMEOUT_NS (60ULL * NS_PER_SEC)
 #define VERIFY_DEFAULT_JOBS 6
@@ -35,6 +36,7 @@ struct verify_opts {
 	const char *junit;
 	const char *baseline;
 	const char *listen;        /* ADDR:PORT */
+	const char *upstream;      /* --upstream URL, or NULL */
 	uint64_t clients;
 	uint64_t timeout_ns;
 	uint64_t idle_ns;
@@ -74,6 +76,10 @@ static const struct cli_option VERIFY_OPTIONS[] = {
 	  .help = "no COMMAND: serve each scenario (PORT 0: a free port each, else PORT, PORT+1, "
 	          "...; one \"listening on URL\" line each on stderr) for an app started elsewhere, "
 	          "then grade what arrived" },
+	{ "--upstream", CLI_STRING, CLI_FIELD(struct verify_opts, upstream), .section = CLI_SEC_RUN, .arg = "URL",
+	  .help = "with --listen: the scenario throttles the real service at URL (http:// or "
+	          "https://): its 2xx steps pass the request there and relay the answer, its other "
+	          "and 503 steps answer from the script" },
 	{ "--until-idle", CLI_DURATION, CLI_FIELD(struct verify_opts, idle_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_RUN, .arg = "DUR",
 	  .help = "with --listen: end once no request came (and none was held) this long; else "
 	          "SIGINT/SIGTERM or --timeout end it" },
@@ -149,6 +155,8 @@ static int check_combination(const struct verify_opts *o, char *err, size_t errl
 		return cli_fail(err, errlen, "verify", "--write-baseline needs --baseline FILE");
 	if (o->idle_ns && !o->listen)
 		return cli_fail(err, errlen, "verify", "--until-idle goes with --listen");
+	if (o->upstream && !o->listen)
+		return cli_fail(err, errlen, "verify", "--upstream goes with --listen");
 	if (o->listen && o->cmd && o->cmd[0])
 		return cli_fail(err, errlen, "verify", "--listen takes no COMMAND (the app runs elsewhere)");
 	if (o->listen && o->clients != 1)
@@ -268,6 +276,8 @@ static int parse_args(struct verify_opts *o, int argc, char **argv, char *err, s
 		return rc;
 	if (o->listen && parse_listen(o, err, errlen) < 0)
 		return -1;
+	if (o->upstream && !upstream_url_ok(o->upstream, why, sizeof(why)))
+		return cli_bad_value(err, errlen, "verify", "--upstream", o->upstream, "%s", why);
 	if (resolve_names(o, err, errlen) < 0)
 		return -1;
 	if (o->baseline && !o->write_baseline && !(o->base = verify_baseline_load(o->baseline, why, sizeof(why))))
@@ -572,7 +582,8 @@ static void run_single(const struct verify_opts *o, struct prepared *p, struct v
 
 static void run_listening(const struct verify_opts *o, struct prepared *p, struct verify_result *rs)
 {
-	struct verify_listen_opts lo = { o->bind, o->port, o->idle_ns, o->timeout_ns, &verify_interrupted, stderr };
+	struct verify_listen_opts lo = { o->bind, o->port, o->idle_ns, o->timeout_ns, &verify_interrupted, stderr,
+		                         o->upstream };
 
 	verify_listen(p->sc, (const struct verify_grade_expect (*)[VERIFY_GRADE_MAX_EXPECT])p->ex, p->nex, p->n, &lo, rs);
 }

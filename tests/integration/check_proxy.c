@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -521,18 +522,82 @@ START_TEST(bad_flags)
 		              r.err);
 		testutil_run_free(&r);
 	}
-	{
-		/* A scenario answers every limited path itself: refused rather than an upstream never asked. */
-		const char *args[] = { "serve", "--port", "0", "--upstream", "http://127.0.0.1:1", "--scenario", "post-503",
-			               NULL };
-		struct test_run r;
+}
+END_TEST
 
-		testutil_run(&r, args, NULL, 10000);
-		ck_assert_int_eq(r.status, 2);
-		ck_assert_msg(strstr(r.err, "--scenario") && strstr(r.err, "--upstream") && testutil_one_line(r.err), "%s",
-		              r.err);
-		testutil_run_free(&r);
+/* Arrival i of the proxy's GET /scenario: its "status", and whether it says "upstream": true (*relayed). */
+static int arrival_status(const struct test_server *px, size_t i, bool *relayed)
+{
+	char *body = NULL;
+	json_t *j, *a;
+	int status = -1;
+
+	*relayed = false;
+	if (get(px->url, "/scenario", NULL, &body) == 200 && (j = json_loads(body, 0, NULL))) {
+		a = json_array_get(j, i);
+		status = a ? (int)json_integer_value(json_object_get(a, "status")) : -1;
+		*relayed = a && json_is_true(json_object_get(a, "upstream"));
+		json_decref(j);
 	}
+	free(body);
+	return status;
+}
+
+/*
+ * --scenario with --upstream: the script's 429s answer from the script and
+ * never reach the upstream; its 2xx step passes each request to the
+ * upstream, whose answer (any status, or 502 when it fails) is relayed and
+ * recorded as the arrival's status.
+ */
+START_TEST(scenario_passes_its_2xx_steps)
+{
+	const char *px_args[] = { "--scenario", "retry-after-seconds", NULL };
+	struct py_upstream u;
+	struct test_server px;
+	char *h = NULL, *b = NULL, v[64];
+	bool relayed;
+	json_t *j;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, px_args);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(get(px.url, "/echo/a", &h, &b), 429);
+		ck_assert(testutil_header(h, "Retry-After", v, sizeof(v)));
+		ck_assert_str_eq(v, "2");
+		ck_assert(!testutil_header(h, "X-Upstream", v, sizeof(v)));
+		ck_assert_msg(strstr(b, "scenario retry-after-seconds step") != NULL, "%s", b);
+		free(h);
+		free(b);
+	}
+	ck_assert_int_eq(py_count(&u, "echo"), 0);
+	ck_assert_int_eq(get(px.url, "/echo/a?q=1", &h, &b), 200);
+	ck_assert(testutil_header(h, "X-Upstream", v, sizeof(v)));
+	ck_assert_msg(strstr(b, "\"path\": \"/echo/a?q=1\"") != NULL, "%s", b);
+	free(h);
+	free(b);
+	ck_assert_int_eq(get(px.url, "/status/503", NULL, &b), 503);
+	ck_assert_str_eq(b, "status 503");
+	free(b);
+	ck_assert_int_eq(get(px.url, "/close", NULL, NULL), 502);
+	ck_assert_int_eq(py_count(&u, "echo"), 1);
+	ck_assert_int_eq(py_count(&u, "status"), 1);
+	/* libcurl sends a request again once when a reused connection closes without a byte: "close" is 1 or 2. */
+	ck_assert_int_ge(py_count(&u, "close"), 1);
+	ck_assert_int_eq(arrival_status(&px, 0, &relayed), 429);
+	ck_assert(!relayed);
+	ck_assert_int_eq(arrival_status(&px, 2, &relayed), 200);
+	ck_assert(relayed);
+	ck_assert_int_eq(arrival_status(&px, 3, &relayed), 503);
+	ck_assert(relayed);
+	ck_assert_int_eq(arrival_status(&px, 4, &relayed), 502);
+	ck_assert(relayed);
+	j = testutil_stats(&px);
+	ck_assert_int_eq(testutil_jint(j, "upstream", "calls"), 3);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "ok"), 2);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "bad_answer"), 1);
+	json_decref(j);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
 }
 END_TEST
 
@@ -542,6 +607,7 @@ Suite *proxy_suite(void)
 		{ "limit_in_front", limit_in_front }, { "forwards_both_ways", forwards_both_ways },
 		{ "upstream_failures", upstream_failures }, { "parked_not_held", parked_not_held },
 		{ "faults_in_front", faults_in_front }, { "buffered_bound", buffered_bound }, { "bad_flags", bad_flags },
+		{ "scenario_passes_its_2xx_steps", scenario_passes_its_2xx_steps },
 	};
 
 	return testutil_suite_per_test("proxy", tests, sizeof(tests) / sizeof(tests[0]), 60);
