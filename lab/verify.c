@@ -78,8 +78,8 @@ static const struct cli_option VERIFY_OPTIONS[] = {
 	          "then grade what arrived" },
 	{ "--upstream", CLI_STRING, CLI_FIELD(struct verify_opts, upstream), .section = CLI_SEC_RUN, .arg = "URL",
 	  .help = "with --listen: the scenario throttles the real service at URL (http:// or "
-	          "https://): its 2xx steps pass the request there and relay the answer, its other "
-	          "and 503 steps answer from the script" },
+	          "https://): its 2xx steps pass the request there and relay the answer; its other "
+	          "steps (429, 503, faults) answer from the script" },
 	{ "--until-idle", CLI_DURATION, CLI_FIELD(struct verify_opts, idle_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_RUN, .arg = "DUR",
 	  .help = "with --listen: end once no request came (and none was held) this long; else "
 	          "SIGINT/SIGTERM or --timeout end it" },
