@@ -7,10 +7,11 @@
 /*
  * An admitted request under `serve --upstream`: instead of the built-in
  * answer it goes to the upstream (server/proxy/upstream.h), parked
- * (LIFECYCLE_UPSTREAM) until the upstream's answer is in whole, and is then
- * answered with the upstream's status, headers and body plus ratelab's
- * RateLimit headers; an upstream failure is 502, its timeout 504.  Called
- * from the server's threads; each request is on one at a time.
+ * (LIFECYCLE_UPSTREAM) until the upstream's status and headers are in, and is
+ * then answered with them plus ratelab's RateLimit headers, the body streamed
+ * as it comes (the request parks again while no byte is in); a failure before
+ * the head is 502, a timeout 504, one after it cuts the body.  Called from
+ * the server's threads; each request is on one at a time.
  */
 
 struct server;
