@@ -223,7 +223,9 @@ static struct MHD_Response *answer_of(struct server *s, struct MHD_Connection *c
 	if (!(st = malloc(sizeof(*st))))
 		return NULL;
 	*st = (struct stream){ upstream_call_hold(call), s, rq, c };
-	if (!(r = MHD_create_response_from_callback(size, 32 * 1024, stream_read, st, stream_free)))
+	/* MHD's buffer for the body is block bytes: no more than a short answer needs. */
+	if (!(r = MHD_create_response_from_callback(size, cl >= 0 && cl < 32 * 1024 ? (size_t)cl + 1 : 32 * 1024,
+	                                            stream_read, st, stream_free)))
 		stream_free(st);
 	return r;
 }

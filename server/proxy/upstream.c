@@ -41,6 +41,7 @@ struct upstream_call {
 	bool waiting;                /* under lock: the reader waits for bytes; done wakes it */
 	bool paused;                 /* under lock: the buffer was full, the thread paused the transfer */
 	bool resume;                 /* under lock: the reader made room; the thread resumes the transfer */
+	bool kick;                   /* the thread's: the head or bytes came this round; notify after it */
 };
 
 struct upstream {
@@ -58,6 +59,7 @@ struct upstream {
 	_Atomic uint64_t calls;
 	_Atomic uint64_t buffered;          /* the bodies' capacity held by live calls */
 	_Atomic bool resume_any;            /* some call's reader made room: look for calls to resume */
+	bool kick_any;                      /* the thread's: some active call has a kick */
 	_Atomic uint64_t results[UPSTREAM_RESULTS];
 };
 
@@ -341,8 +343,9 @@ static void head_end(struct upstream_call *c)
 	c->status = (int)status;
 	pthread_mutex_lock(&c->lock);
 	c->head = true;
-	notify(c);
 	pthread_mutex_unlock(&c->lock);
+	c->kick = true;
+	c->u->kick_any = true;
 }
 
 static size_t on_header(char *buf, size_t size, size_t n, void *arg)
@@ -371,22 +374,40 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* c's buffer, UPSTREAM_WINDOW bytes reserved from the budget on the first body bytes; false when over it.  Locked. */
-static bool body_buffer(struct upstream_call *c)
+/* Reserve n more bytes of the budget for c's buffer; false when it would pass max_buffered. */
+static bool budget_take(struct upstream_call *c, uint64_t n)
 {
-	uint64_t cap = UPSTREAM_WINDOW;
+	/* Reserved before it is taken: the sum never passes max_buffered. */
+	if (atomic_fetch_add(&c->u->buffered, n) + n > c->u->cfg.max_buffered) {
+		atomic_fetch_sub(&c->u->buffered, n);
+		return false;
+	}
+	return true;
+}
 
-	if (c->body)
+/*
+ * Room in c's buffer for len more bytes once it is empty: the buffer is
+ * the announced length (when under UPSTREAM_WINDOW), else the window, and
+ * grows to the window when an answer is longer than it said; its bytes are
+ * reserved from the budget.  False when over the budget or out of memory.
+ * Locked.
+ */
+static bool body_buffer(struct upstream_call *c, size_t len)
+{
+	size_t cap = c->content_length >= 0 && c->content_length < UPSTREAM_WINDOW ? (size_t)c->content_length : UPSTREAM_WINDOW;
+	char *nb;
+
+	if (cap < len)
+		cap = UPSTREAM_WINDOW;
+	if (cap <= c->body_cap)
 		return true;
-	/* Reserved from the budget before it is taken: the sum never passes max_buffered. */
-	if (atomic_fetch_add(&c->u->buffered, cap) + cap > c->u->cfg.max_buffered) {
-		atomic_fetch_sub(&c->u->buffered, cap);
+	if (!budget_take(c, cap - c->body_cap))
+		return false;
+	if (!(nb = realloc(c->body, cap))) {
+		atomic_fetch_sub(&c->u->buffered, cap - c->body_cap);
 		return false;
 	}
-	if (!(c->body = malloc(cap))) {
-		atomic_fetch_sub(&c->u->buffered, cap);
-		return false;
-	}
+	c->body = nb;
 	c->body_cap = cap;
 	return true;
 }
@@ -405,7 +426,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	pthread_mutex_lock(&c->lock);
 	if (c->released) {
 		ret = 0;
-	} else if (c->body_total + len > c->max_body || len > UPSTREAM_WINDOW || !body_buffer(c)) {
+	} else if (c->body_total + len > c->max_body || len > UPSTREAM_WINDOW || !body_buffer(c, c->body_len + len)) {
 		c->over = true;
 		ret = 0;
 	} else if (c->body_len + len > c->body_cap) {
@@ -419,7 +440,8 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 		memcpy(c->body + c->body_head + c->body_len, buf, len);
 		c->body_len += len;
 		c->body_total += len;
-		notify(c);
+		c->kick = true;
+		c->u->kick_any = true;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -664,6 +686,26 @@ static void resume_paused(struct upstream *u)
 	}
 }
 
+/*
+ * Tell the callers of the calls whose head or bytes came this round (after
+ * the finished ones were reaped, so a small answer wakes its request once,
+ * whole).
+ */
+static void notify_kicked(struct upstream *u)
+{
+	if (!u->kick_any)
+		return;
+	u->kick_any = false;
+	for (struct upstream_call *c = u->active; c; c = c->next) {
+		if (!c->kick)
+			continue;
+		c->kick = false;
+		pthread_mutex_lock(&c->lock);
+		notify(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
 static void *run(void *arg)
 {
 	struct upstream *u = arg;
@@ -675,6 +717,7 @@ static void *run(void *arg)
 		if (curl_multi_perform(u->multi, &running) != CURLM_OK)
 			fprintf(stderr, "ratelab: upstream: curl_multi_perform failed\n");
 		reap(u);
+		notify_kicked(u);
 		if (curl_multi_poll(u->multi, NULL, 0, POLL_MS, NULL) != CURLM_OK)
 			fprintf(stderr, "ratelab: upstream: curl_multi_poll failed\n");
 	}
