@@ -268,6 +268,17 @@ static enum MHD_Result serve_failure(struct server *s, struct MHD_Connection *c,
 	return fail_connection(s, c, out->kind, rq->raw, rq->raw_len);
 }
 
+/* A SERVER_REPLY_PASS with an upstream: to it at once, or held for its delay first (the reply's body unused). */
+static enum MHD_Result serve_pass(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                  struct server_reply *out)
+{
+	free(out->body);
+	out->body = NULL;
+	if (out->delay_ns && hold_reply(s, c, rq, NULL, out))
+		return MHD_YES;
+	return pass_start(s, c, rq);
+}
+
 enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                             struct request *rq)
 {
@@ -297,13 +308,8 @@ enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const ch
 	rq->notify = rq->handler->done != NULL;
 	if (out.kind == SERVER_REPLY_RESET || out.kind == SERVER_REPLY_RAW)
 		return serve_failure(s, c, rq, &out);
-	if (out.kind == SERVER_REPLY_PASS && proxied_wants(s)) {
-		/* The upstream answers; the reply's own body is not needed. */
-		free(out.body);
-		if (out.delay_ns && hold_reply(s, c, rq, NULL, &out))
-			return MHD_YES;
-		return pass_start(s, c, rq);
-	}
+	if (out.kind == SERVER_REPLY_PASS && proxied_wants(s))
+		return serve_pass(s, c, rq, &out);
 	if (!(r = reply_response(&out)))
 		return MHD_NO;
 	if (out.delay_ns && hold_reply(s, c, rq, r, &out))

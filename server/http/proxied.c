@@ -230,7 +230,7 @@ static struct MHD_Response *answer_of(struct server *s, struct MHD_Connection *c
 	return r;
 }
 
-/* The upstream's answer to rq (its head in, its body streamed), with ratelab's RateLimit headers of route rt (NULL: none). */
+/* The upstream's answer to rq (its head in, its body streamed), with ratelab's RateLimit headers of rt (NULL: none). */
 static enum MHD_Result relay(struct server *s, struct MHD_Connection *c, const struct route *rt,
                              struct request *rq, int *status)
 {

@@ -287,7 +287,10 @@ ssize_t upstream_call_read(struct upstream_call *c, char *buf, size_t max, bool 
 	return n;
 }
 
-/* Tell c's caller (done) that the head, more bytes or the end came: once for the head or the end, then when its reader waits.  Locked. */
+/*
+ * Tell c's caller (done) that the head, more bytes or the end came: once
+ * for the head or the end, then each time its reader waits.  Locked.
+ */
 static void notify(struct upstream_call *c)
 {
 	if (c->released || !c->done || (c->notified && !c->waiting))
@@ -394,9 +397,11 @@ static bool budget_take(struct upstream_call *c, uint64_t n)
  */
 static bool body_buffer(struct upstream_call *c, size_t len)
 {
-	size_t cap = c->content_length >= 0 && c->content_length < UPSTREAM_WINDOW ? (size_t)c->content_length : UPSTREAM_WINDOW;
+	size_t cap = UPSTREAM_WINDOW;
 	char *nb;
 
+	if (c->content_length >= 0 && c->content_length < UPSTREAM_WINDOW)
+		cap = (size_t)c->content_length;
 	if (cap < len)
 		cap = UPSTREAM_WINDOW;
 	if (cap <= c->body_cap)

@@ -117,7 +117,7 @@ void upstream_call_release(struct upstream_call *c);
 struct upstream_call *upstream_call_hold(struct upstream_call *c);
 void upstream_call_drop(struct upstream_call *c);
 
-/* Whether c's head (status, headers, Content-Length) is in and readable: true from the first done call on, when it came. */
+/* Whether c's head (status, headers, Content-Length) is in and readable (from the first done call on, when it came). */
 bool upstream_call_head(struct upstream_call *c);
 
 /* Its result (valid once done was called without a head, or submit failed). */

@@ -551,7 +551,7 @@ START_TEST(streamed_within_a_window)
 }
 END_TEST
 
-/* Status and headers go out once they are in, and the body as it comes: "first" arrives before the upstream sends "rest". */
+/* Status and headers go out once in, and the body as it comes: "first" arrives before the upstream sends "rest". */
 START_TEST(head_and_body_as_they_come)
 {
 	struct py_upstream u;
