@@ -35,6 +35,7 @@ struct upstream_call {
 	int64_t content_length;      /* the answer's Content-Length, -1 when it sent none */
 	struct upstream *u;          /* once submitted: its buffer budget */
 	bool over;                   /* the answer went past a bound */
+	bool gone;                   /* the thread's: on_body refused bytes because the caller let go */
 	bool head;                   /* under lock: status and headers are in (readable from then on) */
 	bool notified;               /* under lock: done was called for the head or the end */
 	bool ended;                  /* under lock: the exchange is over, result set */
@@ -63,8 +64,8 @@ struct upstream {
 	_Atomic uint64_t results[UPSTREAM_RESULTS];
 };
 
-static const char *const RESULT_NAMES[UPSTREAM_RESULTS] = { "ok", "connect", "timeout", "too_big", "bad_answer",
-	                                                    "busy" };
+static const char *const RESULT_NAMES[UPSTREAM_RESULTS] = { "ok",         "connect", "timeout",    "too_big",
+	                                                    "bad_answer", "busy",    "client_gone" };
 
 const char *upstream_result_name(enum upstream_result r)
 {
@@ -124,6 +125,14 @@ bool upstream_url_ok(const char *url, char *why, size_t len)
 }
 
 /* ---- calls ---- */
+
+/* Wake the thread out of curl_multi_poll (its POLL_MS bound covers a failed wakeup). */
+static void wakeup(struct upstream *u)
+{
+	if (u->multi && curl_multi_wakeup(u->multi) != CURLM_OK)
+		fprintf(stderr, "ratelab: upstream: curl_multi_wakeup failed\n");
+}
+
 
 struct upstream_call *upstream_call_new(const char *method, const char *target, const char *body, size_t len)
 {
@@ -185,11 +194,22 @@ static void call_unref(struct upstream_call *c)
 
 void upstream_call_release(struct upstream_call *c)
 {
+	struct upstream *u = NULL;
+
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->released = true;
+	/* A transfer paused for this caller goes on to its end at once (on_body refuses it), not at its timeout. */
+	if (c->paused && !c->resume) {
+		c->resume = true;
+		u = c->u;
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (u) {
+		atomic_store(&u->resume_any, true);
+		wakeup(u);
+	}
 	call_unref(c);
 }
 
@@ -240,13 +260,6 @@ void upstream_call_headers(const struct upstream_call *c, void (*fn)(void *ctx, 
 int64_t upstream_call_content_length(const struct upstream_call *c)
 {
 	return c->content_length;
-}
-
-/* Wake the thread out of curl_multi_poll (its POLL_MS bound covers a failed wakeup). */
-static void wakeup(struct upstream *u)
-{
-	if (u->multi && curl_multi_wakeup(u->multi) != CURLM_OK)
-		fprintf(stderr, "ratelab: upstream: curl_multi_wakeup failed\n");
 }
 
 /* Take up to max bytes out of c's buffer into buf; when the transfer waits for room, ask for it to go on.  Locked. */
@@ -430,6 +443,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	if (c->released) {
+		c->gone = true;
 		ret = 0;
 	} else if (c->body_total + len > c->max_body || len > UPSTREAM_WINDOW || !body_buffer(c, c->body_len + len)) {
 		c->over = true;
@@ -593,6 +607,8 @@ static enum upstream_result classify(const struct upstream_call *c, CURLcode rc)
 		return UPSTREAM_CONNECT;
 	if (c->over || rc == CURLE_FILESIZE_EXCEEDED)
 		return UPSTREAM_TOO_BIG;
+	if (c->gone)
+		return UPSTREAM_CLIENT_GONE;
 	return UPSTREAM_BAD_ANSWER;
 }
 

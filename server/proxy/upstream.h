@@ -43,6 +43,7 @@ enum upstream_result {
 	UPSTREAM_TOO_BIG,      /* the answer's body or headers were over the bounds: 502 */
 	UPSTREAM_BAD_ANSWER,   /* closed early, not HTTP, any other failure: 502 */
 	UPSTREAM_BUSY,         /* refused: UPSTREAM_MAX_CALLS were in flight, or stopping: 502 */
+	UPSTREAM_CLIENT_GONE,  /* its client went away before the answer's end: the transfer was stopped */
 	UPSTREAM_RESULTS
 };
 

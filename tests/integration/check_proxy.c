@@ -551,6 +551,44 @@ START_TEST(streamed_within_a_window)
 }
 END_TEST
 
+/*
+ * A client that goes away in the middle of a streamed answer ends its
+ * upstream transfer (paused for it) at once: its window is given back
+ * without waiting for --upstream-timeout (60 s here), and the next answer
+ * comes.
+ */
+START_TEST(client_gone_mid_answer)
+{
+	const char *args[] = { "--upstream-connections", "1", "--upstream-max-body", "64M", "--upstream-timeout", "60s",
+		               NULL };
+	struct py_upstream u;
+	struct test_server px;
+	const char req[] = "GET /big/64000000 HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct linger lg = { 1, 0 };
+	json_t *j;
+	int fd;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, args);
+	ck_assert_int_ge(fd = small_window_connect(px.port), 0);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+	ck_assert_int_eq(buffered_reaches(&px, 65536), 65536);
+	/* A reset, so the proxy's next write fails at once. */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+	ck_assert_int_eq(buffered_settles(&px), 0);
+	/* The one upstream connection is free again. */
+	ck_assert_int_eq(get(px.url, "/status/200", NULL, NULL), 200);
+	j = testutil_stats(&px);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "client_gone"), 1);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "bad_answer"), 0);
+	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "ok"), 1);
+	json_decref(j);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
 /* Status and headers go out once in, and the body as it comes: "first" arrives before the upstream sends "rest". */
 START_TEST(head_and_body_as_they_come)
 {
@@ -683,7 +721,8 @@ Suite *proxy_suite(void)
 		{ "limit_in_front", limit_in_front }, { "forwards_both_ways", forwards_both_ways },
 		{ "upstream_failures", upstream_failures }, { "parked_not_held", parked_not_held },
 		{ "faults_in_front", faults_in_front }, { "streamed_within_a_window", streamed_within_a_window },
-		{ "head_and_body_as_they_come", head_and_body_as_they_come }, { "bad_flags", bad_flags },
+		{ "head_and_body_as_they_come", head_and_body_as_they_come },
+		{ "client_gone_mid_answer", client_gone_mid_answer }, { "bad_flags", bad_flags },
 		{ "scenario_passes_its_2xx_steps", scenario_passes_its_2xx_steps },
 	};
 
