@@ -322,7 +322,8 @@ static void run_single(const struct verify_opts *o, struct prepared *p, struct v
 
 static void run_listening(const struct verify_opts *o, struct prepared *p, struct verify_result *rs)
 {
-	struct verify_listen_opts lo = { o->bind, o->port, o->idle_ns, o->timeout_ns, &verify_interrupted, stderr };
+	struct verify_listen_opts lo = { o->bind, o->port, o->idle_ns, o->timeout_ns, &verify_interrupted, stderr,
+		                         o->upstream };
 
 	verify_listen(p->sc, (const struct verify_grade_expect (*)[VERIFY_GRADE_MAX_EXPECT])p->ex, p->nex, p->n, &lo, rs);
 }

@@ -11,6 +11,7 @@
 #include "lab/verify_baseline.h"
 #include "lab/verify_child.h"
 #include "server/handlers/scenario.h"
+#include "server/proxy/upstream.h"
 
 #define VERIFY_DEFAULT_TIMEOUT_NS (60ULL * NS_PER_SEC)
 #define VERIFY_DEFAULT_JOBS 6
@@ -32,6 +33,10 @@ static const struct cli_option VERIFY_OPTIONS[] = {
 	  .help = "no COMMAND: serve each scenario (PORT 0: a free port each, else PORT, PORT+1, "
 	          "...; one \"listening on URL\" line each on stderr) for an app started elsewhere, "
 	          "then grade what arrived" },
+	{ "--upstream", CLI_STRING, CLI_FIELD(struct verify_opts, upstream), .section = CLI_SEC_RUN, .arg = "URL",
+	  .help = "with --listen: the scenario throttles the real service at URL (http:// or "
+	          "https://): its 2xx steps pass the request there and relay the answer; its other "
+	          "steps (429, 503, faults) answer from the script" },
 	{ "--until-idle", CLI_DURATION, CLI_FIELD(struct verify_opts, idle_ns), .min = 1, .max = UINT64_MAX, .section = CLI_SEC_RUN, .arg = "DUR",
 	  .help = "with --listen: end once no request came (and none was held) this long; else "
 	          "SIGINT/SIGTERM or --timeout end it" },
@@ -107,6 +112,8 @@ static int check_combination(const struct verify_opts *o, char *err, size_t errl
 		return cli_fail(err, errlen, "verify", "--write-baseline needs --baseline FILE");
 	if (o->idle_ns && !o->listen)
 		return cli_fail(err, errlen, "verify", "--until-idle goes with --listen");
+	if (o->upstream && !o->listen)
+		return cli_fail(err, errlen, "verify", "--upstream goes with --listen");
 	if (o->listen && o->cmd && o->cmd[0])
 		return cli_fail(err, errlen, "verify", "--listen takes no COMMAND (the app runs elsewhere)");
 	if (o->listen && o->clients != 1)
@@ -226,6 +233,8 @@ static int parse_args(struct verify_opts *o, int argc, char **argv, char *err, s
 		return rc;
 	if (o->listen && parse_listen(o, err, errlen) < 0)
 		return -1;
+	if (o->upstream && !upstream_url_ok(o->upstream, why, sizeof(why)))
+		return cli_bad_value(err, errlen, "verify", "--upstream", o->upstream, "%s", why);
 	if (resolve_names(o, err, errlen) < 0)
 		return -1;
 	if (o->baseline && !o->write_baseline && !(o->base = verify_baseline_load(o->baseline, why, sizeof(why))))

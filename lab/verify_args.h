@@ -22,6 +22,7 @@ struct verify_opts {
 	const char *junit;
 	const char *baseline;
 	const char *listen;        /* ADDR:PORT */
+	const char *upstream;      /* --upstream URL, or NULL */
 	uint64_t clients;
 	uint64_t timeout_ns;
 	uint64_t idle_ns;

@@ -43,13 +43,15 @@ static void print_header(FILE *f, const struct verify_result *r)
 	fputc('\n', f);
 }
 
-/* What the server did with one arrival: "429", "reset", "200 cut mid-body", "malformed". */
+/* What the server did with one arrival: "429", "reset", "200 cut mid-body", "malformed", "200 from the upstream". */
 static void answer_text(const struct scenario_arrival *a, char *buf, size_t len)
 {
 	if (a->fault == SCENARIO_FAULT_CUT)
 		snprintf(buf, len, "%d cut mid-body", a->status);
 	else if (a->fault != SCENARIO_FAULT_NONE)
 		snprintf(buf, len, "%s", scenario_fault_name(a->fault));
+	else if (a->relayed)
+		snprintf(buf, len, "%d from the upstream", a->status);
 	else
 		snprintf(buf, len, "%d", a->status);
 }

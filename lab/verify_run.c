@@ -26,8 +26,9 @@ struct run {
 	uint64_t t0;
 };
 
-static struct server *start_server(struct scenario *sc, unsigned clients, const char *bind, unsigned port, char *err,
-                                   size_t errlen)
+/* The scenario server on bind:port (bind NULL: the default); upstream NULL, or where 2xx steps pass. */
+static struct server *start_server(struct scenario *sc, unsigned clients, const char *bind, unsigned port,
+                                   const char *upstream, char *err, size_t errlen)
 {
 	struct server_config *cfg = malloc(sizeof(*cfg));
 	struct server *srv = NULL;
@@ -41,6 +42,8 @@ static struct server *start_server(struct scenario *sc, unsigned clients, const 
 	if (bind)
 		snprintf(cfg->bind, sizeof(cfg->bind), "%s", bind);
 	cfg->quiet = true;
+	if (upstream)
+		snprintf(cfg->upstream, sizeof(cfg->upstream), "%s", upstream);
 	cfg->threads = clients < 4 ? 4 : clients;  /* scripted delays hold no thread, but clients come at once */
 	if (scenario_register(cfg, sc) < 0)
 		snprintf(err, errlen, "cannot add the scenario");
@@ -187,7 +190,7 @@ int verify_run(struct scenario *sc, const struct verify_grade_expect *ex, size_t
 	r->clients = o->clients;
 	rn.log = malloc(SCENARIO_LOG_MAX * sizeof(*rn.log));
 	rn.counts = malloc(SCENARIO_MAX_CLIENTS * sizeof(*rn.counts));
-	if (!rn.log || !rn.counts || !(srv = start_server(sc, o->clients, NULL, 0, r->error, sizeof(r->error))))
+	if (!rn.log || !rn.counts || !(srv = start_server(sc, o->clients, NULL, 0, NULL, r->error, sizeof(r->error))))
 		goto free_log;
 	progress(o, r, false);
 	noise = verify_noise_start();
@@ -252,12 +255,16 @@ static int listen_one(struct scenario *sc, const struct verify_listen_opts *o, s
 {
 	char host[72];
 
-	srv[i] = start_server(sc, 4, o->bind, o->port ? o->port + (unsigned)i : 0, r->error, sizeof(r->error));
+	srv[i] = start_server(sc, 4, o->bind, o->port ? o->port + (unsigned)i : 0, o->upstream, r->error,
+	                      sizeof(r->error));
 	if (!srv[i])
 		return -1;
 	snprintf(host, sizeof(host), strchr(o->bind, ':') ? "[%s]" : "%s", o->bind);
-	fprintf(o->announce, "ratelab verify: scenario %s listening on http://%s:%d\n", scenario_name(sc), host,
+	fprintf(o->announce, "ratelab verify: scenario %s listening on http://%s:%d", scenario_name(sc), host,
 	        server_port(srv[i]));
+	if (o->upstream)
+		fprintf(o->announce, ", passing its 2xx steps to %s", o->upstream);
+	fputc('\n', o->announce);
 	fflush(o->announce);
 	return 0;
 }

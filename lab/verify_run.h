@@ -50,6 +50,7 @@ struct verify_listen_opts {
 	uint64_t timeout_ns;        /* end here at the latest */
 	volatile sig_atomic_t *interrupted;  /* non-zero: stop serving and grade */
 	FILE *announce;             /* one "listening" line per scenario */
+	const char *upstream;       /* NULL: the scenarios answer; else 2xx steps pass to this URL (serve --upstream) */
 };
 
 /* How a --listen run ended. */

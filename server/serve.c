@@ -58,7 +58,8 @@ static const struct cli_option SERVE_OPTIONS[] = {
 	{ "--scenario", CLI_STRING, CLI_FIELD(struct serve_opts, scenario), .values = scenario_builtin_names, .section = CLI_SEC_DOES, .arg = "NAME|FILE",
 	  .help = "answer limited paths from a script instead of the limiter (client "
 	          "conformance, see 'ratelab verify --help'); GET /scenario lists the arrivals; "
-	          "built-ins: 'ratelab verify --list'" },
+	          "built-ins: 'ratelab verify --list'.  With --upstream, its 2xx steps pass the "
+	          "request to the upstream and relay the answer" },
 	{ NULL },
 };
 
@@ -120,9 +121,6 @@ static int parse(struct serve_parts *p, int argc, char **argv, char *err, size_t
 	rc = cli_parse(&SERVE_CLI, groups, sizeof(groups) / sizeof(groups[0]), argc, argv, err, errlen);
 	if (rc == 0)
 		rc = server_args_finish(&p->args, err, errlen);
-	/* A scenario answers every limited path itself: an upstream would never be asked. */
-	if (rc == 0 && o.scenario != NULL && p->args.cfg.upstream[0])
-		rc = cli_fail(err, errlen, "serve", "--scenario: cannot be combined with --upstream");
 	if (rc == 0 && o.scenario != NULL && !(p->scn = scenario_new(o.scenario, why, sizeof(why))))
 		rc = cli_fail(err, errlen, "serve", "--scenario: %s", why);
 	return rc;

@@ -53,6 +53,9 @@ enum server_reply_kind {
 	SERVER_REPLY_RESET,      /* not one byte: the connection is reset (TCP RST) */
 	SERVER_REPLY_CUT,        /* status line, headers and the first half of the body, then close */
 	SERVER_REPLY_RAW,        /* the body's bytes as they are (not HTTP), then close */
+	SERVER_REPLY_PASS,       /* with --upstream: the request goes to the upstream (after delay_ns) and its
+	                          * answer is relayed (the handler's relayed hook is told its status); without
+	                          * one, as SERVER_REPLY_ANSWER */
 };
 
 /* A special handler's answer.  body is malloc'd (the server frees it) or NULL. */
@@ -145,6 +148,15 @@ typedef void (*server_reset_fn)(void *ctx);
  */
 typedef void (*server_done_fn)(void *ctx, uint64_t token, bool sent, uint64_t now_ns);
 
+/*
+ * A special handler's relayed hook: the request whose SERVER_REPLY_PASS
+ * reply carried `token` went to the upstream, and `status` is what its
+ * client is answered (the upstream's status, or 502/503/504 when the
+ * upstream failed).  Called from a server thread before the done hook;
+ * must be thread-safe.
+ */
+typedef void (*server_relayed_fn)(void *ctx, uint64_t token, int status);
+
 /* Makes the store of one route; NULL (reason in err) on failure.  Default: store_memory_new. */
 typedef struct store *(*server_store_fn)(void *ctx, const struct limiter_ops *ops, const struct limiter_params *p,
                                          size_t max_keys, char *err, size_t errlen);
@@ -155,6 +167,7 @@ struct server_handler {
 	server_reset_fn reset;           /* optional: called with ctx on POST /reset */
 	void *ctx;
 	server_done_fn done;             /* optional: told when each answered request ends */
+	server_relayed_fn relayed;       /* optional: told the status of each request passed to the upstream */
 };
 
 struct server_config;

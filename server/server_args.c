@@ -318,8 +318,8 @@ const struct cli_option server_args_options[] = {
 	  .help = "the whole exchange with the upstream, then 504 (default 30s)" },
 	{ "--upstream-max-body", CLI_BYTES, SA(cfg.upstream_max_body), .min = 1, .max = 1ULL << 30, .section = CLI_SEC_ADVANCED, .arg = "SIZE",
 	  .help = "largest upstream answer body, e.g. 8M; larger is 502 (default 1M; request "
-	          "bodies are bounded by --max-body).  Answers are read whole before they are sent "
-	          "on: at most connections x this size are held at once, past it 502" },
+	          "bodies are bounded by --max-body); one announced larger is 502, one that grows past "
+	          "it is cut.  Answers are streamed: 64 KiB of each is held while its client is behind" },
 	{ "--quiet", CLI_BOOL, SA(cfg.quiet), .section = CLI_SEC_OUTPUT,
 	  .help = "no log lines on stderr" },
 	{ "--top-clients", CLI_U64, SA(cfg.top_clients), .min = 1, .max = 1000, .section = CLI_SEC_OUTPUT, .arg = "N",

@@ -414,6 +414,18 @@ void scenario_done(struct scenario *sc, uint64_t token, bool sent, uint64_t now_
 	pthread_mutex_unlock(&sc->lock);
 }
 
+void scenario_relayed(struct scenario *sc, uint64_t token, int status)
+{
+	size_t i = (size_t)(token & 0xffffffffu);
+
+	pthread_mutex_lock(&sc->lock);
+	if (i > 0 && i <= sc->nlog && (uint32_t)(token >> 32) == sc->gen) {
+		sc->log[i - 1].status = status;
+		sc->log[i - 1].relayed = true;
+	}
+	pthread_mutex_unlock(&sc->lock);
+}
+
 size_t scenario_arrivals(struct scenario *sc, struct scenario_arrival *out, size_t max, uint64_t *dropped)
 {
 	size_t total;
@@ -487,6 +499,8 @@ static json_t *arrival_json(const struct scenario_arrival *e, uint64_t t0)
 	}
 	if (e->delay_ns)
 		json_object_set_new(o, "delay_ms", json_real((double)e->delay_ns / 1e6));
+	if (e->relayed)
+		json_object_set_new(o, "upstream", json_true());
 	if (e->idempotency_key[0])
 		json_object_set_new(o, "idempotency_key", json_string(e->idempotency_key));
 	if (e->traceparent[0])
@@ -539,6 +553,9 @@ int scenario_server_handler(struct server *srv, void *ctx, const struct server_r
 	out->delay_ns = a.delay_ns;
 	out->status = a.status;
 	out->kind = REPLY_KIND[a.fault];
+	/* A scripted success is the real service's answer when there is one. */
+	if (a.fault == SCENARIO_FAULT_NONE && a.status >= 200 && a.status <= 299)
+		out->kind = SERVER_REPLY_PASS;
 	out->token = a.token;
 	out->content_type = "text/plain";
 	out->body = strdup(a.body);
@@ -569,12 +586,18 @@ static void done_hook(void *ctx, uint64_t token, bool sent, uint64_t now_ns)
 	scenario_done(ctx, token, sent, now_ns);
 }
 
+static void relayed_hook(void *ctx, uint64_t token, int status)
+{
+	scenario_relayed(ctx, token, status);
+}
+
 int scenario_register(struct server_config *c, struct scenario *sc)
 {
 	snprintf(c->limited.path, sizeof(c->limited.path), "*");
 	c->limited.fn = scenario_server_handler;
 	c->limited.reset = reset_hook;
 	c->limited.done = done_hook;
+	c->limited.relayed = relayed_hook;
 	c->limited.ctx = sc;
 	return server_config_add_handler(c, "/scenario", handle_log, sc);
 }

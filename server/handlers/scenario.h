@@ -95,6 +95,7 @@ struct scenario_arrival {
 	enum scenario_wait_source wait_source;
 	bool wait_date;                      /* an HTTP-date: the wait ends at t + delay + wait, whenever it left */
 	uint64_t wait_ns;                    /* asked, from the planned send (t + delay) */
+	bool relayed;                        /* passed to the upstream (serve --upstream): status is its answer's */
 };
 
 /* One client's attempts, counted past the log's cap. */
@@ -172,6 +173,14 @@ int scenario_answer(struct scenario *sc, const struct scenario_request *req, str
 void scenario_done(struct scenario *sc, uint64_t token, bool sent, uint64_t now_ns);
 
 /*
+ * The answer that carried `token` was passed to the upstream (a 2xx step
+ * under serve --upstream) and its client answered `status`: the arrival
+ * records that status, marked relayed.  Stale tokens are ignored.
+ * Thread-safe.
+ */
+void scenario_relayed(struct scenario *sc, uint64_t token, int status);
+
+/*
  * Copy up to max recorded arrivals (oldest first) into out; returns how many
  * are in the log (at most SCENARIO_LOG_MAX).  *dropped (may be NULL) gets the
  * arrivals that came after the log was full.  Thread-safe.
@@ -211,13 +220,18 @@ struct server_reply;
 
 /*
  * A server_handler_fn answering a limited path from the scenario `ctx`
- * (holding the answer for its step's delay).  Thread-safe.
+ * (holding the answer for its step's delay).  A step of status 2xx without
+ * a fault is a SERVER_REPLY_PASS: with serve --upstream the request goes to
+ * the upstream (after the step's delay; the step's extra headers are not
+ * added) and its answer is relayed; without one, the step's answer goes
+ * out.  Thread-safe.
  */
 int scenario_server_handler(struct server *srv, void *ctx, const struct server_request *req,
                             struct server_reply *out);
 
 /*
- * Make c answer every limited path from sc, GET /scenario list the arrivals
+ * Make c answer every limited path from sc (passing 2xx steps to c's
+ * upstream when it has one), GET /scenario list the arrivals
  * as JSON, and POST /reset start every client at the first step again (and
  * empty the log).  sc must outlive the server.  Returns 0, or -1 (no room).
  */

@@ -11,6 +11,7 @@
 #include "server/http/callbacks.h"
 #include "server/http/path.h"
 #include "server/http/daemon.h"
+#include "server/http/proxied.h"
 #include "server/http/request.h"
 #include "server/http/responses.h"
 
@@ -107,7 +108,7 @@ static void add_reply_headers(struct MHD_Response *r, char *lines)
 }
 
 /*
- * Keep a handler's answer r (or, r NULL, its scripted failure of `kind`) and
+ * Keep a handler's answer r (or, r NULL, its scripted failure or its pass to the upstream, by `kind`) and
  * suspend the connection for delay_ns; MHD calls the handler again once
  * woken and the kept answer goes out then (at once when the server
  * drains).  False (nothing kept) when the server drains.
@@ -148,12 +149,34 @@ static enum MHD_Result fail_connection(struct server *s, struct MHD_Connection *
 	return MHD_NO;
 }
 
+/* A SERVER_REPLY_PASS's answer: the upstream's (or 502/503/504), its status told to the handler and counted. */
+static enum MHD_Result pass_answer(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	int status;
+	enum MHD_Result ret = proxied_answer(s, c, NULL, rq, &status);
+
+	if (rq->handler->relayed)
+		rq->handler->relayed(rq->handler->ctx, rq->token, status);
+	stats_record(s->stats, -1, status, STATS_NONE, clock_monotonic_ns());
+	return ret;
+}
+
+/* A SERVER_REPLY_PASS goes to the upstream now: parked until its answer, or answered when it cannot go. */
+static enum MHD_Result pass_start(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	if (proxied_send(s, c, rq))
+		return MHD_YES;
+	return pass_answer(s, c, rq);
+}
+
 /* The kept (delayed) answer of a special handler, now due. */
 static enum MHD_Result send_kept(struct server *s, struct MHD_Connection *c, struct request *rq)
 {
 	struct MHD_Response *r = rq->kept;
 
 	rq->kept = NULL;
+	if (!r && rq->kept_kind == SERVER_REPLY_PASS)
+		return pass_start(s, c, rq);
 	if (!r)
 		return fail_connection(s, c, rq->kept_kind, rq->raw, rq->raw_len);
 	stats_record(s->stats, -1, (int)rq->kept_status, STATS_NONE, clock_monotonic_ns());
@@ -245,6 +268,17 @@ static enum MHD_Result serve_failure(struct server *s, struct MHD_Connection *c,
 	return fail_connection(s, c, out->kind, rq->raw, rq->raw_len);
 }
 
+/* A SERVER_REPLY_PASS with an upstream: to it at once, or held for its delay first (the reply's body unused). */
+static enum MHD_Result serve_pass(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                  struct server_reply *out)
+{
+	free(out->body);
+	out->body = NULL;
+	if (out->delay_ns && hold_reply(s, c, rq, NULL, out))
+		return MHD_YES;
+	return pass_start(s, c, rq);
+}
+
 enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                             struct request *rq)
 {
@@ -256,8 +290,11 @@ enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const ch
 	struct MHD_Response *r;
 	size_t len;
 
+	rq->method = method;
 	if (rq->phase == REQUEST_HELD)
 		return send_kept(s, c, rq);
+	if (rq->phase == REQUEST_UPSTREAM)
+		return pass_answer(s, c, rq);
 	/* The handler sees the path in normal form; a target that is not one, as sent. */
 	if (path_normalize(url, strlen(url), path, sizeof(path), &len) < 0)
 		snprintf(path, sizeof(path), "%s", url);
@@ -271,6 +308,8 @@ enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const ch
 	rq->notify = rq->handler->done != NULL;
 	if (out.kind == SERVER_REPLY_RESET || out.kind == SERVER_REPLY_RAW)
 		return serve_failure(s, c, rq, &out);
+	if (out.kind == SERVER_REPLY_PASS && proxied_wants(s))
+		return serve_pass(s, c, rq, &out);
 	if (!(r = reply_response(&out)))
 		return MHD_NO;
 	if (out.delay_ns && hold_reply(s, c, rq, r, &out))

@@ -32,8 +32,10 @@ void hooks_reset(const struct hooks *hk);
 
 /*
  * Answer rq (target url as sent) with its handler (rq->handler), which sees
- * the path in normal form: call it, or send the answer it left held.  The
- * last call of a request, and again once a held one is woken.
+ * the path in normal form: call it, or send the answer it left held, or
+ * (SERVER_REPLY_PASS with an upstream) send rq to the upstream and relay its
+ * answer.  The last call of a request, and again once a held or passed one
+ * is woken.
  */
 enum MHD_Result hooks_serve(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                             struct request *rq);

@@ -33,7 +33,11 @@ static enum MHD_Result forward_header(void *cls, enum MHD_ValueKind kind, const 
 	return upstream_call_header(fw->call, key, value) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* The upstream thread: the answer is in; wake the request (it has not let go of the call, or this is not called). */
+/*
+ * The upstream thread: the answer's head is in (or it failed), or more of
+ * its body, for a reader parked on rq->park; wake the request (it has not
+ * let go of the call, or this is not called).
+ */
 static void on_answer(void *arg)
 {
 	struct request *rq = arg;
@@ -79,8 +83,15 @@ static struct upstream_call *build_call(struct MHD_Connection *c, const struct r
 
 bool proxied_start(struct server *s, struct MHD_Connection *c, struct request *rq)
 {
-	if (!s->upstream || !rq->d.admitted || rq->fault.status || rq->call ||
+	if (!rq->d.admitted || rq->fault.status ||
 	    (rq->phase != REQUEST_DECIDED && rq->phase != REQUEST_HELD && rq->phase != REQUEST_SERVED))
+		return false;
+	return proxied_send(s, c, rq);
+}
+
+bool proxied_send(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+	if (!s->upstream || rq->call)
 		return false;
 	if (!(rq->call = build_call(c, rq)))
 		return false;
@@ -146,11 +157,6 @@ static enum MHD_Result failure(struct MHD_Connection *c, int status, const char 
 	return ret;
 }
 
-static void release_call(void *cls)
-{
-	upstream_call_release(cls);
-}
-
 static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)cls;
@@ -160,44 +166,84 @@ static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
 	return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
-/*
- * The response carrying call's answer: for a HEAD, one of the length the
- * upstream announced (MHD sends no body for it); else the call's body in
- * place, the response holding the call (its buffer counted against the
- * upstream's budget) until MHD is done with it: *held true.  NULL when out of memory.
- */
-static struct MHD_Response *answer_of(const struct request *rq, struct upstream_call *call, bool *held)
-{
-	int64_t cl = upstream_call_content_length(call);
-	size_t len;
-	const char *body;
+/* A streamed answer body: the call (held), and where its reader parks while no byte is in. */
+struct stream {
+	struct upstream_call *call;
+	struct server *s;
+	struct request *rq;          /* valid while MHD reads the body: the request is not over before */
+	struct MHD_Connection *conn;
+};
 
-	*held = false;
-	if (rq->method && strcmp(rq->method, MHD_HTTP_METHOD_HEAD) == 0 && cl >= 0)
-		return MHD_create_response_from_callback((uint64_t)cl, 4096, no_body, NULL, NULL);
-	body = upstream_call_body(call, &len);
-	*held = true;
-	return MHD_create_response_from_buffer_with_free_callback_cls(len, body ? (void *)body : (void *)"",
-	                                                                release_call, call);
+/* No byte is in: park the request until the upstream's thread has more (on_answer); false when draining. */
+static bool stream_wait(void *arg)
+{
+	struct stream *st = arg;
+
+	return lifecycle_park(&st->s->life, &st->rq->park, st->conn, LIFECYCLE_UPSTREAM);
 }
 
-/* The upstream's answer to rq, whole, with ratelab's RateLimit headers. */
+/* MHD asks for the next bytes of the body: what is in, the end, a cut (the exchange failed), or suspend until more. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *st = cls;
+	ssize_t n = upstream_call_read(st->call, buf, max, stream_wait, st);
+
+	(void)pos;
+	if (n == UPSTREAM_READ_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return n;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream *st = cls;
+
+	upstream_call_drop(st->call);
+	free(st);
+}
+
+/*
+ * The response carrying call's answer: for a HEAD, one of the length the
+ * upstream announced (MHD sends no body for it); else its body streamed as
+ * it comes, of that length (MHD_SIZE_UNKNOWN, chunked, when none was
+ * announced).  NULL when out of memory.
+ */
+static struct MHD_Response *answer_of(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                      struct upstream_call *call)
+{
+	int64_t cl = upstream_call_content_length(call);
+	uint64_t size = cl >= 0 ? (uint64_t)cl : MHD_SIZE_UNKNOWN;
+	struct stream *st;
+	struct MHD_Response *r;
+
+	if (rq->method && strcmp(rq->method, MHD_HTTP_METHOD_HEAD) == 0 && cl >= 0)
+		return MHD_create_response_from_callback((uint64_t)cl, 4096, no_body, NULL, NULL);
+	if (!(st = malloc(sizeof(*st))))
+		return NULL;
+	*st = (struct stream){ upstream_call_hold(call), s, rq, c };
+	/* MHD's buffer for the body is block bytes: no more than a short answer needs. */
+	if (!(r = MHD_create_response_from_callback(size, cl >= 0 && cl < 32 * 1024 ? (size_t)cl + 1 : 32 * 1024,
+	                                            stream_read, st, stream_free)))
+		stream_free(st);
+	return r;
+}
+
+/* The upstream's answer to rq (its head in, its body streamed), with ratelab's RateLimit headers of rt (NULL: none). */
 static enum MHD_Result relay(struct server *s, struct MHD_Connection *c, const struct route *rt,
                              struct request *rq, int *status)
 {
 	struct upstream_call *call = rq->call;
-	bool held;
-	struct MHD_Response *r = answer_of(rq, call, &held);
-	struct header_copy hc = { r, s->resp.headers != HEADERS_NONE };
+	struct MHD_Response *r = answer_of(s, c, rq, call);
+	struct header_copy hc = { r, rt && s->resp.headers != HEADERS_NONE };
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	/* A response that holds the call now: the request lets go of its pointer, not of the call. */
-	if (held)
-		rq->call = NULL;
 	upstream_call_headers(call, copy_header, &hc);
-	responses_add_ratelimit(&s->resp, rt, &rq->d, r);
+	if (rt)
+		responses_add_ratelimit(&s->resp, rt, &rq->d, r);
 	*status = upstream_call_status(call);
 	ret = MHD_queue_response(c, (unsigned)*status, r);
 	MHD_destroy_response(r);
@@ -214,9 +260,9 @@ enum MHD_Result proxied_answer(struct server *s, struct MHD_Connection *c, const
 		return failure(c, *status, rq->call ? "the server is stopping" : "out of memory");
 	if (rq->park.outcome == LIFECYCLE_SHED)
 		return failure(c, *status, "the server stopped before the upstream answered");
-	res = upstream_call_result(rq->call);
-	if (res == UPSTREAM_OK)
+	if (upstream_call_head(rq->call))
 		return relay(s, c, rt, rq, status);
+	res = upstream_call_result(rq->call);
 	*status = res == UPSTREAM_TIMEOUT ? MHD_HTTP_GATEWAY_TIMEOUT : MHD_HTTP_BAD_GATEWAY;
 	return failure(c, *status, failure_detail(res));
 }

@@ -14,9 +14,9 @@
 #define POLL_MS 200  /* the thread's poll bound: a lost wakeup costs at most this */
 
 struct upstream_call {
-	pthread_mutex_t lock;        /* the caller's release against the thread's done call */
+	pthread_mutex_t lock;        /* the caller's side (release, read) against the thread's (notify, body) */
 	_Atomic int refs;
-	bool released;               /* under lock: done is not called from now on */
+	bool released;               /* under lock: done is not called from now on, and the exchange stops */
 	void (*done)(void *arg);
 	void *arg;
 	struct upstream_call *prev, *next;  /* the pending or the active list (the thread's) */
@@ -28,12 +28,21 @@ struct upstream_call {
 	int status;
 	char *hbuf;                  /* "name\0value\0" pairs */
 	size_t hlen;
-	char *body;
-	size_t body_len, body_cap;
+	char *body;                  /* bytes in and not yet read: body[body_head, body_head + body_len) */
+	size_t body_head, body_len, body_cap;
+	uint64_t body_total;         /* bytes of the body taken in so far (against max_body) */
 	uint64_t max_body;
 	int64_t content_length;      /* the answer's Content-Length, -1 when it sent none */
 	struct upstream *u;          /* once submitted: its buffer budget */
 	bool over;                   /* the answer went past a bound */
+	bool gone;                   /* the thread's: on_body refused bytes because the caller let go */
+	bool head;                   /* under lock: status and headers are in (readable from then on) */
+	bool notified;               /* under lock: done was called for the head or the end */
+	bool ended;                  /* under lock: the exchange is over, result set */
+	bool waiting;                /* under lock: the reader waits for bytes; done wakes it */
+	bool paused;                 /* under lock: the buffer was full, the thread paused the transfer */
+	bool resume;                 /* under lock: the reader made room; the thread resumes the transfer */
+	bool kick;                   /* the thread's: the head or bytes came this round; notify after it */
 };
 
 struct upstream {
@@ -50,11 +59,13 @@ struct upstream {
 	_Atomic unsigned in_flight;
 	_Atomic uint64_t calls;
 	_Atomic uint64_t buffered;          /* the bodies' capacity held by live calls */
+	_Atomic bool resume_any;            /* some call's reader made room: look for calls to resume */
+	bool kick_any;                      /* the thread's: some active call has a kick */
 	_Atomic uint64_t results[UPSTREAM_RESULTS];
 };
 
-static const char *const RESULT_NAMES[UPSTREAM_RESULTS] = { "ok", "connect", "timeout", "too_big", "bad_answer",
-	                                                    "busy" };
+static const char *const RESULT_NAMES[UPSTREAM_RESULTS] = { "ok",         "connect", "timeout",    "too_big",
+	                                                    "bad_answer", "busy",    "client_gone" };
 
 const char *upstream_result_name(enum upstream_result r)
 {
@@ -114,6 +125,14 @@ bool upstream_url_ok(const char *url, char *why, size_t len)
 }
 
 /* ---- calls ---- */
+
+/* Wake the thread out of curl_multi_poll (its POLL_MS bound covers a failed wakeup). */
+static void wakeup(struct upstream *u)
+{
+	if (u->multi && curl_multi_wakeup(u->multi) != CURLM_OK)
+		fprintf(stderr, "ratelab: upstream: curl_multi_wakeup failed\n");
+}
+
 
 struct upstream_call *upstream_call_new(const char *method, const char *target, const char *body, size_t len)
 {
@@ -175,12 +194,45 @@ static void call_unref(struct upstream_call *c)
 
 void upstream_call_release(struct upstream_call *c)
 {
+	struct upstream *u = NULL;
+
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->released = true;
+	/* A transfer paused for this caller goes on to its end at once (on_body refuses it), not at its timeout. */
+	if (c->paused && !c->resume) {
+		c->resume = true;
+		u = c->u;
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (u) {
+		atomic_store(&u->resume_any, true);
+		wakeup(u);
+	}
 	call_unref(c);
+}
+
+struct upstream_call *upstream_call_hold(struct upstream_call *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+	return c;
+}
+
+void upstream_call_drop(struct upstream_call *c)
+{
+	if (c)
+		call_unref(c);
+}
+
+bool upstream_call_head(struct upstream_call *c)
+{
+	bool head;
+
+	pthread_mutex_lock(&c->lock);
+	head = c->head;
+	pthread_mutex_unlock(&c->lock);
+	return head;
 }
 
 enum upstream_result upstream_call_result(const struct upstream_call *c)
@@ -210,10 +262,55 @@ int64_t upstream_call_content_length(const struct upstream_call *c)
 	return c->content_length;
 }
 
-const char *upstream_call_body(const struct upstream_call *c, size_t *len)
+/* Take up to max bytes out of c's buffer into buf; when the transfer waits for room, ask for it to go on.  Locked. */
+static size_t take_bytes(struct upstream_call *c, char *buf, size_t max, bool *resume)
 {
-	*len = c->body_len;
-	return c->body;
+	size_t n = c->body_len < max ? c->body_len : max;
+
+	memcpy(buf, c->body + c->body_head, n);
+	c->body_head += n;
+	c->body_len -= n;
+	if (c->body_len == 0)
+		c->body_head = 0;
+	*resume = c->paused && !c->resume;
+	if (*resume)
+		c->resume = true;
+	return n;
+}
+
+ssize_t upstream_call_read(struct upstream_call *c, char *buf, size_t max, bool (*wait)(void *arg), void *arg)
+{
+	bool resume = false;
+	ssize_t n;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->body_len > 0)
+		n = (ssize_t)take_bytes(c, buf, max, &resume);
+	else if (c->ended)
+		n = c->result == UPSTREAM_OK ? UPSTREAM_READ_END : UPSTREAM_READ_ERROR;
+	else if (wait(arg))
+		n = 0, c->waiting = true;
+	else
+		n = UPSTREAM_READ_ERROR;
+	pthread_mutex_unlock(&c->lock);
+	if (resume) {
+		atomic_store(&c->u->resume_any, true);
+		wakeup(c->u);
+	}
+	return n;
+}
+
+/*
+ * Tell c's caller (done) that the head, more bytes or the end came: once
+ * for the head or the end, then each time its reader waits.  Locked.
+ */
+static void notify(struct upstream_call *c)
+{
+	if (c->released || !c->done || (c->notified && !c->waiting))
+		return;
+	c->notified = true;
+	c->waiting = false;
+	c->done(c->arg);
 }
 
 /* ---- the answer, as libcurl hands it over (the thread's) ---- */
@@ -252,13 +349,35 @@ static bool keep_header(struct upstream_call *c, const char *line, size_t n)
 	return true;
 }
 
+/* The blank line after a head: a final status (not 1xx) makes the head readable, and its caller is told. */
+static void head_end(struct upstream_call *c)
+{
+	long status = 0;
+
+	if (curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status < 200 || status > 999)
+		return;
+	c->status = (int)status;
+	pthread_mutex_lock(&c->lock);
+	c->head = true;
+	pthread_mutex_unlock(&c->lock);
+	c->kick = true;
+	c->u->kick_any = true;
+}
+
 static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 {
 	struct upstream_call *c = arg;
 	size_t len = size * n, l = len;
 
+	/* Trailers after a chunked body are not passed on (the head is out, and its caller reads hbuf). */
+	if (c->head)
+		return len;
 	while (l && (buf[l - 1] == '\n' || buf[l - 1] == '\r'))
 		l--;
+	if (l == 0) {
+		head_end(c);
+		return len;
+	}
 	/* A status line starts an answer (a 1xx came before it, or the first): its headers start afresh. */
 	if (l >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
 		c->hlen = 0;
@@ -271,37 +390,80 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/* Reserve n more bytes of the budget for c's buffer; false when it would pass max_buffered. */
+static bool budget_take(struct upstream_call *c, uint64_t n)
+{
+	/* Reserved before it is taken: the sum never passes max_buffered. */
+	if (atomic_fetch_add(&c->u->buffered, n) + n > c->u->cfg.max_buffered) {
+		atomic_fetch_sub(&c->u->buffered, n);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Room in c's buffer for len more bytes once it is empty: the buffer is
+ * the announced length (when under UPSTREAM_WINDOW), else the window, and
+ * grows to the window when an answer is longer than it said; its bytes are
+ * reserved from the budget.  False when over the budget or out of memory.
+ * Locked.
+ */
+static bool body_buffer(struct upstream_call *c, size_t len)
+{
+	size_t cap = UPSTREAM_WINDOW;
+	char *nb;
+
+	if (c->content_length >= 0 && c->content_length < UPSTREAM_WINDOW)
+		cap = (size_t)c->content_length;
+	if (cap < len)
+		cap = UPSTREAM_WINDOW;
+	if (cap <= c->body_cap)
+		return true;
+	if (!budget_take(c, cap - c->body_cap))
+		return false;
+	if (!(nb = realloc(c->body, cap))) {
+		atomic_fetch_sub(&c->u->buffered, cap - c->body_cap);
+		return false;
+	}
+	c->body = nb;
+	c->body_cap = cap;
+	return true;
+}
+
+/*
+ * Body bytes as libcurl hands them over (at most CURL_MAX_WRITE_SIZE at a
+ * time): kept until the reader takes them, the transfer paused while the
+ * buffer is full.  0 (the exchange fails) past max_body, when the budget is
+ * spent, or once the caller let go (its client went away).
+ */
 static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 {
 	struct upstream_call *c = arg;
-	size_t len = size * n;
+	size_t len = size * n, ret = len;
 
-	if (c->body_len + len > c->max_body) {
+	pthread_mutex_lock(&c->lock);
+	if (c->released) {
+		c->gone = true;
+		ret = 0;
+	} else if (c->body_total + len > c->max_body || len > UPSTREAM_WINDOW || !body_buffer(c, c->body_len + len)) {
 		c->over = true;
-		return 0;
-	}
-	if (c->body_len + len > c->body_cap) {
-		size_t cap = (c->body_len + len) * 2;
-		char *nb;
-
-		if (cap > c->max_body)
-			cap = c->max_body;
-		/* Reserved from the budget before it is taken: the sum never passes max_buffered. */
-		if (atomic_fetch_add(&c->u->buffered, cap - c->body_cap) + (cap - c->body_cap) > c->u->cfg.max_buffered) {
-			atomic_fetch_sub(&c->u->buffered, cap - c->body_cap);
-			c->over = true;
-			return 0;
+		ret = 0;
+	} else if (c->body_len + len > c->body_cap) {
+		c->paused = true;
+		ret = CURL_WRITEFUNC_PAUSE;
+	} else {
+		if (c->body_head + c->body_len + len > c->body_cap) {
+			memmove(c->body, c->body + c->body_head, c->body_len);
+			c->body_head = 0;
 		}
-		if (!(nb = realloc(c->body, cap))) {
-			atomic_fetch_sub(&c->u->buffered, cap - c->body_cap);
-			return 0;
-		}
-		c->body = nb;
-		c->body_cap = cap;
+		memcpy(c->body + c->body_head + c->body_len, buf, len);
+		c->body_len += len;
+		c->body_total += len;
+		c->kick = true;
+		c->u->kick_any = true;
 	}
-	memcpy(c->body + c->body_len, buf, len);
-	c->body_len += len;
-	return len;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
 }
 
 /* ---- the thread ---- */
@@ -399,8 +561,12 @@ static void finish(struct upstream *u, struct upstream_call *c, bool call_done)
 	atomic_fetch_add(&u->results[c->result], 1);
 	atomic_fetch_sub(&u->in_flight, 1);
 	pthread_mutex_lock(&c->lock);
-	if (call_done && !c->released && c->done)
-		c->done(c->arg);
+	c->ended = true;
+	/* A whole answer whose head never ended with a blank line: readable now. */
+	if (c->result == UPSTREAM_OK)
+		c->head = true;
+	if (call_done)
+		notify(c);
 	pthread_mutex_unlock(&c->lock);
 	call_unref(c);
 }
@@ -441,6 +607,8 @@ static enum upstream_result classify(const struct upstream_call *c, CURLcode rc)
 		return UPSTREAM_CONNECT;
 	if (c->over || rc == CURLE_FILESIZE_EXCEEDED)
 		return UPSTREAM_TOO_BIG;
+	if (c->gone)
+		return UPSTREAM_CLIENT_GONE;
 	return UPSTREAM_BAD_ANSWER;
 }
 
@@ -520,16 +688,57 @@ static void abandon_active(struct upstream *u)
 	}
 }
 
+/* Resume every transfer whose reader made room (curl_easy_pause may hand bytes to on_body at once). */
+static void resume_paused(struct upstream *u)
+{
+	if (!atomic_exchange(&u->resume_any, false))
+		return;
+	for (struct upstream_call *c = u->active; c; c = c->next) {
+		bool go;
+
+		pthread_mutex_lock(&c->lock);
+		go = c->resume;
+		c->resume = false;
+		if (go)
+			c->paused = false;
+		pthread_mutex_unlock(&c->lock);
+		if (go && curl_easy_pause(c->easy, CURLPAUSE_CONT) != CURLE_OK)
+			fprintf(stderr, "ratelab: upstream: curl_easy_pause failed\n");
+	}
+}
+
+/*
+ * Tell the callers of the calls whose head or bytes came this round (after
+ * the finished ones were reaped, so a small answer wakes its request once,
+ * whole).
+ */
+static void notify_kicked(struct upstream *u)
+{
+	if (!u->kick_any)
+		return;
+	u->kick_any = false;
+	for (struct upstream_call *c = u->active; c; c = c->next) {
+		if (!c->kick)
+			continue;
+		c->kick = false;
+		pthread_mutex_lock(&c->lock);
+		notify(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
 static void *run(void *arg)
 {
 	struct upstream *u = arg;
 	int running;
 
 	while (take_pending(u)) {
+		resume_paused(u);
 		/* A failed perform or poll leaves the exchanges to their timeouts; the loop goes on, bounded by POLL_MS. */
 		if (curl_multi_perform(u->multi, &running) != CURLM_OK)
 			fprintf(stderr, "ratelab: upstream: curl_multi_perform failed\n");
 		reap(u);
+		notify_kicked(u);
 		if (curl_multi_poll(u->multi, NULL, 0, POLL_MS, NULL) != CURLM_OK)
 			fprintf(stderr, "ratelab: upstream: curl_multi_poll failed\n");
 	}
@@ -579,13 +788,6 @@ struct upstream *upstream_new(const struct upstream_config *c, char *err, size_t
 fail:
 	upstream_free(u);
 	return NULL;
-}
-
-/* Wake the thread out of curl_multi_poll (its POLL_MS bound covers a failed wakeup). */
-static void wakeup(struct upstream *u)
-{
-	if (u->multi && curl_multi_wakeup(u->multi) != CURLM_OK)
-		fprintf(stderr, "ratelab: upstream: curl_multi_wakeup failed\n");
 }
 
 void upstream_stop(struct upstream *u)

@@ -9,6 +9,8 @@ Prints "listening on PORT" once bound, then serves until stdin closes
   /close     reads the request, closes without a byte
   /huge      200 with a body of 4 MiB
   /big/N     200 with a body of N bytes
+  /part      200, Content-Length 11: "first\n" at once, "rest\n" once /release was asked
+  /release   lets every /part go on
 Every answer carries "X-Upstream: test"; /stats counts requests per path kind,
 and "connections" the connections accepted.
 """
@@ -79,6 +81,19 @@ class Handler(BaseHTTPRequestHandler):
         elif path.startswith("/big/"):
             self.count("big")
             self.answer(200, b"b" * int(path.split("/")[2]))
+        elif path.startswith("/part"):
+            self.count("part")
+            self.send_response(200)
+            self.send_header("Content-Length", "11")
+            self.end_headers()
+            self.wfile.write(b"first\n")
+            self.wfile.flush()
+            RELEASE.wait(30)
+            self.wfile.write(b"rest\n")
+        elif path.startswith("/release"):
+            self.count("release")
+            RELEASE.set()
+            self.answer(200, b"released")
         elif path.startswith("/huge"):
             self.count("huge")
             self.answer(200, HUGE)
@@ -90,6 +105,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 STOP = threading.Event()
+RELEASE = threading.Event()
 
 
 def main():

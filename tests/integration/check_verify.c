@@ -129,6 +129,8 @@ START_TEST(usage_errors_exit_2)
 		{ "verify", "--scenario", "post-503", "--listen", "127.0.0.1", NULL },
 		{ "verify", "--scenario", "post-503", "--listen", "127.0.0.1:0", "--", "true", NULL },
 		{ "verify", "--scenario", "post-503", "--until-idle", "2s", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--upstream", "http://127.0.0.1:1", "--", "true", NULL },
+		{ "verify", "--scenario", "post-503", "--listen", "127.0.0.1:0", "--upstream", "ftp://127.0.0.1:1", NULL },
 	};
 	static const char *const NAMED[] = {
 		"ratelab verify: unknown option '--bogus'\n",
@@ -157,7 +159,9 @@ START_TEST(usage_errors_exit_2)
 		"ratelab verify: --baseline: '/nonexistent-dir/b.json' cannot be read (No such file or directory)\n",
 		"ratelab verify: --listen: '127.0.0.1' is not ADDR:PORT (e.g. 127.0.0.1:0)\n",
 		"ratelab verify: --listen takes no COMMAND (the app runs elsewhere)\n",
-		"ratelab verify: --until-idle goes with --listen\n" };
+		"ratelab verify: --until-idle goes with --listen\n",
+		"ratelab verify: --upstream goes with --listen\n",
+		"ratelab verify: --upstream: 'ftp://127.0.0.1:1' must start with http:// or https://\n" };
 	struct test_run r;
 
 	for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
@@ -195,6 +199,7 @@ START_TEST(help_and_list_go_to_stdout)
 	ck_assert_has(r.out, "  --write-baseline ");
 	ck_assert_has(r.out, "  --listen ADDR:PORT ");
 	ck_assert_has(r.out, "  --until-idle DUR ");
+	ck_assert_has(r.out, "  --upstream URL ");
 	testutil_run_free(&r);
 	run_verify(&r, LIST, 5000);
 	ck_assert_int_eq(r.status, 0);
@@ -1256,6 +1261,17 @@ static const char URLLIB_CLIENT[] =
 	"        time.sleep(float(e.headers.get('Retry-After', '1')))\n"
 	"sys.exit(1)\n";
 
+/* URLLIB_CLIENT that prints the body of its 2xx. */
+static const char URLLIB_CLIENT_PRINTS[] =
+	"import sys, time, urllib.request, urllib.error\n"
+	"for i in range(3):\n"
+	"    try:\n"
+	"        print(urllib.request.urlopen(sys.argv[1] + '/api', timeout=5).read().decode(), end='')\n"
+	"        sys.exit(0)\n"
+	"    except urllib.error.HTTPError as e:\n"
+	"        time.sleep(float(e.headers.get('Retry-After', '1')))\n"
+	"sys.exit(1)\n";
+
 /*
  * --listen on port 0: verify prints the URL, a python3 app the test starts
  * meets the scenario there, and once it has been idle 3 s verify grades it.
@@ -1333,6 +1349,101 @@ START_TEST(listen_ends_on_a_signal)
 }
 END_TEST
 
+/* A python3 urllib client that retries a 429 at once, three tries: it does not honour Retry-After. */
+static const char URLLIB_HASTY[] =
+	"import sys, urllib.request, urllib.error\n"
+	"for i in range(3):\n"
+	"    try:\n"
+	"        print(urllib.request.urlopen(sys.argv[1] + '/api', timeout=5).read().decode(), end='')\n"
+	"        sys.exit(0)\n"
+	"    except urllib.error.HTTPError as e:\n"
+	"        pass\n"
+	"sys.exit(1)\n";
+
+/*
+ * verify --listen --upstream URL, URL a `ratelab serve --limiter none`
+ * (answers "ok"): run client (python3 source) against the listening URL, its
+ * stdout into app_out; verify's stdout into text; returns verify's exit.
+ */
+static int listen_upstream(const char *client, const char *upstream, char *app_out, size_t app_len, char *text,
+                           size_t len)
+{
+	char out_path[] = "/tmp/ratelab-listen-XXXXXX", url[256];
+	const char *const args[] = { "verify", "--scenario", "retry-after-seconds", "--listen", "127.0.0.1:0",
+		                     "--upstream", upstream, "--until-idle", "3s", "--timeout", "40s", NULL };
+	int err_fd, st, fds[2];
+	pid_t verify, pid;
+	FILE *f;
+	size_t n;
+
+	temp_path(out_path);
+	verify = spawn_listening(args, out_path, &err_fd);
+	wait_listening(err_fd, url, sizeof(url));
+	ck_assert_msg(strstr(url, ", passing its 2xx steps to ") != NULL, "%s", url);
+	*strchr(url, ',') = '\0';
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	if ((pid = fork()) == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		execlp("python3", "python3", "-c", client, url, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	n = testutil_raw_read(fds[0], app_out, app_len, 20000);
+	app_out[n] = '\0';
+	close(fds[0]);
+	testutil_wait(pid, 20000);
+	st = testutil_wait(verify, 20000);
+	close(err_fd);
+	f = fopen(out_path, "r");
+	n = f ? fread(text, 1, len - 1, f) : 0;
+	text[n] = '\0';
+	if (f)
+		fclose(f);
+	unlink(out_path);
+	return st;
+}
+
+/*
+ * --listen with --upstream: the scenario's 429s come from the script, its
+ * 200 is the real service's answer (the upstream counts exactly the one
+ * request that passed), and what arrived is graded as without an upstream.
+ */
+START_TEST(listen_in_front_of_an_upstream)
+{
+	const char *up_args[] = { "--quiet", "--limiter", "none", NULL };
+	struct test_server up;
+	char app[256], text[4096];
+	json_t *j;
+	int st;
+
+	ck_assert_int_eq(testutil_server_start(&up, up_args, 10000), 0);
+	st = listen_upstream(URLLIB_CLIENT_PRINTS, up.url, app, sizeof(app), text, sizeof(text));
+	ck_assert_msg(st == 0, "exit %d: %s", st, text);
+	ck_assert_str_eq(app, "ok\n");
+	ck_assert_has(text, "scenario retry-after-seconds: 3 arrivals; served ");
+	ck_assert_has(text, "GET    127.0.0.1          /api -> 429  (asked to wait 2.000s)\n");
+	ck_assert_has(text, "GET    127.0.0.1          /api -> 200 from the upstream\n");
+	ck_assert_has(text, "PASS  succeeds                 1 of 1 clients ended on a 2xx");
+	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.");
+	ck_assert_has(text, "PASS  max-attempts<=3          attempts: 127.0.0.1=3\n");
+
+	st = listen_upstream(URLLIB_HASTY, up.url, app, sizeof(app), text, sizeof(text));
+	ck_assert_msg(st == 1, "exit %d: %s", st, text);
+	ck_assert_str_eq(app, "ok\n");
+	ck_assert_has(text, "scenario retry-after-seconds: 3 arrivals; served ");
+	ck_assert_has(text, "PASS  succeeds                 1 of 1 clients ended on a 2xx");
+	ck_assert_has(text, "FAIL  honours-retry-after      ");
+	ck_assert_has(text, "[2 of 2 retries too early");
+	ck_assert_has(text, "PASS  max-attempts<=3          attempts: 127.0.0.1=3\n");
+	/* One request of each run reached the upstream (each app printed its "ok"): the 429s never did. */
+	j = testutil_stats(&up);
+	ck_assert_int_eq(testutil_jint(j, "requests", NULL), 2);
+	json_decref(j);
+	ck_assert_int_eq(testutil_server_stop(&up, 5000), 0);
+}
+END_TEST
+
 Suite *verify_suite(void)
 {
 	Suite *s = suite_create("verify");
@@ -1373,6 +1484,7 @@ Suite *verify_suite(void)
 	tcase_add_test(clients, baseline_fails_only_on_what_got_worse);
 	tcase_add_test(clients, listen_grades_an_app_it_did_not_start);
 	tcase_add_test(clients, listen_ends_on_a_signal);
+	tcase_add_test(clients, listen_in_front_of_an_upstream);
 	tcase_set_timeout(clients, 60);
 	suite_add_tcase(s, clients);
 	tcase_add_test(grid, hammer_presets_grade_as_the_table_says);
