@@ -134,41 +134,66 @@ json_t *result_codec_json(const struct hammer_result *r)
 
 /* ---- parsing, bounded ---- */
 
+/* What a text would take to parse: its JSON values (an object weighted), the bytes inside its strings, its longest number. */
+struct text_cost {
+	size_t values;
+	size_t string_bytes;
+	size_t longest_token;
+};
+
 /*
  * An upper bound of the JSON values in text: every value but the first of
  * an array or object follows a comma, so commas plus containers plus one
- * (outside strings) bound them for any text.
+ * (outside strings) bound them for any text.  An object counts
+ * RESULT_CODEC_OBJECT_WEIGHT times (its hash table).  A token is a run of
+ * other bytes outside strings (a number, true, false, null, or junk).
  */
-static size_t count_values(const char *text, size_t len)
+static struct text_cost text_cost(const char *text, size_t len)
 {
-	size_t n = 1;
+	struct text_cost c = { 1, 0, 0 };
 	bool in_str = false, esc = false;
+	size_t token = 0;
 
 	for (size_t i = 0; i < len; i++) {
-		char c = text[i];
+		char ch = text[i];
 
 		if (in_str) {
-			in_str = esc || c != '"';
-			esc = !esc && c == '\\';
+			in_str = esc || ch != '"';
+			esc = !esc && ch == '\\';
+			c.string_bytes += in_str;
 			continue;
 		}
-		in_str = c == '"';
-		n += c == ',' || c == '[' || c == '{';
+		in_str = ch == '"';
+		c.values += ch == ',' || ch == '[';
+		c.values += ch == '{' ? RESULT_CODEC_OBJECT_WEIGHT : 0;
+		token = strchr("\"[]{}:, \t\r\n", ch) != NULL ? 0 : token + 1;
+		c.longest_token = token > c.longest_token ? token : c.longest_token;
 	}
-	return n;
+	return c;
 }
 
 json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errlen)
 {
 	json_error_t je;
+	struct text_cost c;
 	json_t *o;
 
 	if (len > RESULT_CODEC_MAX_BYTES) {
 		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
 		return NULL;
 	}
-	if (count_values(text, len) > RESULT_CODEC_MAX_VALUES) {
-		snprintf(err, errlen, "more than %u JSON values", RESULT_CODEC_MAX_VALUES);
+	c = text_cost(text, len);
+	if (c.values > RESULT_CODEC_MAX_VALUES) {
+		snprintf(err, errlen, "more than %u JSON values (a shorter run, or a longer --interval)",
+		         RESULT_CODEC_MAX_VALUES);
+		return NULL;
+	}
+	if (c.string_bytes > RESULT_CODEC_MAX_STRINGS) {
+		snprintf(err, errlen, "more than %u MiB in strings", RESULT_CODEC_MAX_STRINGS >> 20);
+		return NULL;
+	}
+	if (c.longest_token > RESULT_CODEC_MAX_TOKEN) {
+		snprintf(err, errlen, "a number longer than %u characters", RESULT_CODEC_MAX_TOKEN);
 		return NULL;
 	}
 	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -493,6 +518,21 @@ int result_codec_add(struct hammer_result *dst, const json_t *raw, uint32_t shif
 destroy:
 	hammer_result_destroy(&src);
 	return rc;
+}
+
+json_t *result_codec_kept(const json_t *raw, const struct hammer_result *dst)
+{
+	const json_t *servers = json_object_get(raw, "servers"), *sv;
+	json_t *kept = json_array();
+	size_t i;
+
+	json_array_foreach(servers, i, sv) {
+		json_t *url = json_object_get(sv, "url");
+
+		if (kept != NULL && i < dst->nservers && url != NULL && json_string_value(url) == dst->servers[i].url)
+			json_array_append(kept, url);
+	}
+	return kept;
 }
 
 uint64_t result_codec_start_ns(const json_t *raw)

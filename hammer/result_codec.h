@@ -19,14 +19,26 @@
 
 /*
  * What one result may hold, checked before it is parsed: at most
- * RESULT_CODEC_MAX_BYTES of JSON text and RESULT_CODEC_MAX_VALUES JSON values
- * (numbers, strings, arrays, objects), so that reading one takes at most a
- * few tens of MB whatever it claims.  Every count in it is at most
- * RESULT_CODEC_MAX_COUNT (10^12: over three years at 10,000 requests a
- * second), so the sum of RESULT_CODEC_MAX_SUMMED results never overflows.
+ * RESULT_CODEC_MAX_BYTES of JSON text, RESULT_CODEC_MAX_VALUES JSON values
+ * (numbers, strings, arrays, objects; an object counts as
+ * RESULT_CODEC_OBJECT_WEIGHT, it takes that much more memory),
+ * RESULT_CODEC_MAX_STRINGS bytes inside strings and keys, and no number
+ * (or other bare token) longer than RESULT_CODEC_MAX_TOKEN characters (the
+ * parser copies a token whole; a count or a double fits in 25).  Reading one that
+ * fits takes at most about 4 times RESULT_CODEC_MAX_BYTES of peak RSS,
+ * the process included (measured: tests/integration/check_hostile_merge.c).
+ * 150,000 values are about 21,000 timeline rows with two status codes: 35
+ * minutes of hammer at the default 100 ms interval, or a herd round's 3 min
+ * (its by_start rows are 10 ms); a longer --interval makes fewer rows.
+ * Every count in it is at most RESULT_CODEC_MAX_COUNT (10^12: over three
+ * years at 10,000 requests a second), so the sum of RESULT_CODEC_MAX_SUMMED
+ * results never overflows.
  */
 #define RESULT_CODEC_MAX_BYTES  (8u << 20)
-#define RESULT_CODEC_MAX_VALUES 1000000u
+#define RESULT_CODEC_MAX_VALUES 150000u
+#define RESULT_CODEC_OBJECT_WEIGHT 3u
+#define RESULT_CODEC_MAX_STRINGS (1u << 20)
+#define RESULT_CODEC_MAX_TOKEN  32u
 #define RESULT_CODEC_MAX_COUNT  1000000000000ULL
 #define RESULT_CODEC_MAX_NS     (3650ULL * 86400 * 1000000000)  /* a duration or offset: ten years */
 #define RESULT_CODEC_MAX_SUMMED 1000000u
@@ -34,7 +46,7 @@
 /*
  * Parse len bytes of text as one JSON object within the bounds above.  A new
  * reference, or NULL with a one-line reason in err (too large, too many
- * values, not JSON, not an object).  Thread-safe.
+ * values or string bytes, not JSON, not an object).  Thread-safe.
  */
 json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errlen);
 
@@ -57,6 +69,14 @@ json_t *result_codec_json(const struct hammer_result *r);
  * server URLs dst takes from raw point into it: keep raw while dst lives.
  */
 int result_codec_add(struct hammer_result *dst, const json_t *raw, uint32_t shift, char *err, size_t errlen);
+
+/*
+ * What dst points into after result_codec_add(dst, raw, ...): the strings of
+ * raw's server URLs that dst took (a server takes its URL from the first
+ * result that has one).  A new array holding them, so that the rest of raw
+ * (and of the document around it) can be dropped; NULL when out of memory.
+ */
+json_t *result_codec_kept(const json_t *raw, const struct hammer_result *dst);
 
 /* raw's start instant (ns since 1970) and interval (ns); 0 when absent. */
 uint64_t result_codec_start_ns(const json_t *raw);
