@@ -40,6 +40,26 @@ void timeline_free(struct timeline *t)
 	free(t);
 }
 
+/* Room for ncap rows (more than t->cap), the new ones zero; -1 when out of memory. */
+static int grow(struct timeline *t, uint32_t ncap)
+{
+	struct timeline_row *nr = realloc(t->rows, sizeof(*nr) * ncap);
+
+	if (nr == NULL)
+		return -1;
+	memset(nr + t->cap, 0, sizeof(*nr) * (ncap - t->cap));
+	t->rows = nr;
+	t->cap = ncap;
+	return 0;
+}
+
+int timeline_reserve(struct timeline *t, uint32_t rows)
+{
+	if (rows > TIMELINE_MAX_ROWS)
+		rows = TIMELINE_MAX_ROWS;
+	return rows > t->cap ? grow(t, rows) : 0;
+}
+
 /* The row for offset_ns, grown into; NULL only when out of memory. */
 static struct timeline_row *row_at(struct timeline *t, uint64_t offset_ns)
 {
@@ -49,16 +69,11 @@ static struct timeline_row *row_at(struct timeline *t, uint64_t offset_ns)
 		r = TIMELINE_MAX_ROWS - 1;
 	if (r >= t->cap) {
 		uint32_t ncap = t->cap ? t->cap : 64;
-		struct timeline_row *nr;
 
 		while (ncap <= r)
 			ncap *= 2;
-		nr = realloc(t->rows, sizeof(*nr) * ncap);
-		if (nr == NULL)
+		if (grow(t, ncap) != 0)
 			return NULL;
-		memset(nr + t->cap, 0, sizeof(*nr) * (ncap - t->cap));
-		t->rows = nr;
-		t->cap = ncap;
 	}
 	if (r >= t->nrows)
 		t->nrows = (uint32_t)r + 1;
@@ -119,6 +134,10 @@ void timeline_outcome(struct timeline *t, uint64_t offset_ns, int status)
 int timeline_merge_shifted(struct timeline *dst, const struct timeline *src, uint32_t shift)
 {
 	if (dst->interval_ns != src->interval_ns)
+		return -1;
+	/* dst grows once, to what it needs, rather than by doubling */
+	if (src->nrows > 0 && timeline_reserve(dst, (uint32_t)((uint64_t)src->nrows + shift < TIMELINE_MAX_ROWS
+	                                                       ? src->nrows + shift : TIMELINE_MAX_ROWS)) != 0)
 		return -1;
 	for (uint32_t r = 0; r < src->nrows; r++) {
 		const struct timeline_row *s = &src->rows[r];

@@ -189,7 +189,7 @@ json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errle
 		return NULL;
 	}
 	if (c.string_bytes > RESULT_CODEC_MAX_STRINGS) {
-		snprintf(err, errlen, "more than %u MiB in strings", RESULT_CODEC_MAX_STRINGS >> 20);
+		snprintf(err, errlen, "more than %u KiB in strings", RESULT_CODEC_MAX_STRINGS >> 10);
 		return NULL;
 	}
 	if (c.longest_token > RESULT_CODEC_MAX_TOKEN) {
@@ -399,7 +399,7 @@ static struct timeline *read_timeline(struct reader *rd, const json_t *o)
 	size_t r;
 
 	if (t == NULL || !json_is_array(codes) || json_array_size(codes) > TIMELINE_MAX_CODES || !json_is_array(rows) ||
-	    json_array_size(rows) > TIMELINE_MAX_ROWS) {
+	    json_array_size(rows) > TIMELINE_MAX_ROWS || timeline_reserve(t, (uint32_t)json_array_size(rows)) != 0) {
 		timeline_free(t);
 		bad(rd, "timeline");
 		return NULL;

@@ -609,15 +609,47 @@ Suite *testutil_suite_per_test(const char *name, const struct testutil_case *tes
 	return s;
 }
 
+void testutil_json_cost(const char *text, size_t len, size_t *values, size_t *string_bytes)
+{
+	bool in_str = false, esc = false;
+
+	*values = 1;
+	*string_bytes = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (in_str) {
+			in_str = esc || text[i] != '"';
+			esc = !esc && text[i] == '\\';
+			*string_bytes += in_str;
+			continue;
+		}
+		in_str = text[i] == '"';
+		*values += text[i] == ',' || text[i] == '[' ? 1 : text[i] == '{' ? 3 : 0;
+	}
+}
+
+void testutil_write_padded(const char *path, const char *text, size_t total)
+{
+	size_t len = strlen(text);
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_le(len, total);
+	fwrite(text, 1, len - 1, f);
+	for (size_t i = len; i < total; i++)
+		fputc(' ', f);
+	fputc(text[len - 1], f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
 /* Run `ratelab ARGS...` quietly, at most 30 s (polled): its exit status and its peak RSS in KB; -1 when it could not start or was killed at 30 s. */
 int testutil_run_rss(const char *const *args, long *maxrss_kb)
 {
-	const char *argv[16] = { testutil_bin() };
+	const char *argv[24] = { testutil_bin() };
 	struct rusage ru;
 	pid_t pid;
 	int st = 0, n = 1;
 
-	while (args[n - 1] != NULL && n < 15) {
+	while (args[n - 1] != NULL && n < 23) {
 		argv[n] = args[n - 1];
 		n++;
 	}

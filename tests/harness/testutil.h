@@ -20,6 +20,20 @@ const char *testutil_bin(void);
 /* Run `ratelab ARGS...` quietly, at most 30 s: its exit status and its peak RSS in KB (-1: not started, or killed at 30 s). */
 int testutil_run_rss(const char *const *args, long *maxrss_kb);
 
+/*
+ * What ratelab counts in a result's text before it parses it
+ * (hammer/result_codec.h): *values (1, plus each comma and '[' and 3 for
+ * each '{' outside strings) and *string_bytes (the bytes inside strings and
+ * keys, as written).
+ */
+void testutil_json_cost(const char *text, size_t len, size_t *values, size_t *string_bytes);
+
+/*
+ * Write text to path, padded with spaces before its last byte to exactly
+ * total bytes (text is at most that long).
+ */
+void testutil_write_padded(const char *path, const char *text, size_t total);
+
 /* Path of a file under the source tree ($RATELAB_ROOT or "."). Static buffer per call site is not kept: copy it. */
 const char *testutil_path(const char *rel, char *buf, size_t len);
 

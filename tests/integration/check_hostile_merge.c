@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hammer/result_codec.h"
 #include "tests/harness/testutil.h"
 
 /*
@@ -162,13 +163,76 @@ static void rows_file(const char *good, const char *path, long n)
 }
 
 /*
- * A 42 MB file and one of 7 MB in 3.5 million values are refused before
- * they are parsed (the first took 1.1 GB); the largest file that is read
- * (just under a million values) stays under 200 MB.
+ * The good result at every bound at once (hammer/result_codec.h): as many
+ * timeline rows [0,0,0,0] as the values allow (plus `extra`), a "pad"
+ * member of its config that fills the string bytes, and spaces up to 8 MiB.
+ */
+static void bound_file(const char *good, const char *path, long extra)
+{
+	json_t *j = json_load_file(good, 0, NULL), *tl;
+	size_t values, strings, len = 0, pad;
+	char *skel, *text;
+	long rows;
+
+	ck_assert_ptr_nonnull(j);
+	tl = json_object_get(json_object_get(j, "raw"), "timeline");
+	json_object_set_new(tl, "codes", json_array());
+	json_object_set_new(tl, "rows", json_string("@ROWS@"));
+	json_object_set_new(json_object_get(j, "config"), "pad", json_string("@PAD@"));
+	skel = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	/* the skeleton with [] and "" for them: n rows then add 5n - 1 values; the pad, the string bytes left */
+	testutil_json_cost(skel, strlen(skel), &values, &strings);
+	values += 1;
+	strings -= 11;
+	rows = (long)(RESULT_CODEC_MAX_VALUES - values + 1) / 5 + extra;
+	pad = RESULT_CODEC_MAX_STRINGS - strings;
+	text = malloc(strlen(skel) + (size_t)rows * 10 + pad + 8);
+	ck_assert_ptr_nonnull(text);
+	for (const char *p = skel; *p != '\0';) {
+		if (strncmp(p, "\"@ROWS@\"", 8) == 0) {
+			text[len++] = '[';
+			for (long i = 0; i < rows; i++)
+				len += (size_t)sprintf(text + len, "%s[0,0,0,0]", i ? "," : "");
+			text[len++] = ']';
+			p += 8;
+		} else if (strncmp(p, "\"@PAD@\"", 7) == 0) {
+			text[len++] = '"';
+			memset(text + len, 'x', pad);
+			len += pad;
+			text[len++] = '"';
+			p += 7;
+		} else {
+			text[len++] = *p++;
+		}
+	}
+	text[len] = '\0';
+	testutil_json_cost(text, len, &values, &strings);
+	ck_assert_uint_eq(strings, RESULT_CODEC_MAX_STRINGS);
+	ck_assert(extra > 0 ? values > RESULT_CODEC_MAX_VALUES : values <= RESULT_CODEC_MAX_VALUES && values + 5 > RESULT_CODEC_MAX_VALUES);
+	testutil_write_padded(path, text, RESULT_CODEC_MAX_BYTES);
+	free(text);
+	free(skel);
+}
+
+/*
+ * Peak RSS of reading results at the bound stays within RSS_RATIO times its
+ * 8 MiB of text, the whole process included (measured: 3.6 times, one file
+ * or twelve; a hammer node 0 with such a result, 3.85).
+ */
+#define RSS_RATIO 4
+#define RSS_MAX_KB ((long)RSS_RATIO * (RESULT_CODEC_MAX_BYTES >> 10))
+
+/*
+ * A 42 MB file, one of 7 MB in 3.5 million values and the largest file read
+ * before (a million values: it took 147 MB) are refused before they are
+ * parsed.  A file at every bound at once reads, one row more does not, and
+ * reading one or twelve such files stays within RSS_RATIO times the bound.
  */
 START_TEST(huge_files_bounded)
 {
-	char dir[] = "/tmp/ratelab-hmerge-XXXXXX", good[128], huge[128], dense[128], most[128];
+	char dir[] = "/tmp/ratelab-hmerge-XXXXXX", good[128], huge[128], dense[128], most[128], at[128], over[128];
+	const char *twelve[20] = { "merge", good };
 	long rss = 0;
 	int rc;
 
@@ -177,15 +241,31 @@ START_TEST(huge_files_bounded)
 	snprintf(huge, sizeof(huge), "%s/huge.json", dir);
 	snprintf(dense, sizeof(dense), "%s/dense.json", dir);
 	snprintf(most, sizeof(most), "%s/most.json", dir);
+	snprintf(at, sizeof(at), "%s/at.json", dir);
+	snprintf(over, sizeof(over), "%s/over.json", dir);
 	rows_file(good, huge, 4200000);
 	rows_file(good, dense, 700000);
 	rows_file(good, most, 199000);
+	bound_file(good, at, 0);
+	bound_file(good, over, 1);
 	rc = testutil_run_rss((const char *[]){ "merge", good, huge, "--expect", "requests>=1", NULL }, &rss);
-	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 64 * 1024), "42 MB file: exit %d, %ld KB", rc, rss);
+	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 16 * 1024), "42 MB file: exit %d, %ld KB", rc, rss);
 	rc = testutil_run_rss((const char *[]){ "merge", good, dense, "--expect", "requests>=1", NULL }, &rss);
-	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 64 * 1024), "2.8M values: exit %d, %ld KB", rc, rss);
+	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 16 * 1024), "3.5M values: exit %d, %ld KB", rc, rss);
 	rc = testutil_run_rss((const char *[]){ "merge", good, most, "--expect", "requests>=1", NULL }, &rss);
-	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss < 200 * 1024), "a million values: exit %d, %ld KB", rc, rss);
+	ck_assert_msg(rc == 3 && (!RSS_CHECKED || rss < 16 * 1024), "a million values: exit %d, %ld KB", rc, rss);
+	rc = testutil_run_rss((const char *[]){ "merge", good, over, "--expect", "requests>=1", NULL }, &rss);
+	ck_assert_msg(rc == 3, "one row over the bound: exit %d", rc);
+	rc = testutil_run_rss((const char *[]){ "merge", good, at, "--expect", "requests>=1", NULL }, &rss);
+	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss <= RSS_MAX_KB), "at the bound: exit %d, %ld KB (%.2f times)", rc,
+	              rss, (double)rss * 1024 / RESULT_CODEC_MAX_BYTES);
+	for (int i = 2; i < 14; i++)
+		twelve[i] = at;
+	twelve[14] = "--expect";
+	twelve[15] = "requests>=1";
+	rc = testutil_run_rss(twelve, &rss);
+	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss <= RSS_MAX_KB), "12 at the bound: exit %d, %ld KB (%.2f times)",
+	              rc, rss, (double)rss * 1024 / RESULT_CODEC_MAX_BYTES);
 	remove_dir(dir);
 }
 END_TEST

@@ -228,7 +228,7 @@ START_TEST(parse_is_bounded)
 	text = array_of("{}", (RESULT_CODEC_MAX_VALUES - 4) / 4 + 1, &len);
 	ck_assert(!parses(text, len, err, sizeof(err)) && strstr(err, "more than 150000 JSON values"));
 	free(text);
-	/* {"a":"\"xx...x"}: the key's 1 byte and 1,048,575 in the string (an escape counted as written), then one more */
+	/* {"a":"\"xx...x"}: the key's 1 byte and 262,143 in the string (an escape counted as written), then one more */
 	len = 7 + RESULT_CODEC_MAX_STRINGS;
 	text = malloc(len + 1);
 	ck_assert_ptr_nonnull(text);
@@ -239,7 +239,7 @@ START_TEST(parse_is_bounded)
 	memmove(text + len - 1, "\"}", 2);
 	text[len - 2] = 'x';
 	ck_assert(!parses(text, len + 1, err, sizeof(err)));
-	ck_assert_str_eq(err, "more than 1 MiB in strings");
+	ck_assert_str_eq(err, "more than 256 KiB in strings");
 	free(text);
 	/* a number of 32 characters, then 33 */
 	ck_assert_msg(parses("{\"a\":1.000000000000000000000000000000}", 38, err, sizeof(err)), "%s", err);
