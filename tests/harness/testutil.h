@@ -29,10 +29,13 @@ int testutil_run_rss(const char *const *args, long *maxrss_kb);
 void testutil_json_cost(const char *text, size_t len, size_t *values, size_t *string_bytes);
 
 /*
- * Write text to path, padded with spaces before its last byte to exactly
- * total bytes (text is at most that long).
+ * A result's text at every bound at once, from skel (compact JSON): its
+ * "@ROWS@" (a string) becomes as many timeline rows [0,0,0,0] as keep the
+ * values within max_values, plus `extra`; its "@PAD@" a string that brings
+ * the string bytes to max_strings; and spaces before its last byte make it
+ * exactly `total` bytes.  malloc'd, NUL-terminated.
  */
-void testutil_write_padded(const char *path, const char *text, size_t total);
+char *testutil_bound_text(const char *skel, size_t max_values, size_t max_strings, size_t total, long extra);
 
 /* Path of a file under the source tree ($RATELAB_ROOT or "."). Static buffer per call site is not kept: copy it. */
 const char *testutil_path(const char *rel, char *buf, size_t len);

@@ -170,9 +170,9 @@ static void rows_file(const char *good, const char *path, long n)
 static void bound_file(const char *good, const char *path, long extra)
 {
 	json_t *j = json_load_file(good, 0, NULL), *tl;
-	size_t values, strings, len = 0, pad;
+	size_t values, strings;
 	char *skel, *text;
-	long rows;
+	FILE *f;
 
 	ck_assert_ptr_nonnull(j);
 	tl = json_object_get(json_object_get(j, "raw"), "timeline");
@@ -181,36 +181,15 @@ static void bound_file(const char *good, const char *path, long extra)
 	json_object_set_new(json_object_get(j, "config"), "pad", json_string("@PAD@"));
 	skel = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	/* the skeleton with [] and "" for them: n rows then add 5n - 1 values; the pad, the string bytes left */
-	testutil_json_cost(skel, strlen(skel), &values, &strings);
-	values += 1;
-	strings -= 11;
-	rows = (long)(RESULT_CODEC_MAX_VALUES - values + 1) / 5 + extra;
-	pad = RESULT_CODEC_MAX_STRINGS - strings;
-	text = malloc(strlen(skel) + (size_t)rows * 10 + pad + 8);
-	ck_assert_ptr_nonnull(text);
-	for (const char *p = skel; *p != '\0';) {
-		if (strncmp(p, "\"@ROWS@\"", 8) == 0) {
-			text[len++] = '[';
-			for (long i = 0; i < rows; i++)
-				len += (size_t)sprintf(text + len, "%s[0,0,0,0]", i ? "," : "");
-			text[len++] = ']';
-			p += 8;
-		} else if (strncmp(p, "\"@PAD@\"", 7) == 0) {
-			text[len++] = '"';
-			memset(text + len, 'x', pad);
-			len += pad;
-			text[len++] = '"';
-			p += 7;
-		} else {
-			text[len++] = *p++;
-		}
-	}
-	text[len] = '\0';
-	testutil_json_cost(text, len, &values, &strings);
+	text = testutil_bound_text(skel, RESULT_CODEC_MAX_VALUES, RESULT_CODEC_MAX_STRINGS, RESULT_CODEC_MAX_BYTES, extra);
+	testutil_json_cost(text, RESULT_CODEC_MAX_BYTES, &values, &strings);
 	ck_assert_uint_eq(strings, RESULT_CODEC_MAX_STRINGS);
-	ck_assert(extra > 0 ? values > RESULT_CODEC_MAX_VALUES : values <= RESULT_CODEC_MAX_VALUES && values + 5 > RESULT_CODEC_MAX_VALUES);
-	testutil_write_padded(path, text, RESULT_CODEC_MAX_BYTES);
+	ck_assert(extra > 0 ? values > RESULT_CODEC_MAX_VALUES
+	                    : values <= RESULT_CODEC_MAX_VALUES && values + 5 > RESULT_CODEC_MAX_VALUES);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, RESULT_CODEC_MAX_BYTES, f), RESULT_CODEC_MAX_BYTES);
+	ck_assert_int_eq(fclose(f), 0);
 	free(text);
 	free(skel);
 }
