@@ -145,41 +145,42 @@ static int take_in(struct collect *c, uint32_t i, char *err, size_t errlen)
 
 /*
  * The len bytes of the string at key k (len at most the bound), read in
- * pieces of JOIN_READ_CHUNK so that hiredis never holds more than a piece:
- * a new malloc'd buffer with its length in *got (fewer bytes when the value
- * shrank meanwhile).  NULL with *gone set when Redis is gone, or without it
+ * pieces of JOIN_READ_CHUNK so that hiredis never holds more than a piece,
+ * squeezed as result_codec_text_add does: a new malloc'd buffer with its
+ * length in *got.  NULL with *gone set when Redis is gone, or without it
  * when the key is no string (why says so) or memory ran out.
  */
 static char *read_value(struct join *j, const char *k, size_t len, uint64_t deadline, size_t *got, bool *gone,
                         char *why, size_t wl)
 {
-	char *buf = malloc(len > 0 ? len : 1);
+	struct result_codec_text t = { malloc(len > 0 ? len : 1), 0, false, false, false };
+	size_t raw = 0;
 
-	*got = 0;
 	*gone = false;
-	if (buf == NULL)
+	if (t.buf == NULL)
 		return snprintf(why, wl, "out of memory"), NULL;
-	while (*got < len) {
-		size_t want = len - *got < JOIN_READ_CHUNK ? len - *got : JOIN_READ_CHUNK;
-		redisReply *r = join_conn_cmd(&j->conn, deadline, "GETRANGE %s %llu %llu", k, (unsigned long long)*got,
-		                               (unsigned long long)(*got + want - 1));
+	while (raw < len) {
+		size_t want = len - raw < JOIN_READ_CHUNK ? len - raw : JOIN_READ_CHUNK;
+		redisReply *r = join_conn_cmd(&j->conn, deadline, "GETRANGE %s %llu %llu", k, (unsigned long long)raw,
+		                               (unsigned long long)(raw + want - 1));
 		bool shrank;
 
 		if (r == NULL || r->type != REDIS_REPLY_STRING || r->len > want) {
 			*gone = r == NULL;
 			snprintf(why, wl, "its key is not a string");
 			freeReplyObject(r);
-			free(buf);
+			free(t.buf);
 			return NULL;
 		}
-		memcpy(buf + *got, r->str, r->len);
-		*got += r->len;
+		result_codec_text_add(&t, r->str, r->len);
+		raw += r->len;
 		shrank = r->len < want;
 		freeReplyObject(r);
 		if (shrank)
 			break;
 	}
-	return buf;
+	*got = t.len;
+	return t.buf;
 }
 
 /*

@@ -209,12 +209,36 @@ json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errle
 	return o;
 }
 
+void result_codec_text_add(struct result_codec_text *t, const char *piece, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char ch = piece[i];
+
+		if (t->in_str) {
+			t->in_str = t->esc || ch != '"';
+			t->esc = !t->esc && ch == '\\';
+		} else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+			if (t->space)
+				continue;
+			t->space = true;
+			ch = ' ';
+		} else {
+			t->space = false;
+			t->in_str = ch == '"';
+		}
+		t->buf[t->len++] = ch;
+	}
+}
+
+#define READ_PIECE ((size_t)64 << 10)
+
 json_t *result_codec_load_file(const char *path, bool *missing, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	struct stat st;
-	char *buf = NULL;
-	size_t n = 0;
+	struct result_codec_text t = { 0 };
+	char *piece = NULL;
+	size_t n, raw = 0;
 	json_t *o = NULL;
 
 	*missing = f == NULL;
@@ -224,18 +248,24 @@ json_t *result_codec_load_file(const char *path, bool *missing, char *err, size_
 		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
 		goto close;
 	}
-	/* a pipe or a file still growing is read to one byte past the bound at most */
-	if ((buf = malloc(RESULT_CODEC_MAX_BYTES + 1)) == NULL) {
+	/* a pipe or a file still growing is read to one piece past the bound at most */
+	if ((t.buf = malloc(RESULT_CODEC_MAX_BYTES + READ_PIECE)) == NULL || (piece = malloc(READ_PIECE)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto close;
 	}
-	n = fread(buf, 1, RESULT_CODEC_MAX_BYTES + 1, f);
+	while (raw <= RESULT_CODEC_MAX_BYTES && (n = fread(piece, 1, READ_PIECE, f)) > 0) {
+		result_codec_text_add(&t, piece, n);
+		raw += n;
+	}
 	if (ferror(f))
 		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	else if (raw > RESULT_CODEC_MAX_BYTES)
+		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
 	else
-		o = result_codec_parse(buf, n, err, errlen);
-	free(buf);
+		o = result_codec_parse(t.buf, t.len, err, errlen);
 close:
+	free(piece);
+	free(t.buf);
 	fclose(f);
 	return o;
 }

@@ -51,8 +51,24 @@
 json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errlen);
 
 /*
- * Read the file at path with result_codec_parse; its size is checked before
- * it is read.  A new reference, or NULL with a reason in err; *missing is set
+ * A result's text as it comes in pieces (a file, Redis): each run of
+ * whitespace outside strings is kept as one space, which means the same
+ * JSON, so that padding a result up to its bound costs no memory.  buf must
+ * have room for every byte added (it never grows: the squeezed text is at
+ * most as long); len is the text so far.  Start from all zeros and buf.
+ */
+struct result_codec_text {
+	char *buf;
+	size_t len;
+	bool in_str, esc, space;
+};
+
+void result_codec_text_add(struct result_codec_text *t, const char *piece, size_t n);
+
+/*
+ * Read the file at path (squeezed as result_codec_text_add does) with
+ * result_codec_parse; its size is checked before it is read, and its bytes
+ * as they are read.  A new reference, or NULL with a reason in err; *missing is set
  * when the file could not be opened (no such file, no permission).
  */
 json_t *result_codec_load_file(const char *path, bool *missing, char *err, size_t errlen);

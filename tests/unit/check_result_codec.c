@@ -254,6 +254,24 @@ START_TEST(parse_is_bounded)
 }
 END_TEST
 
+/* Text read in pieces keeps one space for a run of whitespace outside strings, and strings whole, however it is cut. */
+START_TEST(text_is_squeezed)
+{
+	static const char in[] = "{ \n\t\"a  b\\\"  c\" :\r\n [ 1 ,\n\n 2 ]   }";
+	static const char want[] = "{ \"a  b\\\"  c\" : [ 1 , 2 ] }";
+	char buf[sizeof(in)];
+
+	for (size_t cut = 0; cut <= strlen(in); cut++) {
+		struct result_codec_text t = { buf, 0, false, false, false };
+
+		result_codec_text_add(&t, in, cut);
+		result_codec_text_add(&t, in + cut, strlen(in) - cut);
+		ck_assert_uint_eq(t.len, strlen(want));
+		ck_assert_msg(memcmp(buf, want, t.len) == 0, "cut at %zu: %.*s", cut, (int)t.len, buf);
+	}
+}
+END_TEST
+
 /* What a merged result points into is kept: the URLs it took from the first raw, none from the second. */
 START_TEST(kept_is_what_dst_uses)
 {
@@ -313,6 +331,7 @@ Suite *result_codec_suite(void)
 	tcase_add_test(tc, bad_raw_is_refused);
 	tcase_add_test(tc, parse_is_bounded);
 	tcase_add_test(tc, kept_is_what_dst_uses);
+	tcase_add_test(tc, text_is_squeezed);
 	tcase_add_test(tc, report_json_carries_raw);
 	suite_add_tcase(s, tc);
 	return s;
