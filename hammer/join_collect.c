@@ -344,6 +344,7 @@ int join_collect(struct join *j, struct hammer_result *dst, struct join_summary 
 	memset(s, 0, sizeof(*s));
 	memset(dst, 0, sizeof(*dst));
 	s->nodes = j->nodes;
+	result_codec_malloc_tune();
 	if (c.res == NULL || c.state == NULL || c.why == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto free_c;

@@ -401,6 +401,7 @@ int merge_main(int argc, char **argv)
 		expect_free(o.expect);
 		return cli_exit(&MERGE_CLI, rc, err);
 	}
+	result_codec_malloc_tune();
 	if (strncmp(o.inputs[0], "redis://", 8) == 0) {
 		rc = from_redis(&o, &j, &m, err, sizeof(err));
 	} else if ((files = calloc(o.ninputs, sizeof(*files))) == NULL) {

@@ -73,6 +73,16 @@ void result_codec_text_add(struct result_codec_text *t, const char *piece, size_
  */
 json_t *result_codec_load_file(const char *path, bool *missing, char *err, size_t errlen);
 
+/*
+ * Before reading results: large blocks (a result's text, a timeline) are
+ * always mapped, and unmapped when freed.  Otherwise glibc raises its
+ * mapping threshold after the first large free and later large blocks stay
+ * in the heap, resident, depending on the order of frees (twelve results at
+ * the bound then took 30.5 MB or 22 MB).  Process-wide; call it from the
+ * main thread, after any run's threads are done.
+ */
+void result_codec_malloc_tune(void);
+
 /* The raw object of r (a new reference), or NULL when out of memory. */
 json_t *result_codec_json(const struct hammer_result *r);
 
@@ -81,8 +91,10 @@ json_t *result_codec_json(const struct hammer_result *r);
  * its timeline rows `shift` intervals later.  Returns 0, or -1 with a
  * one-line reason in err (not a raw object, a bad field, a count that is
  * negative or over RESULT_CODEC_MAX_COUNT, histogram buckets that do not add
- * up to its count, another interval than dst's, out of memory).  dst may be partly added to on -1.  The
- * server URLs dst takes from raw point into it: keep raw while dst lives.
+ * up to its count, another interval than dst's or one under 1 ms, out of
+ * memory).  raw is checked whole before anything is added: dst is untouched
+ * on -1, but when memory ran out on the way.  The server URLs dst takes from
+ * raw point into it: keep raw (or result_codec_kept) while dst lives.
  */
 int result_codec_add(struct hammer_result *dst, const json_t *raw, uint32_t shift, char *err, size_t errlen);
 

@@ -142,6 +142,11 @@ START_TEST(bad_raw_is_refused)
 		{ "lateness", "{\"count\":2,\"min\":1,\"max\":1,\"sum\":1.0,\"buckets\":[[1,1]]}", "lateness" },
 		{ "timeline", "{\"interval_ns\":100000000,\"codes\":[200],\"rows\":[[1,0,0,0]]}", "timeline row" },
 		{ "timeline", "{\"interval_ns\":5000000,\"codes\":[],\"rows\":[]}", "interval (5 ms)" },
+		/* under the 1 ms of --interval (a 1 ns interval made a merge's shift 10^8 rows) */
+		{ "timeline", "{\"interval_ns\":999999,\"codes\":[],\"rows\":[]}", "timeline" },
+		{ "by_start", "{\"interval_ns\":1,\"codes\":[],\"rows\":[]}", "timeline" },
+		/* a bad row after good ones: nothing of it is added */
+		{ "timeline", "{\"interval_ns\":100000000,\"codes\":[],\"rows\":[[1,0,0,0],[2,0,0,0],[3]]}", "timeline row" },
 		/* counts past what a run makes, and buckets whose sum wraps to the stated count */
 		{ "requests", "4611686018427387903", "requests" },
 		{ "statuses", "{\"200\":1000000000001}", "statuses" },
@@ -162,6 +167,10 @@ START_TEST(bad_raw_is_refused)
 		ck_assert_int_eq(hammer_result_init(&out, 100 * NS_PER_MS), 0);
 		ck_assert_int_eq(result_codec_add(&out, raw, 0, err, sizeof(err)), -1);
 		ck_assert_msg(strstr(err, CASES[i].says) != NULL, "case %zu: %s", i, err);
+		/* refused whole: out is as it was */
+		ck_assert_uint_eq(out.requests, 0);
+		ck_assert_uint_eq(timeline_rows(out.timeline), 0);
+		ck_assert_ptr_null(out.by_start);
 		hammer_result_destroy(&out);
 		json_decref(raw);
 	}
