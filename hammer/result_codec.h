@@ -25,8 +25,8 @@
  * RESULT_CODEC_MAX_STRINGS bytes inside strings and keys, and no number
  * (or other bare token) longer than RESULT_CODEC_MAX_TOKEN characters (the
  * parser copies a token whole; a count or a double fits in 25).  Reading one that
- * fits takes at most about 4 times RESULT_CODEC_MAX_BYTES of peak RSS,
- * the process included (measured: tests/integration/check_hostile_merge.c).
+ * fits takes at most 4 times RESULT_CODEC_MAX_BYTES of peak RSS, the
+ * process included (22 to 30 MB measured: tests/integration/check_hostile_*.c).
  * 150,000 values are about 21,000 timeline rows with two status codes: 35
  * minutes of hammer at the default 100 ms interval, or a herd round's 3 min
  * (its by_start rows are 10 ms); a longer --interval makes fewer rows.

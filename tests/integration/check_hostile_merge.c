@@ -196,8 +196,8 @@ static void bound_file(const char *good, const char *path, long extra)
 
 /*
  * Peak RSS of reading results at the bound stays within RSS_RATIO times its
- * 8 MiB of text, the whole process included (measured: 3.6 times, one file
- * or twelve; a hammer node 0 with such a result, 3.85).
+ * 8 MiB of text, the whole process included (measured: 21.5 MB, 2.6 times,
+ * for one file; 22.3 MB for twelve, 30 MB in about one run in ten: 3.7).
  */
 #define RSS_RATIO 4
 #define RSS_MAX_KB ((long)RSS_RATIO * (RESULT_CODEC_MAX_BYTES >> 10))
