@@ -92,8 +92,9 @@ static bool envelope_ok(const json_t *o, uint32_t i)
 /*
  * Once node i's result is merged, keep only what dst and the summary point
  * into: the server URLs dst took from it, the envelope's numbers and what
- * the report reads of the first config (report_config_kept).  Whatever else a result holds is dropped, so that memory
- * does not grow with the nodes.  Out of memory: the whole result stays.
+ * the report reads of the first config (report_config_kept).  Whatever else
+ * a result holds is dropped, so that memory does not grow with the nodes.
+ * Out of memory: the whole result stays.
  */
 static void keep_what_is_used(struct collect *c, uint32_t i)
 {

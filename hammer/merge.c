@@ -261,9 +261,9 @@ static int add_file(struct merged *m, struct file_in *fi, uint64_t late, uint64_
 
 /*
  * Once fi is merged into r, keep only what r and the report point into: the
- * server URLs r took from it, and what the report reads of the first file's
- * config (report_config_kept).  Whatever else a
- * file holds is dropped, so that memory does not grow with the files.
+ * server URLs r took from it, and (first: the first file merged) what the
+ * report reads of its config (report_config_kept).  Whatever else a file
+ * holds is dropped, so that memory does not grow with the files.
  */
 static void keep_what_is_used(struct file_in *fi, const struct hammer_result *r, bool first)
 {
@@ -319,13 +319,18 @@ static int merge_files(const struct merge_opts *o, struct file_in *f, struct mer
 			f[i].doc = NULL;
 			continue;
 		}
-		keep_what_is_used(&f[i], &m->r, i == first);
+		keep_what_is_used(&f[i], &m->r, merged == 0);
 		merged++;
 		spread = late > spread ? late : spread;
 	}
 	if (merged == 0)
 		return cli_fail(err, errlen, "merge", "%s", f[first].why), 2;
-	report_info_from_json(&m->info, json_object_get(f[first].doc, "config"));
+	/* the config the first merged file kept */
+	for (uint32_t i = 0; i < o->ninputs && m->info.url == NULL; i++)
+		if (json_is_object(json_object_get(f[i].doc, "config")))
+			report_info_from_json(&m->info, json_object_get(f[i].doc, "config"));
+	if (m->info.url == NULL)
+		report_info_from_json(&m->info, NULL);
 	n = (size_t)snprintf(m->lines, sizeof(m->lines), "%" PRIu32 " runs", o->ninputs);
 	if (merged < o->ninputs)
 		n += (size_t)snprintf(m->lines + n, sizeof(m->lines) - n, " (%" PRIu32 " merged, the result is incomplete)",
