@@ -249,6 +249,37 @@ START_TEST(huge_files_bounded)
 }
 END_TEST
 
+/*
+ * What the bound lets through: a 30-minute hammer at the default 100 ms
+ * interval with two status codes (18,000 rows, in virtual time) reads; 40
+ * minutes is over it and is named with the advice.
+ */
+START_TEST(long_real_run_reads)
+{
+	char dir[] = "/tmp/ratelab-hmerge-XXXXXX", run30[128], run40[128];
+	struct test_run r;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(run30, sizeof(run30), "%s/run30.json", dir);
+	snprintf(run40, sizeof(run40), "%s/run40.json", dir);
+	testutil_run(&r, (const char *[]){ "hammer", "--sim", "--serve", "--limit 10 --window 1s", "--rate", "20/s",
+	                                   "--duration", "30m", "--quiet", "--json", run30, NULL }, NULL, 20000);
+	ck_assert_msg(r.status == 0, "hammer 30m: exit %d: %s", r.status, r.err);
+	testutil_run_free(&r);
+	testutil_run(&r, (const char *[]){ "hammer", "--sim", "--serve", "--limit 10 --window 1s", "--rate", "20/s",
+	                                   "--duration", "40m", "--quiet", "--json", run40, NULL }, NULL, 20000);
+	ck_assert_msg(r.status == 0, "hammer 40m: exit %d: %s", r.status, r.err);
+	testutil_run_free(&r);
+	testutil_run(&r, (const char *[]){ "merge", run30, run40, NULL }, NULL, 20000);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "36000 requests in ") &&
+	              strstr(r.out, "2 runs (1 merged, the result is incomplete)") &&
+	              strstr(r.out, "run40.json: more than 150000 JSON values (a shorter run, or a longer --interval)"),
+	              "exit %d: %s%s", r.status, r.out, r.err);
+	testutil_run_free(&r);
+	remove_dir(dir);
+}
+END_TEST
+
 Suite *hostile_merge_suite(void)
 {
 	Suite *s = suite_create("hostile_merge");
@@ -257,6 +288,7 @@ Suite *hostile_merge_suite(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, corrupt_files_left_out);
 	tcase_add_test(tc, huge_files_bounded);
+	tcase_add_test(tc, long_real_run_reads);
 	suite_add_tcase(s, tc);
 	return s;
 }
