@@ -68,15 +68,14 @@ static void store(_Atomic uint64_t *c, uint64_t v)
 }
 
 /* Room for rows [0, need); 0, or -1 when out of memory. */
-static int grow(struct series *s, uint64_t need)
+static int grow_to(struct series *s, uint64_t ncap)
 {
-	uint64_t ncap = s->cap ? s->cap : 64;
 	_Atomic uint64_t *cells;
 
-	while (ncap < need)
-		ncap *= 2;
 	if (ncap > s->p.max_rows)
 		ncap = s->p.max_rows;
+	if (ncap <= s->cap)
+		return 0;
 	cells = realloc(s->cells, sizeof(*cells) * ncap * s->p.width);
 	if (cells == NULL)
 		return -1;
@@ -84,6 +83,23 @@ static int grow(struct series *s, uint64_t need)
 	s->cells = cells;
 	s->cap = ncap;
 	return 0;
+}
+
+/* Room for row need - 1: the capacity doubles (from 64) until it fits, at most max_rows. */
+static int grow(struct series *s, uint64_t need)
+{
+	uint64_t ncap = s->cap ? s->cap : 64;
+
+	while (ncap < need)
+		ncap *= 2;
+	return grow_to(s, ncap);
+}
+
+int series_reserve(struct series *s, uint64_t rows)
+{
+	if (s->p.shape != SERIES_FROM_START)
+		return 0;
+	return grow_to(s, rows);
 }
 
 /* Rows nrows .. row start with the levels of row nrows - 1. */

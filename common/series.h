@@ -51,6 +51,13 @@ struct series;
 struct series *series_new(const struct series_params *p);
 void series_free(struct series *s);
 
+/*
+ * FROM_START: room for the first `rows` rows (at most max_rows) in one
+ * allocation, so filling them reallocates nothing.  0, or -1 when out of
+ * memory.  A ring has all its rows already: 0.
+ */
+int series_reserve(struct series *s, uint64_t rows);
+
 /* The row time now_ns falls in (0 before the origin).  Pure. */
 uint64_t series_row_of(const struct series *s, uint64_t now_ns);
 

@@ -36,6 +36,11 @@ void timeline_free(struct timeline *t)
 	free(t);
 }
 
+int timeline_reserve(struct timeline *t, uint32_t rows)
+{
+	return series_reserve(t->rows, rows);
+}
+
 /* Column of code, added when new; -1 when the columns are full. */
 static int column_of(struct timeline *t, int code)
 {
@@ -82,6 +87,11 @@ void timeline_outcome(struct timeline *t, uint64_t offset_ns, int status)
 int timeline_merge_shifted(struct timeline *dst, const struct timeline *src, uint32_t shift)
 {
 	if (timeline_interval_ns(dst) != timeline_interval_ns(src))
+		return -1;
+	/* dst grows once, to what it needs, rather than by doubling */
+	if (timeline_rows(src) > 0 &&
+	    timeline_reserve(dst, (uint32_t)((uint64_t)timeline_rows(src) + shift < TIMELINE_MAX_ROWS
+	                                     ? timeline_rows(src) + shift : TIMELINE_MAX_ROWS)) != 0)
 		return -1;
 	for (uint32_t r = 0; r < timeline_rows(src); r++) {
 		uint64_t d = (uint64_t)r + shift;

@@ -22,6 +22,14 @@ struct timeline;
 struct timeline *timeline_new(uint64_t interval_ns);
 void timeline_free(struct timeline *t);
 
+/*
+ * Room for the first `rows` rows (at most TIMELINE_MAX_ROWS) in one
+ * allocation, so that filling them reallocates nothing: for reading a
+ * written timeline back, or merging one in.  Return 0, or -1 when out of
+ * memory.
+ */
+int timeline_reserve(struct timeline *t, uint32_t rows);
+
 /* An attempt was sent at offset_ns from the start. */
 void timeline_sent(struct timeline *t, uint64_t offset_ns);
 

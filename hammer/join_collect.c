@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "hammer/join_conn.h"
 #include "hammer/join_impl.h"
+#include "hammer/report.h"
 #include "hammer/result_codec.h"
 
 int join_publish(struct join *j, const struct hammer_result *r, const json_t *config, char *err, size_t errlen)
@@ -45,14 +46,16 @@ put:
 enum node_state { NODE_WAITING, NODE_IN, NODE_GONE, NODE_NEVER, NODE_LATE, NODE_CORRUPT };
 
 #define WHY_LEN 120
+#define JOIN_READ_CHUNK ((size_t)256 << 10)   /* a result is read from Redis in pieces of 256 KiB */
 
 struct collect {
-	json_t **res;                  /* node i's result object (its bulk dropped once merged), or NULL */
+	json_t **res;                  /* node i's result object (once merged, what is kept of it), or NULL */
 	enum node_state *state;
 	char (*why)[WHY_LEN];          /* why node i's result is NODE_CORRUPT */
 	uint32_t pending;              /* nodes still NODE_WAITING */
 	struct hammer_result *dst;     /* the results merged so far */
 	bool ready;                    /* dst is set up (with the first merged result's interval) */
+	bool have_config;              /* a result kept its config (the others dropped theirs) */
 };
 
 /* Node i's result is in Redis but does not read: it counts as missing, with why. */
@@ -87,9 +90,36 @@ static bool envelope_ok(const json_t *o, uint32_t i)
 }
 
 /*
+ * Once node i's result is merged, keep only what dst and the summary point
+ * into: the server URLs dst took from it, the envelope's numbers and what
+ * the report reads of the first config (report_config_kept).  Whatever else
+ * a result holds is dropped, so that memory does not grow with the nodes.
+ * Out of memory: the whole result stays.
+ */
+static void keep_what_is_used(struct collect *c, uint32_t i)
+{
+	static const char *const numbers[] = { "clock_offset_ns", "rtt_ns", "start_ns", "began_ns" };
+	const json_t *config = json_object_get(c->res[i], "config");
+	json_t *keep = json_pack("{s:o}", "urls", result_codec_kept(json_object_get(c->res[i], "raw"), c->dst));
+
+	for (size_t k = 0; keep != NULL && k < sizeof(numbers) / sizeof(numbers[0]); k++)
+		json_object_set(keep, numbers[k], json_object_get(c->res[i], numbers[k]));
+	if (keep != NULL && !c->have_config && json_is_object(config)) {
+		json_object_set_new(keep, "config", report_config_kept(config));
+		c->have_config = true;
+	}
+	if (keep == NULL || json_object_size(keep) < 1 + sizeof(numbers) / sizeof(numbers[0])) {
+		json_decref(keep);
+		return;
+	}
+	json_decref(c->res[i]);
+	c->res[i] = keep;
+}
+
+/*
  * Merge node i's result into c->dst as soon as it is read, set up with the
- * interval of the first one that reads, and drop its bulk (timelines,
- * histograms): only one result is whole in memory at a time, whatever N.
+ * interval of the first one that reads, and keep only what is used of it:
+ * only one result is whole in memory at a time, whatever N.
  * One that does not read (a count out of range, another interval) is
  * marked corrupt and leaves dst untouched.  -1 only when out of memory.
  */
@@ -98,7 +128,6 @@ static int take_in(struct collect *c, uint32_t i, char *err, size_t errlen)
 	json_t *raw = json_object_get(c->res[i], "raw");
 	uint64_t interval = result_codec_interval_ns(raw);
 	char why[WHY_LEN] = "raw result: timeline interval";
-	static const char *const bulk[] = { "timeline", "by_start", "latency", "lateness" };
 
 	if (!c->ready && interval != 0 && hammer_result_init(c->dst, interval) != 0)
 		return snprintf(err, errlen, "out of memory"), -1;
@@ -109,12 +138,50 @@ static int take_in(struct collect *c, uint32_t i, char *err, size_t errlen)
 		return 0;
 	}
 	c->ready = true;
-	/* what stays is what dst and the summary point into: the servers' URLs, the config, the envelope */
-	for (size_t b = 0; b < sizeof(bulk) / sizeof(bulk[0]); b++)
-		json_object_del(raw, bulk[b]);
+	keep_what_is_used(c, i);
 	c->state[i] = NODE_IN;
 	c->pending--;
 	return 0;
+}
+
+/*
+ * The len bytes of the string at key k (len at most the bound), read in
+ * pieces of JOIN_READ_CHUNK so that hiredis never holds more than a piece,
+ * squeezed as result_codec_text_add does: a new malloc'd buffer with its
+ * length in *got.  NULL with *gone set when Redis is gone, or without it
+ * when the key is no string (why says so) or memory ran out.
+ */
+static char *read_value(struct join *j, const char *k, size_t len, uint64_t deadline, size_t *got, bool *gone,
+                        char *why, size_t wl)
+{
+	struct result_codec_text t = { malloc(len > 0 ? len : 1), 0, false, false, false };
+	size_t raw = 0;
+
+	*gone = false;
+	if (t.buf == NULL)
+		return snprintf(why, wl, "out of memory"), NULL;
+	while (raw < len) {
+		size_t want = len - raw < JOIN_READ_CHUNK ? len - raw : JOIN_READ_CHUNK;
+		redisReply *r = join_conn_cmd(&j->conn, deadline, "GETRANGE %s %llu %llu", k, (unsigned long long)raw,
+		                               (unsigned long long)(raw + want - 1));
+		bool shrank;
+
+		if (r == NULL || r->type != REDIS_REPLY_STRING || r->len > want) {
+			*gone = r == NULL;
+			snprintf(why, wl, "its key is not a string");
+			freeReplyObject(r);
+			free(t.buf);
+			return NULL;
+		}
+		result_codec_text_add(&t, r->str, r->len);
+		raw += r->len;
+		shrank = r->len < want;
+		freeReplyObject(r);
+		if (shrank)
+			break;
+	}
+	*got = t.len;
+	return t.buf;
 }
 
 /*
@@ -127,6 +194,9 @@ static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t 
 	char k[200], why[WHY_LEN];
 	redisReply *r;
 	long long len;
+	size_t got;
+	bool gone;
+	char *text;
 
 	join_key(j, k, sizeof(k), "result:%" PRIu32, i);
 	r = join_conn_cmd(&j->conn, deadline, "STRLEN %s", k);
@@ -140,14 +210,12 @@ static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t 
 		corrupt(c, i, len < 0 ? "its key is not a string" : "it is larger than the bound");
 		return 0;
 	}
-	/* the value may change after STRLEN: GETRANGE still reads no more than the bound */
-	r = join_conn_cmd(&j->conn, deadline, "GETRANGE %s 0 %u", k, RESULT_CODEC_MAX_BYTES);
-	if (r == NULL)
+	/* the value may change after STRLEN: still no more than len bytes are read */
+	text = read_value(j, k, (size_t)len, deadline, &got, &gone, why, sizeof(why));
+	if (text == NULL && gone)
 		return join_conn_fail(&j->conn, err, errlen);
-	c->res[i] = r->type == REDIS_REPLY_STRING ? result_codec_parse(r->str, r->len, why, sizeof(why)) : NULL;
-	if (r->type != REDIS_REPLY_STRING)
-		snprintf(why, sizeof(why), "its key is not a string");
-	freeReplyObject(r);
+	c->res[i] = text != NULL ? result_codec_parse(text, got, why, sizeof(why)) : NULL;
+	free(text);
 	if (c->res[i] == NULL)
 		corrupt(c, i, why);
 	else if (!envelope_ok(c->res[i], i))
@@ -271,12 +339,13 @@ static void summarize(struct join *j, const struct collect *c, struct join_summa
 int join_collect(struct join *j, struct hammer_result *dst, struct join_summary *s, char *err, size_t errlen)
 {
 	struct collect c = { calloc(j->nodes, sizeof(*c.res)), calloc(j->nodes, sizeof(*c.state)),
-	                     calloc(j->nodes, sizeof(*c.why)), j->nodes, dst, false };
+	                     calloc(j->nodes, sizeof(*c.why)), j->nodes, dst, false, false };
 	int rc = -1;
 
 	memset(s, 0, sizeof(*s));
 	memset(dst, 0, sizeof(*dst));
 	s->nodes = j->nodes;
+	result_codec_malloc_tune();
 	if (c.res == NULL || c.state == NULL || c.why == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto free_c;

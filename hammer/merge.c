@@ -158,9 +158,9 @@ static int from_redis(const struct merge_opts *o, struct join **jp, struct merge
 
 struct file_in {
 	const char *path;
-	json_t *doc;                   /* the whole --json document */
+	json_t *doc;                   /* the whole --json document; once merged, what is kept */
 	const json_t *raw;
-	uint64_t start_ns;
+	uint64_t start_ns, interval_ns;
 	char why[512];                 /* why it does not read ("" when it does) */
 };
 
@@ -178,6 +178,7 @@ static int load_file(struct file_in *fi, bool *missing)
 		return snprintf(fi->why, sizeof(fi->why), "cannot read %s: %s", fi->path, why), -1;
 	fi->raw = json_object_get(fi->doc, "raw");
 	fi->start_ns = result_codec_start_ns(fi->raw);
+	fi->interval_ns = result_codec_interval_ns(fi->raw);
 	if (!json_is_object(fi->raw) || fi->start_ns == 0)
 		return snprintf(fi->why, sizeof(fi->why), "%s is not a result written by --json (no \"raw\" with its "
 		                "start)", fi->path), -1;
@@ -258,6 +259,25 @@ static int add_file(struct merged *m, struct file_in *fi, uint64_t late, uint64_
 	return 0;
 }
 
+/*
+ * Once fi is merged into r, keep only what r and the report point into: the
+ * server URLs r took from it, and (first: the first file merged) what the
+ * report reads of its config (report_config_kept).  Whatever else a file
+ * holds is dropped, so that memory does not grow with the files.
+ */
+static void keep_what_is_used(struct file_in *fi, const struct hammer_result *r, bool first)
+{
+	json_t *keep = json_pack("{s:o,s:o?}", "urls", result_codec_kept(fi->raw, r), "config",
+	                         first ? report_config_kept(json_object_get(fi->doc, "config")) : NULL);
+
+	/* out of memory: the whole document stays */
+	if (keep == NULL)
+		return;
+	json_decref(fi->doc);
+	fi->doc = keep;
+	fi->raw = NULL;
+}
+
 /* Name the files left out in m (missing lines, the "missing" array); the merge is then incomplete. */
 static void note_left_out(const struct merge_opts *o, const struct file_in *f, struct merged *m, uint32_t merged)
 {
@@ -285,9 +305,7 @@ static int merge_files(const struct merge_opts *o, struct file_in *f, struct mer
 
 	if (load_files(o, f, err, errlen) != 0 || check_skew(o, f, &first, err, errlen) != 0)
 		return 2;
-	if (load_file(&f[first], &(bool){ false }) != 0)
-		return cli_fail(err, errlen, "merge", "%s", f[first].why), 2;
-	interval = result_codec_interval_ns(f[first].raw);
+	interval = f[first].interval_ns;
 	if (interval == 0 || hammer_result_init(&m->r, interval) != 0)
 		return cli_fail(err, errlen, "merge", "%s has no timeline interval", f[first].path), 2;
 	m->have_r = true;
@@ -295,17 +313,24 @@ static int merge_files(const struct merge_opts *o, struct file_in *f, struct mer
 		uint64_t late = f[i].start_ns - f[first].start_ns;
 
 		/* again, one at a time; what stays is what the merged result points into (URLs, config) */
-		if (f[i].why[0] != '\0' || (f[i].doc == NULL && load_file(&f[i], &(bool){ false }) != 0) ||
-		    f[i].start_ns < f[first].start_ns || add_file(m, &f[i], late, interval) != 0)
+		if (f[i].why[0] != '\0' || load_file(&f[i], &(bool){ false }) != 0 || f[i].start_ns < f[first].start_ns ||
+		    add_file(m, &f[i], late, interval) != 0) {
+			json_decref(f[i].doc);
+			f[i].doc = NULL;
 			continue;
-		json_object_del((json_t *)f[i].raw, "timeline");
-		json_object_del((json_t *)f[i].raw, "by_start");
+		}
+		keep_what_is_used(&f[i], &m->r, merged == 0);
 		merged++;
 		spread = late > spread ? late : spread;
 	}
 	if (merged == 0)
 		return cli_fail(err, errlen, "merge", "%s", f[first].why), 2;
-	report_info_from_json(&m->info, json_object_get(f[first].doc, "config"));
+	/* the config the first merged file kept */
+	for (uint32_t i = 0; i < o->ninputs && m->info.url == NULL; i++)
+		if (json_is_object(json_object_get(f[i].doc, "config")))
+			report_info_from_json(&m->info, json_object_get(f[i].doc, "config"));
+	if (m->info.url == NULL)
+		report_info_from_json(&m->info, NULL);
 	n = (size_t)snprintf(m->lines, sizeof(m->lines), "%" PRIu32 " runs", o->ninputs);
 	if (merged < o->ninputs)
 		n += (size_t)snprintf(m->lines + n, sizeof(m->lines) - n, " (%" PRIu32 " merged, the result is incomplete)",
@@ -381,6 +406,7 @@ int merge_main(int argc, char **argv)
 		expect_free(o.expect);
 		return cli_exit(&MERGE_CLI, rc, err);
 	}
+	result_codec_malloc_tune();
 	if (strncmp(o.inputs[0], "redis://", 8) == 0) {
 		rc = from_redis(&o, &j, &m, err, sizeof(err));
 	} else if ((files = calloc(o.ninputs, sizeof(*files))) == NULL) {

@@ -176,6 +176,22 @@ void report_info_from_json(struct report_info *info, const json_t *config)
 	info->herd = strcmp(jstr(config, "start"), "herd") == 0;
 }
 
+json_t *report_config_kept(const json_t *config)
+{
+	static const char *const read[] = { "url", "method", "policy", "concurrency", "threads", "seed", "rate", "start" };
+	json_t *kept = json_is_object(config) ? json_object() : NULL;
+
+	for (size_t i = 0; kept != NULL && i < sizeof(read) / sizeof(read[0]); i++) {
+		json_t *v = json_object_get(config, read[i]);
+
+		if ((json_is_string(v) || json_is_number(v)) && json_object_set(kept, read[i], v) != 0) {
+			json_decref(kept);
+			return NULL;
+		}
+	}
+	return kept;
+}
+
 /* One object per server, in URL order: url, requests, ok, failed, calls, retries, statuses, errors. */
 static json_t *json_servers(const struct hammer_result *r)
 {

@@ -46,6 +46,14 @@ json_t *report_config_json(const struct report_info *info, const struct hammer_r
  */
 void report_info_from_json(struct report_info *info, const json_t *config);
 
+/*
+ * What report_info_from_json reads of config, and nothing more: a new object
+ * with those of its members that are strings or numbers (the same strings),
+ * so that the rest of a result read from outside can be dropped.  NULL when
+ * config is no object or memory ran out.
+ */
+json_t *report_config_kept(const json_t *config);
+
 /* Open path for writing ("-": stdout), or NULL with "cannot write PATH: why" in err. */
 FILE *report_open_out(const char *path, char *err, size_t errlen);
 

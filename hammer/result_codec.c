@@ -2,6 +2,7 @@
 #include "hammer/result_codec.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,41 +135,72 @@ json_t *result_codec_json(const struct hammer_result *r)
 
 /* ---- parsing, bounded ---- */
 
+void result_codec_malloc_tune(void)
+{
+	/* glibc's default; setting it at all stops the dynamic raise */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}
+
+/* What a text would take to parse: its JSON values (an object weighted), the bytes inside its strings, its longest number. */
+struct text_cost {
+	size_t values;
+	size_t string_bytes;
+	size_t longest_token;
+};
+
 /*
  * An upper bound of the JSON values in text: every value but the first of
  * an array or object follows a comma, so commas plus containers plus one
- * (outside strings) bound them for any text.
+ * (outside strings) bound them for any text.  An object counts
+ * RESULT_CODEC_OBJECT_WEIGHT times (its hash table).  A token is a run of
+ * other bytes outside strings (a number, true, false, null, or junk).
  */
-static size_t count_values(const char *text, size_t len)
+static struct text_cost text_cost(const char *text, size_t len)
 {
-	size_t n = 1;
+	struct text_cost c = { 1, 0, 0 };
 	bool in_str = false, esc = false;
+	size_t token = 0;
 
 	for (size_t i = 0; i < len; i++) {
-		char c = text[i];
+		char ch = text[i];
 
 		if (in_str) {
-			in_str = esc || c != '"';
-			esc = !esc && c == '\\';
+			in_str = esc || ch != '"';
+			esc = !esc && ch == '\\';
+			c.string_bytes += in_str;
 			continue;
 		}
-		in_str = c == '"';
-		n += c == ',' || c == '[' || c == '{';
+		in_str = ch == '"';
+		c.values += ch == ',' || ch == '[';
+		c.values += ch == '{' ? RESULT_CODEC_OBJECT_WEIGHT : 0;
+		token = strchr("\"[]{}:, \t\r\n", ch) != NULL ? 0 : token + 1;
+		c.longest_token = token > c.longest_token ? token : c.longest_token;
 	}
-	return n;
+	return c;
 }
 
 json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errlen)
 {
 	json_error_t je;
+	struct text_cost c;
 	json_t *o;
 
 	if (len > RESULT_CODEC_MAX_BYTES) {
 		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
 		return NULL;
 	}
-	if (count_values(text, len) > RESULT_CODEC_MAX_VALUES) {
-		snprintf(err, errlen, "more than %u JSON values", RESULT_CODEC_MAX_VALUES);
+	c = text_cost(text, len);
+	if (c.values > RESULT_CODEC_MAX_VALUES) {
+		snprintf(err, errlen, "more than %u JSON values (a shorter run, or a longer --interval)",
+		         RESULT_CODEC_MAX_VALUES);
+		return NULL;
+	}
+	if (c.string_bytes > RESULT_CODEC_MAX_STRINGS) {
+		snprintf(err, errlen, "more than %u KiB in strings", RESULT_CODEC_MAX_STRINGS >> 10);
+		return NULL;
+	}
+	if (c.longest_token > RESULT_CODEC_MAX_TOKEN) {
+		snprintf(err, errlen, "a number longer than %u characters", RESULT_CODEC_MAX_TOKEN);
 		return NULL;
 	}
 	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -184,12 +216,36 @@ json_t *result_codec_parse(const char *text, size_t len, char *err, size_t errle
 	return o;
 }
 
+void result_codec_text_add(struct result_codec_text *t, const char *piece, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char ch = piece[i];
+
+		if (t->in_str) {
+			t->in_str = t->esc || ch != '"';
+			t->esc = !t->esc && ch == '\\';
+		} else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+			if (t->space)
+				continue;
+			t->space = true;
+			ch = ' ';
+		} else {
+			t->space = false;
+			t->in_str = ch == '"';
+		}
+		t->buf[t->len++] = ch;
+	}
+}
+
+#define READ_PIECE ((size_t)64 << 10)
+
 json_t *result_codec_load_file(const char *path, bool *missing, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	struct stat st;
-	char *buf = NULL;
-	size_t n = 0;
+	struct result_codec_text t = { 0 };
+	char *piece = NULL;
+	size_t n, raw = 0;
 	json_t *o = NULL;
 
 	*missing = f == NULL;
@@ -199,18 +255,24 @@ json_t *result_codec_load_file(const char *path, bool *missing, char *err, size_
 		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
 		goto close;
 	}
-	/* a pipe or a file still growing is read to one byte past the bound at most */
-	if ((buf = malloc(RESULT_CODEC_MAX_BYTES + 1)) == NULL) {
+	/* a pipe or a file still growing is read to one piece past the bound at most */
+	if ((t.buf = malloc(RESULT_CODEC_MAX_BYTES + READ_PIECE)) == NULL || (piece = malloc(READ_PIECE)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto close;
 	}
-	n = fread(buf, 1, RESULT_CODEC_MAX_BYTES + 1, f);
+	while (raw <= RESULT_CODEC_MAX_BYTES && (n = fread(piece, 1, READ_PIECE, f)) > 0) {
+		result_codec_text_add(&t, piece, n);
+		raw += n;
+	}
 	if (ferror(f))
 		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	else if (raw > RESULT_CODEC_MAX_BYTES)
+		snprintf(err, errlen, "larger than %u MiB", RESULT_CODEC_MAX_BYTES >> 20);
 	else
-		o = result_codec_parse(buf, n, err, errlen);
-	free(buf);
+		o = result_codec_parse(t.buf, t.len, err, errlen);
 close:
+	free(piece);
+	free(t.buf);
 	fclose(f);
 	return o;
 }
@@ -338,7 +400,7 @@ static void read_histogram(struct reader *rd, const json_t *o, struct histogram 
 	}
 }
 
-/* One row of a written timeline: [attempts, retries, errors, other, count per code...]. */
+/* One row of a written timeline: [attempts, retries, errors, other, count per code...], checked, and added to t as row r unless t is NULL. */
 static void read_row(struct reader *rd, const json_t *row, const json_t *codes, struct timeline *t, uint32_t r)
 {
 	uint64_t v[4];
@@ -350,38 +412,46 @@ static void read_row(struct reader *rd, const json_t *row, const json_t *codes, 
 	}
 	for (int k = 0; k < 4; k++)
 		v[k] = count_of(rd, json_array_get(row, (size_t)k), "timeline row");
-	if (timeline_add_row(t, r, v[0], v[1], v[2], v[3]) != 0) {
+	if (t != NULL && timeline_add_row(t, r, v[0], v[1], v[2], v[3]) != 0) {
 		bad(rd, "timeline (out of memory)");
 		return;
 	}
 	for (size_t c = 0; c < nc; c++) {
 		const json_t *code = json_array_get(codes, c);
+		uint64_t n = count_of(rd, json_array_get(row, 4 + c), "timeline row");
 
 		if (!json_is_integer(code) || json_integer_value(code) <= 0 || json_integer_value(code) >= RETRY_STATUS_MAX ||
-		    timeline_add_code(t, r, (int)json_integer_value(code),
-		                      count_of(rd, json_array_get(row, 4 + c), "timeline row")) != 0) {
+		    (t != NULL && timeline_add_code(t, r, (int)json_integer_value(code), n) != 0)) {
 			bad(rd, "timeline code");
 			return;
 		}
 	}
 }
 
-/* A new timeline from o, or NULL (the reader marked bad). */
-static struct timeline *read_timeline(struct reader *rd, const json_t *o)
+/*
+ * The timeline o checked (t NULL), or added into t `shift` rows down (once
+ * checked: only memory can fail then).  Its interval (1 ms at least, as
+ * --interval), or 0 with the reader marked bad.
+ */
+static uint64_t read_timeline(struct reader *rd, const json_t *o, struct timeline *t, uint32_t shift)
 {
 	const json_t *codes = json_object_get(o, "codes"), *rows = json_object_get(o, "rows"), *row;
-	struct timeline *t = timeline_new(get_ns(rd, o, "interval_ns"));
+	uint64_t interval = get_ns(rd, o, "interval_ns"), want;
 	size_t r;
 
-	if (t == NULL || !json_is_array(codes) || json_array_size(codes) > TIMELINE_MAX_CODES || !json_is_array(rows) ||
-	    json_array_size(rows) > TIMELINE_MAX_ROWS) {
-		timeline_free(t);
+	if (interval < NS_PER_MS || !json_is_array(codes) || json_array_size(codes) > TIMELINE_MAX_CODES ||
+	    !json_is_array(rows) || json_array_size(rows) > TIMELINE_MAX_ROWS) {
 		bad(rd, "timeline");
-		return NULL;
+		return 0;
+	}
+	want = (uint64_t)json_array_size(rows) + shift;
+	if (t != NULL && timeline_reserve(t, want < TIMELINE_MAX_ROWS ? (uint32_t)want : TIMELINE_MAX_ROWS) != 0) {
+		bad(rd, "timeline (out of memory)");
+		return 0;
 	}
 	json_array_foreach(rows, r, row)
-		read_row(rd, row, codes, t, (uint32_t)r);
-	return t;
+		read_row(rd, row, codes, t, (uint32_t)r + shift);
+	return rd->bad ? 0 : interval;
 }
 
 static void read_servers(struct reader *rd, const json_t *a, struct hammer_result *r)
@@ -451,8 +521,9 @@ static const char *transport_name(const json_t *raw)
 	return NULL;
 }
 
-/* src from raw: its own timelines replace the ones hammer_result_init made. */
-static int read_result(struct reader *rd, const json_t *raw, struct hammer_result *src)
+/* src from raw but its timelines, which are only checked: their intervals in *interval and *by_start (0: none). */
+static int read_result(struct reader *rd, const json_t *raw, struct hammer_result *src, uint64_t *interval,
+                       uint64_t *by_start)
 {
 	const json_t *bs = json_object_get(raw, "by_start");
 
@@ -461,38 +532,74 @@ static int read_result(struct reader *rd, const json_t *raw, struct hammer_resul
 		return -1;
 	}
 	read_counts(rd, raw, src);
-	timeline_free(src->timeline);
-	src->timeline = read_timeline(rd, json_object_get(raw, "timeline"));
-	if (json_is_object(bs))
-		src->by_start = read_timeline(rd, bs);
+	*interval = read_timeline(rd, json_object_get(raw, "timeline"), NULL, 0);
+	*by_start = json_is_object(bs) ? read_timeline(rd, bs, NULL, 0) : 0;
 	src->transport = transport_name(raw);
-	return rd->bad || src->timeline == NULL ? -1 : 0;
+	return rd->bad ? -1 : 0;
+}
+
+/*
+ * raw's timelines into dst's, `shift` rows down, straight from the JSON
+ * (no copy of them in between: at the bound that copy was 4.8 MB).  raw
+ * was checked: -1 only when out of memory.
+ */
+static int add_timelines(struct reader *rd, struct hammer_result *dst, const json_t *raw, uint64_t by_start,
+                         uint32_t shift)
+{
+	if (read_timeline(rd, json_object_get(raw, "timeline"), dst->timeline, shift) == 0)
+		return -1;
+	if (by_start == 0)
+		return 0;
+	if (dst->by_start == NULL && (dst->by_start = timeline_new(by_start)) == NULL)
+		return -1;
+	return read_timeline(rd, json_object_get(raw, "by_start"), dst->by_start, shift) == 0 ? -1 : 0;
 }
 
 int result_codec_add(struct hammer_result *dst, const json_t *raw, uint32_t shift, char *err, size_t errlen)
 {
 	struct reader rd = { err, errlen, 0 };
 	struct hammer_result src;
+	uint64_t interval, by_start;
 	int rc = -1;
 
-	if (hammer_result_init(&src, NS_PER_SEC) != 0) {
+	/* src takes raw's counts; its timelines stay empty, of dst's interval */
+	if (hammer_result_init(&src, timeline_interval_ns(dst->timeline)) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (read_result(&rd, raw, &src) != 0)
+	if (read_result(&rd, raw, &src, &interval, &by_start) != 0)
 		goto destroy;
-	if (timeline_interval_ns(src.timeline) != timeline_interval_ns(dst->timeline)) {
+	if (interval != timeline_interval_ns(dst->timeline)) {
 		snprintf(err, errlen, "raw result: its interval (%llu ms) is not the others' (%llu ms)",
-		         (unsigned long long)(timeline_interval_ns(src.timeline) / NS_PER_MS),
+		         (unsigned long long)(interval / NS_PER_MS),
 		         (unsigned long long)(timeline_interval_ns(dst->timeline) / NS_PER_MS));
 		goto destroy;
 	}
-	rc = hammer_result_merge_at(dst, &src, shift);
+	if (by_start != 0 && dst->by_start != NULL && by_start != timeline_interval_ns(dst->by_start)) {
+		snprintf(err, errlen, "raw result: its by_start interval is not the others'");
+		goto destroy;
+	}
+	rc = hammer_result_merge_at(dst, &src, shift) != 0 || add_timelines(&rd, dst, raw, by_start, shift) != 0 ? -1 : 0;
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory merging results");
 destroy:
 	hammer_result_destroy(&src);
 	return rc;
+}
+
+json_t *result_codec_kept(const json_t *raw, const struct hammer_result *dst)
+{
+	const json_t *servers = json_object_get(raw, "servers"), *sv;
+	json_t *kept = json_array();
+	size_t i;
+
+	json_array_foreach(servers, i, sv) {
+		json_t *url = json_object_get(sv, "url");
+
+		if (kept != NULL && i < dst->nservers && url != NULL && json_string_value(url) == dst->servers[i].url)
+			json_array_append(kept, url);
+	}
+	return kept;
 }
 
 uint64_t result_codec_start_ns(const json_t *raw)

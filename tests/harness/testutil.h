@@ -20,6 +20,23 @@ const char *testutil_bin(void);
 /* Run `ratelab ARGS...` quietly, at most 30 s: its exit status and its peak RSS in KB (-1: not started, or killed at 30 s). */
 int testutil_run_rss(const char *const *args, long *maxrss_kb);
 
+/*
+ * What ratelab counts in a result's text before it parses it
+ * (hammer/result_codec.h): *values (1, plus each comma and '[' and 3 for
+ * each '{' outside strings) and *string_bytes (the bytes inside strings and
+ * keys, as written).
+ */
+void testutil_json_cost(const char *text, size_t len, size_t *values, size_t *string_bytes);
+
+/*
+ * A result's text at every bound at once, from skel (compact JSON): its
+ * "@ROWS@" (a string) becomes as many timeline rows [0,0,0,0] as keep the
+ * values within max_values, plus `extra`; its "@PAD@" a string that brings
+ * the string bytes to max_strings; and spaces before its last byte make it
+ * exactly `total` bytes.  malloc'd, NUL-terminated.
+ */
+char *testutil_bound_text(const char *skel, size_t max_values, size_t max_strings, size_t total, long extra);
+
 /* Path of a file under the source tree ($RATELAB_ROOT or "."). Static buffer per call site is not kept: copy it. */
 const char *testutil_path(const char *rel, char *buf, size_t len);
 

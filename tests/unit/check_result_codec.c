@@ -1,5 +1,7 @@
 #include <check.h>
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +142,11 @@ START_TEST(bad_raw_is_refused)
 		{ "lateness", "{\"count\":2,\"min\":1,\"max\":1,\"sum\":1.0,\"buckets\":[[1,1]]}", "lateness" },
 		{ "timeline", "{\"interval_ns\":100000000,\"codes\":[200],\"rows\":[[1,0,0,0]]}", "timeline row" },
 		{ "timeline", "{\"interval_ns\":5000000,\"codes\":[],\"rows\":[]}", "interval (5 ms)" },
+		/* under the 1 ms of --interval (a 1 ns interval made a merge's shift 10^8 rows) */
+		{ "timeline", "{\"interval_ns\":999999,\"codes\":[],\"rows\":[]}", "timeline" },
+		{ "by_start", "{\"interval_ns\":1,\"codes\":[],\"rows\":[]}", "timeline" },
+		/* a bad row after good ones: nothing of it is added */
+		{ "timeline", "{\"interval_ns\":100000000,\"codes\":[],\"rows\":[[1,0,0,0],[2,0,0,0],[3]]}", "timeline row" },
 		/* counts past what a run makes, and buckets whose sum wraps to the stated count */
 		{ "requests", "4611686018427387903", "requests" },
 		{ "statuses", "{\"200\":1000000000001}", "statuses" },
@@ -160,6 +167,10 @@ START_TEST(bad_raw_is_refused)
 		ck_assert_int_eq(hammer_result_init(&out, 100 * NS_PER_MS), 0);
 		ck_assert_int_eq(result_codec_add(&out, raw, 0, err, sizeof(err)), -1);
 		ck_assert_msg(strstr(err, CASES[i].says) != NULL, "case %zu: %s", i, err);
+		/* refused whole: out is as it was */
+		ck_assert_uint_eq(out.requests, 0);
+		ck_assert_uint_eq(timeline_rows(out.timeline), 0);
+		ck_assert_ptr_null(out.by_start);
 		hammer_result_destroy(&out);
 		json_decref(raw);
 	}
@@ -167,38 +178,136 @@ START_TEST(bad_raw_is_refused)
 }
 END_TEST
 
-/* Text is bounded before it is parsed: its size, then its count of values. */
+/* {"a":[ITEM,ITEM,...]} with n items, in a malloc'd buffer; its length in *len. */
+static char *array_of(const char *item, size_t n, size_t *len)
+{
+	size_t il = strlen(item), cap = 8 + n * (il + 1);
+	char *text = malloc(cap), *p = text;
+
+	ck_assert_ptr_nonnull(text);
+	p += sprintf(p, "{\"a\":[");
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%s", i ? "," : "", item);
+	p += sprintf(p, "]}");
+	*len = (size_t)(p - text);
+	return text;
+}
+
+/* Parsed (and freed) or refused; err then. */
+static bool parses(const char *text, size_t len, char *err, size_t errlen)
+{
+	json_t *o = result_codec_parse(text, len, err, errlen);
+
+	json_decref(o);
+	return o != NULL;
+}
+
+/*
+ * Text is bounded before it is parsed: its size, its values (an object
+ * weighing 3), its string bytes and its longest token; each exactly at its
+ * bound reads, one past it does not.
+ */
 START_TEST(parse_is_bounded)
 {
-	size_t big = RESULT_CODEC_MAX_BYTES + 1, dense = 2 * RESULT_CODEC_MAX_VALUES + 8;
+	size_t big = RESULT_CODEC_MAX_BYTES + 1, len;
 	char *text = malloc(big), err[200] = "";
-	json_t *o;
 
 	ck_assert_ptr_nonnull(text);
 	memset(text, ' ', big);
 	text[0] = '{';
 	text[big - 1] = '}';
-	ck_assert_ptr_null(result_codec_parse(text, big, err, sizeof(err)));
+	ck_assert(parses(text, big - 1, err, sizeof(err)) == false && strstr(err, "not JSON"));
+	text[big - 2] = '}';
+	ck_assert_msg(parses(text, big - 1, err, sizeof(err)), "%s", err);
+	ck_assert(!parses(text, big, err, sizeof(err)));
 	ck_assert_str_eq(err, "larger than 8 MiB");
-	/* {"a":[0,0,...]} with a million and more values in 2 MB */
-	memcpy(text, "{\"a\":[0", 7);
-	for (size_t i = 7; i < dense; i += 2)
-		memcpy(text + i, ",0", 2);
-	memcpy(text + dense, "]}", 2);
-	ck_assert_ptr_null(result_codec_parse(text, dense + 2, err, sizeof(err)));
-	ck_assert_str_eq(err, "more than 1000000 JSON values");
-	/* commas inside strings are not values */
-	{
-		static const char strs[] = "{\"a\":\",,,\\\",,\"}";
-
-		ck_assert_ptr_nonnull(o = result_codec_parse(strs, strlen(strs), err, sizeof(err)));
-	}
-	json_decref(o);
-	ck_assert_ptr_null(result_codec_parse("[1]", 3, err, sizeof(err)));
-	ck_assert_str_eq(err, "not a JSON object");
-	ck_assert_ptr_null(result_codec_parse("{\"a\":1,\"a\":2}", 13, err, sizeof(err)));
-	ck_assert_ptr_nonnull(strstr(err, "duplicate"));
 	free(text);
+	/* {"a":[0,...]}: 1 + 3 (the object) + 1 (the array) + n - 1 (commas) = n + 4 values */
+	text = array_of("0", RESULT_CODEC_MAX_VALUES - 4, &len);
+	ck_assert_msg(parses(text, len, err, sizeof(err)), "%s", err);
+	free(text);
+	text = array_of("0", RESULT_CODEC_MAX_VALUES - 3, &len);
+	ck_assert(!parses(text, len, err, sizeof(err)));
+	ck_assert_str_eq(err, "more than 150000 JSON values (a shorter run, or a longer --interval)");
+	free(text);
+	/* n objects: 4n + 4 */
+	text = array_of("{}", (RESULT_CODEC_MAX_VALUES - 4) / 4, &len);
+	ck_assert_msg(parses(text, len, err, sizeof(err)), "%s", err);
+	free(text);
+	text = array_of("{}", (RESULT_CODEC_MAX_VALUES - 4) / 4 + 1, &len);
+	ck_assert(!parses(text, len, err, sizeof(err)) && strstr(err, "more than 150000 JSON values"));
+	free(text);
+	/* {"a":"\"xx...x"}: the key's 1 byte and 262,143 in the string (an escape counted as written), then one more */
+	len = 7 + RESULT_CODEC_MAX_STRINGS;
+	text = malloc(len + 1);
+	ck_assert_ptr_nonnull(text);
+	memcpy(text, "{\"a\":\"\\\"", 8);
+	memset(text + 8, 'x', len - 8);
+	memcpy(text + len - 2, "\"}", 2);
+	ck_assert_msg(parses(text, len, err, sizeof(err)), "%s", err);
+	memmove(text + len - 1, "\"}", 2);
+	text[len - 2] = 'x';
+	ck_assert(!parses(text, len + 1, err, sizeof(err)));
+	ck_assert_str_eq(err, "more than 256 KiB in strings");
+	free(text);
+	/* a number of 32 characters, then 33 */
+	ck_assert_msg(parses("{\"a\":1.000000000000000000000000000000}", 38, err, sizeof(err)), "%s", err);
+	ck_assert(!parses("{\"a\":1.0000000000000000000000000000000}", 39, err, sizeof(err)));
+	ck_assert_str_eq(err, "a number longer than 32 characters");
+	/* commas inside strings are not values */
+	ck_assert(parses("{\"a\":\",,,\\\",,\"}", 15, err, sizeof(err)));
+	ck_assert(!parses("[1]", 3, err, sizeof(err)));
+	ck_assert_str_eq(err, "not a JSON object");
+	ck_assert(!parses("{\"a\":1,\"a\":2}", 13, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "duplicate"));
+}
+END_TEST
+
+/* Text read in pieces keeps one space for a run of whitespace outside strings, and strings whole, however it is cut. */
+START_TEST(text_is_squeezed)
+{
+	static const char in[] = "{ \n\t\"a  b\\\"  c\" :\r\n [ 1 ,\n\n 2 ]   }";
+	static const char want[] = "{ \"a  b\\\"  c\" : [ 1 , 2 ] }";
+	char buf[sizeof(in)];
+
+	for (size_t cut = 0; cut <= strlen(in); cut++) {
+		struct result_codec_text t = { buf, 0, false, false, false };
+
+		result_codec_text_add(&t, in, cut);
+		result_codec_text_add(&t, in + cut, strlen(in) - cut);
+		ck_assert_uint_eq(t.len, strlen(want));
+		ck_assert_msg(memcmp(buf, want, t.len) == 0, "cut at %zu: %.*s", cut, (int)t.len, buf);
+	}
+}
+END_TEST
+
+/* What a merged result points into is kept: the URLs it took from the first raw, none from the second. */
+START_TEST(kept_is_what_dst_uses)
+{
+	struct hammer_result r, out;
+	json_t *raw, *a, *b, *kept;
+
+	busy_result(&r);
+	raw = result_codec_json(&r);
+	ck_assert_int_eq(hammer_result_init(&out, 100 * NS_PER_MS), 0);
+	read_back(raw, &out, 0, &a);
+	read_back(raw, &out, 0, &b);
+	kept = result_codec_kept(a, &out);
+	ck_assert_int_eq(json_array_size(kept), 2);
+	ck_assert_str_eq(json_string_value(json_array_get(kept, 0)), "http://a/");
+	ck_assert_str_eq(json_string_value(json_array_get(kept, 1)), "http://b/");
+	json_decref(a);
+	/* a's URLs live on in kept */
+	ck_assert_str_eq(out.servers[1].url, "http://b/");
+	ck_assert_ptr_eq(out.servers[1].url, json_string_value(json_array_get(kept, 1)));
+	json_decref(kept);
+	kept = result_codec_kept(b, &out);
+	ck_assert_int_eq(json_array_size(kept), 0);
+	json_decref(kept);
+	json_decref(b);
+	json_decref(raw);
+	hammer_result_destroy(&out);
+	hammer_result_destroy(&r);
 }
 END_TEST
 
@@ -230,6 +339,8 @@ Suite *result_codec_suite(void)
 	tcase_add_test(tc, add_merges_and_shifts);
 	tcase_add_test(tc, bad_raw_is_refused);
 	tcase_add_test(tc, parse_is_bounded);
+	tcase_add_test(tc, kept_is_what_dst_uses);
+	tcase_add_test(tc, text_is_squeezed);
 	tcase_add_test(tc, report_json_carries_raw);
 	suite_add_tcase(s, tc);
 	return s;

@@ -195,6 +195,29 @@ START_TEST(merge_shifted_and_rows_added)
 }
 END_TEST
 
+/* Room reserved is no rows yet; rows filled into it and past it are kept, zero between. */
+START_TEST(reserve_adds_no_rows)
+{
+	struct timeline *t = timeline_new(100 * NS_PER_MS), *far = timeline_new(100 * NS_PER_MS);
+
+	ck_assert_int_eq(timeline_reserve(t, 1000), 0);
+	ck_assert_uint_eq(timeline_rows(t), 0);
+	ck_assert_int_eq(timeline_add_row(t, 999, 7, 0, 0, 0), 0);
+	ck_assert_int_eq(timeline_add_row(t, 1000, 8, 0, 0, 0), 0);
+	ck_assert_uint_eq(timeline_rows(t), 1001);
+	ck_assert_uint_eq(timeline_attempts(t, 998), 0);
+	ck_assert_uint_eq(timeline_attempts(t, 999), 7);
+	ck_assert_uint_eq(timeline_attempts(t, 1000), 8);
+	/* past the last row is clamped, as rows are */
+	ck_assert_int_eq(timeline_reserve(far, UINT32_MAX), 0);
+	ck_assert_int_eq(timeline_merge_shifted(far, t, TIMELINE_MAX_ROWS - 1000), 0);
+	ck_assert_uint_eq(timeline_rows(far), TIMELINE_MAX_ROWS);
+	ck_assert_uint_eq(timeline_attempts(far, TIMELINE_MAX_ROWS - 1), 15);
+	timeline_free(t);
+	timeline_free(far);
+}
+END_TEST
+
 Suite *timeline_suite(void)
 {
 	Suite *s = suite_create("timeline");
@@ -206,6 +229,7 @@ Suite *timeline_suite(void)
 	tcase_add_test(tc, retries_per_row);
 	tcase_add_test(tc, merge_is_exact);
 	tcase_add_test(tc, merge_shifted_and_rows_added);
+	tcase_add_test(tc, reserve_adds_no_rows);
 	tcase_add_test(tc, csv);
 	suite_add_tcase(s, tc);
 	return s;
