@@ -146,6 +146,7 @@ tally_of() { curl -s "$URL/room" | jq -r --argjson k "$1" '.runs[$k].server.tall
 stats_now >"$TMP/before1"
 tally_of 0 >"$TMP/tally1"
 check "herd #1's tally: one row per page, each as /stats counts it" cmp -s "$TMP/before1" "$TMP/tally1"
+cmp -s "$TMP/before1" "$TMP/tally1" || diff "$TMP/before1" "$TMP/tally1" | head -6
 early1=$(awk '{ e += $4 } END { print e + 0 }' "$TMP/before1")
 check "herd #1's early retries ($early1) are /stats's" [ "$(room 'runs[0].server.early')" = "$early1" ]
 polite1=$(awk '$4 == 0' "$TMP/before1" | wc -l)
@@ -163,12 +164,19 @@ while [ "$(room started)" != "$PAGES" ] && [ "$n" -lt 200 ]; do n=$((n + 1)); sl
 check "all $PAGES pages started herd #2 ($(room started))" [ "$(room started)" = "$PAGES" ]
 echo "     herd #2 start spread: $(room spread_ms) ms"
 n=0
-while [ "$(room 'runs[0].pages')" != "$PAGES" ] && [ "$n" -lt 300 ]; do n=$((n + 1)); sleep 0.1; done
-check "herd #2's run: $PAGES pages reported" [ "$(room 'runs[0].pages')" = "$PAGES" ]
+while [ "$(room 'runs[0] | "\(.id) \(.pages)"')" != "2 $PAGES" ] && [ "$n" -lt 300 ]; do n=$((n + 1)); sleep 0.1; done
+check "herd #2's run: $PAGES pages reported" [ "$(room 'runs[0] | "\(.id) \(.pages)"')" = "2 $PAGES" ]
+# Every call the pages made is counted once /stats has their sum (a call is counted as its answer ends).
+calls2=$(room 'runs[0].calls')
+before_sum=$(awk '{ r += $2 } END { print r + 0 }' "$TMP/before1")
+n=0
+while [ "$(stats_now | awk '{ r += $2 } END { print r + 0 }')" != $((before_sum + calls2)) ] && [ "$n" -lt 50 ]; do n=$((n + 1)); sleep 0.1; done
+check "/stats counted herd #2's $calls2 calls" [ "$n" -lt 50 ]
 stats_now >"$TMP/after2"
 join "$TMP/after2" "$TMP/before1" | awk '{ print $1, $2 - $5, $3 - $6, $4 - $7 }' | awk '$2 > 0' | sort >"$TMP/want2"
 tally_of 0 >"$TMP/tally2"
 check "herd #2's tally: what /stats counted for each page since herd #1" cmp -s "$TMP/want2" "$TMP/tally2"
+cmp -s "$TMP/want2" "$TMP/tally2" || diff "$TMP/want2" "$TMP/tally2" | head -6
 early2=$(awk '{ e += $4 } END { print e + 0 }' "$TMP/want2")
 polite2=$(awk '$4 == 0' "$TMP/want2" | wc -l)
 echo "     herd #2 (retry at once): $early2 early retries, $polite2 of $PAGES pages polite"
