@@ -203,6 +203,13 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# /play's page is a file of its own (server/handlers/play.html); its bytes become a C array.
+$(BUILD)/gen/play_html.h: server/handlers/play.html
+	@mkdir -p $(dir $@)
+	xxd -i <$< >$@
+$(BUILD)/server/handlers/play.o: $(BUILD)/gen/play_html.h
+$(BUILD)/server/handlers/play.o: override CFLAGS += -I$(BUILD)/gen
+
 # Each runner chains the suites of its folder, tests/<kind>/check_<name>.c exposing
 # <name>_suite(); the list is written to $(BUILD)/<kind>/suites.h.
 $(BUILD)/unit/suites.h $(BUILD)/integration/suites.h: $(BUILD)/%/suites.h: Makefile $(UNIT_SRC) $(INTEG_SRC)

@@ -48,6 +48,13 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FCFLAGS) -MMD -MP -c -o $@ $<
 
+# /play's page as a C array, as in the Makefile
+$(FUZZ_BUILD)/gen/play_html.h: server/handlers/play.html
+	@mkdir -p $(dir $@)
+	xxd -i <$< >$@
+$(FUZZ_BUILD)/obj/server/handlers/play.o: $(FUZZ_BUILD)/gen/play_html.h
+$(FUZZ_BUILD)/obj/server/handlers/play.o: FCFLAGS += -I$(FUZZ_BUILD)/gen
+
 $(FUZZ_BUILD)/libratelab.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

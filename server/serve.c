@@ -75,7 +75,7 @@ static const struct cli_help SERVE_HELP = {
 	.about = "A rate-limited HTTP lab server.  Every path is limited except /dashboard (the live "
 	         "page for a projector), /play (the attendees' page: pick or write a retry policy, run "
 	         "it against /, compare runs), /room (the room herd: GET, POST to arm it, admin), "
-	         "/events (its figures as Server-Sent Events), /stats (JSON), "
+	         "/events (its figures as Server-Sent Events; ?only=announcements: only the room herd's), /stats (JSON), "
 	         "/metrics (Prometheus), POST /reset (clear limiter state and stats; loopback or "
 	         "--admin-token only) and /healthz.  A client may name itself in the dashboard with "
 	         "an X-Client-Name header.  Prints 'listening on http://ADDR:PORT' when ready, then "

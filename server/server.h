@@ -178,7 +178,9 @@ struct server_config;
  * calls start once before it listens (the handlers it fills come after the
  * config's, so a config's handler can take over a built-in path), stop at
  * the drain's start (end whatever it keeps parked), and free once the
- * daemon stopped.  streams is the figure /stats calls subscribers.
+ * daemon stopped.  streams is the figure /stats calls subscribers;
+ * announce (optional) hands a named event to every stream at once
+ * (server_announce).
  */
 struct server_plugin {
 	/* Fill up to max handlers into out; returns how many, or -1 (state freed).  *state is the plugin's. */
@@ -187,6 +189,7 @@ struct server_plugin {
 	void (*stop)(void *state);
 	void (*free)(void *state);
 	unsigned (*streams)(void *state);
+	int (*announce)(void *state, const char *name, const char *json);
 };
 
 struct server_config {
@@ -301,6 +304,14 @@ char *server_stats_metrics(struct server *s);
  * Thread-safe.
  */
 void server_live_parts(struct server *s, struct stats_route_info *ri, struct live_parts *p);
+
+/*
+ * Hand the event "event: NAME\ndata: JSON" to every /events stream at once
+ * (the plugin's announce; the room herd's start).  Returns 0, or -1 (no
+ * plugin that announces, a line break in name or json, out of memory).
+ * Thread-safe.
+ */
+int server_announce(struct server *s, const char *name, const char *json);
 
 /*
  * Clear limiter state and statistics, then call every special handler's reset

@@ -154,4 +154,10 @@ static unsigned builtin_streams(void *state)
 	return events_subscribers(state);
 }
 
-const struct server_plugin builtin_plugin = { builtin_start, builtin_stop, builtin_free, builtin_streams };
+static int builtin_announce(void *state, const char *name, const char *json)
+{
+	return events_announce(state, name, json);
+}
+
+const struct server_plugin builtin_plugin = { builtin_start, builtin_stop, builtin_free, builtin_streams,
+	                                      builtin_announce };

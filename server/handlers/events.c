@@ -16,6 +16,8 @@
 
 #define RATE_SAMPLES 6          /* totals kept for the rates: the last second at 200 ms */
 #define STREAM_HEAD "retry: 2000\n\n"
+#define HEARTBEAT ":\n\n"       /* a comment line: keeps a quiet stream's connection in use */
+#define HEARTBEAT_TICKS 10       /* a quiet stream's heartbeat every 10 ticks (2 s) */
 
 /* Where a subscriber's stream is; the hub's lock guards it. */
 enum sub_phase {
@@ -34,6 +36,7 @@ struct subscriber {
 	char *buf;                  /* EVENTS_BUFFER bytes, NULL once dropped */
 	size_t head, len;           /* unsent bytes are buf[head .. head+len) */
 	bool keyed;                 /* its client's address is known: addr holds it */
+	bool quiet;                 /* ?only=announcements: no figures, only announcements and heartbeats */
 	unsigned char addr[ADDR_COUNT_KEY_LEN];
 };
 
@@ -133,11 +136,20 @@ static void sub_drop(struct events *ev, struct subscriber *sb)
 	sub_wake(sb, SUB_DROPPED);
 }
 
-/* Hand one event to every subscriber being fed.  Locked. */
-static void fan_out(struct events *ev, const char *text, size_t n)
+/* Which streams an event goes to. */
+enum fan_to {
+	FAN_FIGURES,     /* the streams of figures (not quiet) */
+	FAN_QUIET,       /* the quiet ones */
+	FAN_ALL,
+};
+
+/* Hand one event to every subscriber being fed that `to` names.  Locked. */
+static void fan_out(struct events *ev, enum fan_to to, const char *text, size_t n)
 {
 	for (struct subscriber *sb = ev->subs; sb; sb = sb->next) {
 		if (sb->phase != SUB_SENDING && sb->phase != SUB_SUSPENDED)
+			continue;
+		if ((to == FAN_FIGURES && sb->quiet) || (to == FAN_QUIET && !sb->quiet))
 			continue;
 		if (!sub_append(sb, text, n))
 			sub_drop(ev, sb);
@@ -167,11 +179,13 @@ static void tick(struct events *ev)
 	ev->samples[ev->nsamples++ % RATE_SAMPLES] = now;
 	if (atomic_load(&ev->fed) == 0 || ev->stopping)
 		return;
+	if (ev->nsamples % HEARTBEAT_TICKS == 0)
+		fan_out(ev, FAN_QUIET, HEARTBEAT, sizeof(HEARTBEAT) - 1);
 	pthread_mutex_unlock(&ev->lock);
 	text = event_text(&p, &now, &then, EVENTS_RECENT_BUCKETS, &n);
 	pthread_mutex_lock(&ev->lock);
 	if (text && !ev->stopping)
-		fan_out(ev, text, n);
+		fan_out(ev, FAN_FIGURES, text, n);
 	free(text);
 }
 
@@ -211,6 +225,30 @@ void events_free(struct events *ev)
 	/* The daemon has stopped, so every stream's free ran: the list is empty. */
 	pthread_mutex_destroy(&ev->lock);
 	free(ev);
+}
+
+int events_announce(struct events *ev, const char *name, const char *json)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	bool sent = false;
+
+	if (strpbrk(name, "\r\n") || strpbrk(json, "\r\n") || !(f = open_memstream(&text, &len)))
+		return -1;
+	fprintf(f, "event: %s\ndata: %s\n\n", name, json);
+	if (fclose(f) != 0) {
+		free(text);
+		return -1;
+	}
+	pthread_mutex_lock(&ev->lock);
+	if (!ev->stopping) {
+		fan_out(ev, FAN_ALL, text, len);
+		sent = true;
+	}
+	pthread_mutex_unlock(&ev->lock);
+	free(text);
+	return sent ? 0 : -1;
 }
 
 unsigned events_subscribers(struct events *ev)
@@ -290,13 +328,13 @@ static bool sub_link(struct events *ev, struct subscriber *sb)
 }
 
 /*
- * A new subscriber on conn from `client` (NULL: unknown), its buffer holding
- * the stream's head and then `first` (n bytes), linked and counted in one
+ * A new subscriber on conn from `client` (NULL: unknown), quiet or not, its
+ * buffer holding the stream's head and then `first` (n bytes; NULL: none), linked and counted in one
  * step, so no event can go out ahead of `first`.  NULL when the hub is full
  * or stopping, its address has its share, or out of memory.
  */
 static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn, const struct sockaddr *client,
-                                  const char *first, size_t n)
+                                  bool quiet, const char *first, size_t n)
 {
 	struct subscriber *sb = calloc(1, sizeof(*sb));
 
@@ -310,6 +348,7 @@ static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn
 	sb->ev = ev;
 	sb->conn = conn;
 	sb->keyed = addr_count_key(client, ev->v6_prefix, sb->addr);
+	sb->quiet = quiet;
 	memcpy(sb->buf, STREAM_HEAD, sizeof(STREAM_HEAD) - 1);
 	sb->len = sizeof(STREAM_HEAD) - 1;
 	if (first)
@@ -351,17 +390,31 @@ static int refuse(struct server_reply *out, const char *why)
 	return out->body ? 0 : -1;
 }
 
+static int refuse_only(struct server_reply *out)
+{
+	out->status = MHD_HTTP_BAD_REQUEST;
+	out->content_type = "text/plain";
+	out->body = strdup("GET /events, or /events?only=announcements\n");
+	out->body_len = out->body ? strlen(out->body) : 0;
+	return out->body ? 0 : -1;
+}
+
 int events_subscribe(struct events *ev, const struct server_request *req, struct server_reply *out)
 {
 	struct MHD_Connection *conn = req->conn;
 	struct subscriber *sb = NULL;
-	char why[128], *first;
+	const char *only = server_request_query(req, "only");
+	bool quiet = only && strcmp(only, "announcements") == 0;
+	char why[128], *first = NULL;
 	size_t n = 0;
 
+	if (only && !quiet)
+		return refuse_only(out);
 	/* A full hub refuses before building anything: refusals stay cheap. */
 	if (atomic_load(&ev->fed) < ev->max) {
-		first = history_text(ev, &n);
-		sb = sub_new(ev, conn, req->client, first, n);
+		if (!quiet)
+			first = history_text(ev, &n);
+		sb = sub_new(ev, conn, req->client, quiet, first, n);
 		free(first);
 	}
 	if (!sb) {
@@ -369,7 +422,8 @@ int events_subscribe(struct events *ev, const struct server_request *req, struct
 		         "--max-subscribers)\n", ev->max, ev->share);
 		return refuse(out, why);
 	}
-	/* A healthy stream sends every EVENTS_PERIOD_NS: one that makes no progress this long is closed. */
+	/* A healthy stream sends every EVENTS_PERIOD_NS (a quiet one every HEARTBEAT_TICKS of them): one that
+	 * makes no progress this long is closed. */
 	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)EVENTS_STALL_S);
 	out->status = MHD_HTTP_OK;
 	out->content_type = "text/event-stream";

@@ -9,7 +9,11 @@
  * GET /events: the live figures (server/live.h) as Server-Sent Events, one
  * "data:" line of JSON per event, every EVENTS_PERIOD_NS.  A new subscriber
  * first gets one event with the last 60 s of the timeline, then events with
- * the last few buckets.
+ * the last few buckets.  Announcements (events_announce: a named event,
+ * "event: NAME", such as the room herd's "herd") go to every stream at once,
+ * not at the next tick.  GET /events?only=announcements is a quiet stream:
+ * no figures, only the announcements and a comment line (":") every 2 s
+ * that keeps its connection in use; /play pages listen so.
  *
  * A tick on the server's timer thread (server_every) builds each event once
  * and appends it to every subscriber's buffer.  A subscriber's connection
@@ -53,6 +57,13 @@ void events_stop(struct events *ev);
 
 /* events_stop, then free.  Only once no stream is left (the daemon stopped).  NULL: no-op. */
 void events_free(struct events *ev);
+
+/*
+ * Hand every stream fed now the event "event: NAME\ndata: JSON\n\n" and wake
+ * the ones waiting, now.  name and json are one line each.  Returns 0, or -1
+ * (a line break in them, out of memory, the hub stopping).  Thread-safe.
+ */
+int events_announce(struct events *ev, const char *name, const char *json);
 
 /* Streams being fed now (dropped ones not counted).  Thread-safe. */
 unsigned events_subscribers(struct events *ev);

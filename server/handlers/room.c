@@ -8,6 +8,9 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "server/clients.h"
+#include "server/live.h"
+#include "server/stats.h"
 
 #define ROOM_REPORT_MAX 4000   /* attempts in one report: 200 requests of at most 10 tries, twice over */
 
@@ -15,6 +18,8 @@ struct room {
 	pthread_mutex_t lock;
 	struct room_view v;
 	struct room_run runs[ROOM_RUNS];   /* runs[0] the newest; id 0: empty */
+	struct room_tally base[ROOM_NAMES]; /* the server's counters when the armed herd was armed */
+	size_t nbase;
 };
 
 struct room *room_new(void)
@@ -41,12 +46,61 @@ static bool policy_ok(const char *p)
 	return n < ROOM_POLICY_LEN && strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
 }
 
-int room_arm(struct room *r, int64_t now_ms, int64_t lead_ms, const char *policy, uint32_t requests,
-             uint32_t concurrency)
+/* What each of now's clients did since base: those with requests since, at most ROOM_NAMES, into out; returns how many. */
+static size_t tally_since(const struct room_tally *base, size_t nbase, const struct room_tally *now, size_t n,
+                          struct room_tally *out)
 {
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < ROOM_NAMES; i++) {
+		struct room_tally d = now[i];
+		const struct room_tally *b = NULL;
+
+		for (size_t j = 0; j < nbase && !b; j++)
+			if (strcmp(base[j].name, now[i].name) == 0)
+				b = &base[j];
+		/* a counter below its base was reset since: all of it is new */
+		if (b && b->requests <= d.requests) {
+			d.requests -= b->requests;
+			d.rejected -= b->rejected <= d.rejected ? b->rejected : d.rejected;
+			d.retries -= b->retries <= d.retries ? b->retries : d.retries;
+			d.early -= b->early <= d.early ? b->early : d.early;
+			d.paired -= b->paired <= d.paired ? b->paired : d.paired;
+			d.waiting_new -= b->waiting_new <= d.waiting_new ? b->waiting_new : d.waiting_new;
+		}
+		if (d.requests > 0)
+			out[k++] = d;
+	}
+	return k;
+}
+
+/* The run of herd id, or NULL.  Locked. */
+static struct room_run *run_find(struct room *r, uint64_t id)
+{
+	for (size_t i = 0; i < ROOM_RUNS; i++)
+		if (r->runs[i].id == id && id != 0)
+			return &r->runs[i];
+	return NULL;
+}
+
+int room_arm(struct room *r, int64_t now_ms, int64_t lead_ms, const char *policy, uint32_t requests,
+             uint32_t concurrency, const struct room_tally *clients, size_t n)
+{
+	struct room_run *prev;
+
 	if (lead_ms < 0 || lead_ms > ROOM_LEAD_MS_MAX || !policy_ok(policy))
 		return -1;
+	if (n > ROOM_NAMES)
+		n = ROOM_NAMES;
 	pthread_mutex_lock(&r->lock);
+	prev = run_find(r, r->v.id);
+	if (prev && !prev->closed) {
+		prev->nseen = tally_since(r->base, r->nbase, clients, n, prev->seen);
+		prev->closed = true;
+	}
+	if (n)
+		memcpy(r->base, clients, n * sizeof(*clients));
+	r->nbase = n;
 	r->v.id++;
 	r->v.start_ms = now_ms + lead_ms;
 	snprintf(r->v.policy, sizeof(r->v.policy), "%s", policy);
@@ -93,6 +147,7 @@ void room_reset(void *ctx)
 	id = r->v.id;
 	memset(&r->v, 0, sizeof(r->v));
 	memset(r->runs, 0, sizeof(r->runs));
+	r->nbase = 0;                  /* the server's counters start again from 0 too */
 	r->v.id = id;
 	pthread_mutex_unlock(&r->lock);
 }
@@ -100,11 +155,10 @@ void room_reset(void *ctx)
 /* The run of herd id: found, or made in front (when id is the armed herd), or NULL. */
 static struct room_run *run_of(struct room *r, uint64_t id)
 {
-	for (size_t i = 0; i < ROOM_RUNS; i++)
-		if (r->runs[i].id == id)
-			return &r->runs[i];
-	if (id != r->v.id)
-		return NULL;
+	struct room_run *run = run_find(r, id);
+
+	if (run || id != r->v.id)
+		return run;
 	memmove(&r->runs[1], &r->runs[0], (ROOM_RUNS - 1) * sizeof(r->runs[0]));
 	memset(&r->runs[0], 0, sizeof(r->runs[0]));
 	r->runs[0].id = id;
@@ -136,16 +190,32 @@ int room_report(struct room *r, const struct room_report *rep)
 	return run ? 0 : -1;
 }
 
-size_t room_runs(struct room *r, struct room_run *out)
+size_t room_runs(struct room *r, const struct room_tally *now, size_t n, struct room_run *out)
 {
-	size_t n = 0;
+	size_t k = 0;
 
 	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < ROOM_RUNS; i++)
-		if (r->runs[i].id != 0)
-			out[n++] = r->runs[i];
+	for (size_t i = 0; i < ROOM_RUNS; i++) {
+		if (r->runs[i].id == 0)
+			continue;
+		out[k] = r->runs[i];
+		if (!out[k].closed && out[k].id == r->v.id)
+			out[k].nseen = tally_since(r->base, r->nbase, now, n < ROOM_NAMES ? n : ROOM_NAMES, out[k].seen);
+		k++;
+	}
 	pthread_mutex_unlock(&r->lock);
-	return n;
+	return k;
+}
+
+void room_run_early(const struct room_run *run, uint64_t *early, uint64_t *waiting_new, uint32_t *polite)
+{
+	*early = *waiting_new = 0;
+	*polite = 0;
+	for (size_t i = 0; i < run->nseen; i++) {
+		*early += run->seen[i].early;
+		*waiting_new += run->seen[i].waiting_new;
+		*polite += run->seen[i].early == 0;
+	}
 }
 
 uint32_t room_run_peak(const struct room_run *run)
@@ -175,49 +245,129 @@ static int reply(struct server_reply *out, int status, char *body)
 	return 0;
 }
 
-/* The runs as a JSON array into f, newest first. */
-static void runs_json(FILE *f, struct room *r)
+/* The server's counters of its most active ROOM_NAMES clients now into out (room for ROOM_NAMES); returns how many. */
+static size_t server_tally(struct server *s, struct room_tally *out)
+{
+	struct stats_route_info ri[SERVER_MAX_ROUTES];
+	struct live_parts p;
+	struct clients_snapshot snap;
+	size_t n = 0;
+
+	server_live_parts(s, ri, &p);
+	if (clients_snapshot(p.clients, ROOM_NAMES, &snap) != 0)
+		return 0;
+	for (size_t i = 0; i < snap.n && n < ROOM_NAMES; i++, n++) {
+		const struct clients_row *c = &snap.rows[i];
+
+		out[n] = (struct room_tally){ .requests = c->requests, .rejected = c->rejected, .retries = c->retries,
+		                              .early = c->early, .paired = c->paired, .waiting_new = c->waiting_new };
+		snprintf(out[n].name, sizeof(out[n].name), "%s", c->name);
+	}
+	clients_snapshot_destroy(&snap);
+	return n;
+}
+
+/* s as a JSON string into f: quotes, backslashes and control characters escaped. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* A run's tally, each client's requests, retries, early ones and verdict, as a JSON array into f. */
+static void tally_json(FILE *f, const struct room_run *run)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < run->nseen; i++) {
+		const struct room_tally *t = &run->seen[i];
+		struct clients_row row = { .requests = t->requests, .retries = t->retries, .early = t->early };
+
+		fputs(i ? ",{\"name\":" : "{\"name\":", f);
+		json_str(f, t->name);
+		fprintf(f, ",\"requests\":%llu,\"rejected\":%llu,\"retries\":%llu,\"early\":%llu,\"new_while_waiting\":%llu,"
+		        "\"verdict\":\"%s\"}", (unsigned long long)t->requests, (unsigned long long)t->rejected,
+		        (unsigned long long)t->retries, (unsigned long long)t->early, (unsigned long long)t->waiting_new,
+		        clients_verdict_name(clients_verdict_of(&row)));
+	}
+	fputc(']', f);
+}
+
+/* One run as JSON into f: the pages' reports, then the server's own counts. */
+static void run_json(FILE *f, const struct room_run *run)
+{
+	uint64_t req = run->ok + run->failed, early, waiting_new;
+	uint32_t polite;
+
+	room_run_early(run, &early, &waiting_new, &polite);
+	fprintf(f, "{\"id\":%llu,\"policy\":\"%s\",\"pages\":%u,\"requests\":%llu,\"ok\":%llu,\"calls\":%llu,"
+	        "\"retries\":%llu,\"calls_per_request\":%.2f,\"done_s\":%.2f,\"peak_per_100ms\":%u,"
+	        "\"server\":{\"clients\":%zu,\"early\":%llu,\"new_while_waiting\":%llu,\"polite\":%u,\"closed\":%s,\"tally\":",
+	        (unsigned long long)run->id, run->policy, run->pages, (unsigned long long)req, (unsigned long long)run->ok,
+	        (unsigned long long)run->calls, (unsigned long long)run->retries,
+	        req ? (double)run->calls / (double)req : 0.0, (double)run->done_ms / 1000.0, room_run_peak(run),
+	        run->nseen, (unsigned long long)early, (unsigned long long)waiting_new, polite,
+	        run->closed ? "true" : "false");
+	tally_json(f, run);
+	fputs("}}", f);
+}
+
+/* The runs as a JSON array into f, newest first, the armed herd's tally up to the server's counters now. */
+static void runs_json(FILE *f, struct server *s, struct room *r)
 {
 	struct room_run *runs = malloc(ROOM_RUNS * sizeof(*runs));
-	size_t n = runs ? room_runs(r, runs) : 0;
+	struct room_tally *now = malloc(ROOM_NAMES * sizeof(*now));
+	size_t n = runs && now ? room_runs(r, now, server_tally(s, now), runs) : 0;
 
 	fputc('[', f);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t req = runs[i].ok + runs[i].failed;
-
-		fprintf(f, "%s{\"id\":%llu,\"policy\":\"%s\",\"pages\":%u,\"requests\":%llu,\"ok\":%llu,\"calls\":%llu,"
-		        "\"retries\":%llu,\"calls_per_request\":%.2f,\"done_s\":%.2f,\"peak_per_100ms\":%u}", i ? "," : "",
-		        (unsigned long long)runs[i].id, runs[i].policy, runs[i].pages, (unsigned long long)req,
-		        (unsigned long long)runs[i].ok, (unsigned long long)runs[i].calls,
-		        (unsigned long long)runs[i].retries, req ? (double)runs[i].calls / (double)req : 0.0,
-		        (double)runs[i].done_ms / 1000.0, room_run_peak(&runs[i]));
+		if (i)
+			fputc(',', f);
+		run_json(f, &runs[i]);
 	}
 	fputc(']', f);
+	free(now);
 	free(runs);
 }
 
+/* The armed herd as JSON into f (what GET /room and the "herd" announcement carry). */
+static void herd_json(FILE *f, const struct room_view *v)
+{
+	fprintf(f, "{\"id\":%llu,\"start_ms\":%lld,\"policy\":\"%s\",\"requests\":%u,\"concurrency\":%u}",
+	        (unsigned long long)v->id, (long long)v->start_ms, v->policy, v->requests, v->concurrency);
+}
+
 /* The room as JSON (malloc'd), with the server's time now. */
-static char *view_json(struct room *r)
+static char *view_json(struct server *srv, struct room *r)
 {
 	struct room_view v;
-	char *s = NULL;
+	char *text = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&s, &len);
+	FILE *f = open_memstream(&text, &len);
 
 	if (!f)
 		return NULL;
 	room_view(r, &v);
-	fprintf(f, "{\"now_ms\":%lld,\"herd\":{\"id\":%llu,\"start_ms\":%lld,\"policy\":\"%s\",\"requests\":%u,"
-	        "\"concurrency\":%u},\"started\":%u,\"spread_ms\":%lld,\"runs\":", (long long)wall_ms(),
-	        (unsigned long long)v.id, (long long)v.start_ms, v.policy, v.requests, v.concurrency, v.started,
+	fprintf(f, "{\"now_ms\":%lld,\"herd\":", (long long)wall_ms());
+	herd_json(f, &v);
+	fprintf(f, ",\"started\":%u,\"spread_ms\":%lld,\"runs\":", v.started,
 	        (long long)(v.started ? v.last_ms - v.first_ms : 0));
-	runs_json(f, r);
+	runs_json(f, srv, r);
 	fputs("}\n", f);
 	if (fclose(f) != 0) {
-		free(s);
+		free(text);
 		return NULL;
 	}
-	return s;
+	return text;
 }
 
 /* A query number in [0, max], or def when absent; -1 when it does not parse or is out of range. */
@@ -234,6 +384,25 @@ static int64_t query_num(const struct server_request *req, const char *name, int
 	return (int64_t)n;
 }
 
+/* Tell every /events stream of the armed herd now (event "herd"); a page that misses it reads GET /room. */
+static void announce(struct server *s, struct room *r)
+{
+	struct room_view v;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	room_view(r, &v);
+	fprintf(f, "{\"now_ms\":%lld,\"herd\":", (long long)wall_ms());
+	herd_json(f, &v);
+	fputc('}', f);
+	if (fclose(f) == 0)
+		server_announce(s, "herd", text);
+	free(text);
+}
+
 /* POST /room?in=MS&policy=NAME&requests=N&concurrency=N: arm a herd (admin). */
 static int arm(struct server *s, struct room *r, const struct server_request *req, struct server_reply *out)
 {
@@ -241,12 +410,22 @@ static int arm(struct server *s, struct room *r, const struct server_request *re
 	int64_t lead = query_num(req, "in", 5000, ROOM_LEAD_MS_MAX), n = query_num(req, "requests", 0, 200);
 	int64_t c = query_num(req, "concurrency", 0, 10);
 
+	struct room_tally *now;
+	size_t k;
+	int rc;
+
 	if (server_admin_refused(s, req, out))
 		return 0;
-	if (lead < 0 || n < 0 || c < 0 || room_arm(r, wall_ms(), lead, policy ? policy : "", (uint32_t)n, (uint32_t)c) != 0)
+	if (!(now = malloc(ROOM_NAMES * sizeof(*now))))
+		return -1;
+	k = server_tally(s, now);
+	rc = lead < 0 || n < 0 || c < 0 ? -1 : room_arm(r, wall_ms(), lead, policy ? policy : "", (uint32_t)n, (uint32_t)c, now, k);
+	free(now);
+	if (rc != 0)
 		return reply(out, 400, strdup("{\"error\":\"in (ms, at most 60000), policy (a /play policy name), requests "
 		                              "(at most 200) and concurrency (at most 10)\"}\n"));
-	return reply(out, 200, view_json(r));
+	announce(s, r);
+	return reply(out, 200, view_json(s, r));
 }
 
 static int handle_room(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
@@ -257,7 +436,7 @@ static int handle_room(struct server *s, void *ctx, const struct server_request 
 		snprintf(out->headers, sizeof(out->headers), "Allow: GET, HEAD, POST\n");
 		return reply(out, 405, strdup("{\"error\":\"GET /room, or POST /room to arm a herd\"}\n"));
 	}
-	return reply(out, 200, view_json(ctx));
+	return reply(out, 200, view_json(s, ctx));
 }
 
 static int handle_start(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)

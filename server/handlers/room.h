@@ -10,9 +10,12 @@
  * The room herd: the instructor arms one (POST /room, an admin action:
  * loopback or --admin-token), naming an instant a few seconds ahead on the
  * server's wall clock and, optionally, the policy, requests and concurrency
- * every page runs.  Every open /play page polls GET /room, which says the
- * server's time now (so a page can estimate its clock's offset from the
- * round trip) and the armed herd; each page fires at the instant, corrected
+ * every page runs.  The herd is announced at once over /events (event
+ * "herd", server_announce) to every /play page listening there
+ * (/events?only=announcements).  GET /room says the server's time now (so a
+ * page estimates its clock's offset from the round trip) and the armed
+ * herd: a page reads it when its stream (re)opens, and polls it only while
+ * it has no stream.  Each page fires at the instant, corrected
  * for its offset, and first tells the server it started (POST
  * /room/start?id=N).  The server keeps, for the armed herd, how many pages
  * started and the spread of their arrivals on its own clock: the figure the
@@ -22,6 +25,11 @@
  * room sums the reports of each of the last ROOM_RUNS herds, so the
  * dashboard shows the runs side by side: pages, calls per request, the peak
  * attempts in any 100 ms, and the time until the last request was done.
+ * Beside the pages' reports, each run carries the server's own counts: the
+ * handler hands room_arm and room_runs the clients' counters as the server
+ * keeps them (server/clients.h), and a run's tally is what each client did
+ * from its herd's arming until the next herd was armed (or now): requests,
+ * retries, early retries, new requests while told to wait, so its verdict.
  * One herd armed at a time; the state is a few counters and ROOM_RUNS x
  * ROOM_BUCKETS counts.  Times come in as arguments (wall milliseconds);
  * thread-safe.
@@ -32,6 +40,14 @@
 #define ROOM_LATE_MS (10 * 1000)           /* a start counts up to 10 s after the instant */
 #define ROOM_RUNS 4                        /* herd runs kept, newest first */
 #define ROOM_BUCKETS 600                   /* 100 ms each: a run's first minute */
+#define ROOM_NAMES 64                      /* clients a run's tally keeps (the most active) */
+#define ROOM_NAME_LEN 48
+
+/* One client's counters as the server keeps them, or what it did during a run. */
+struct room_tally {
+	char name[ROOM_NAME_LEN];
+	uint64_t requests, rejected, retries, early, paired, waiting_new;
+};
 
 /* One herd's run, summed over the pages that reported it. */
 struct room_run {
@@ -41,6 +57,9 @@ struct room_run {
 	uint64_t ok, failed, calls, retries;
 	uint64_t done_ms;                  /* the slowest page's run, start to last answer */
 	uint32_t buckets[ROOM_BUCKETS];    /* attempts per 100 ms from the start */
+	struct room_tally seen[ROOM_NAMES];  /* the server's counts: each client with requests during the run */
+	size_t nseen;
+	bool closed;                       /* the next herd was armed: seen is final */
 };
 
 /* One page's report of its run of herd `id`. */
@@ -69,11 +88,13 @@ void room_free(struct room *r);
 /*
  * Arm herd id+1 at now_ms + lead_ms running `policy` ("" or a /play policy
  * name of at most ROOM_POLICY_LEN - 1 letters, digits and dashes), requests
- * and concurrency (0: the page's own).  Returns 0, or -1 (lead over
- * ROOM_LEAD_MS_MAX, a bad policy name).
+ * and concurrency (0: the page's own).  clients (n of them, NULL when 0) are
+ * the server's counters now: the new herd's tally counts from them, and the
+ * previous herd's run, if any, is closed with its tally up to them.
+ * Returns 0, or -1 (lead over ROOM_LEAD_MS_MAX, a bad policy name).
  */
 int room_arm(struct room *r, int64_t now_ms, int64_t lead_ms, const char *policy, uint32_t requests,
-             uint32_t concurrency);
+             uint32_t concurrency, const struct room_tally *clients, size_t n);
 
 /* A page started herd id at now_ms: counted when id is the armed herd and now_ms is in its window.  True if counted. */
 bool room_started(struct room *r, uint64_t id, int64_t now_ms);
@@ -84,8 +105,15 @@ void room_view(struct room *r, struct room_view *out);
 /* Add a page's report to its herd's run (made when it is the first; the oldest run is then dropped). 0, or -1 (no such herd). */
 int room_report(struct room *r, const struct room_report *rep);
 
-/* The runs, newest first, into out (room for ROOM_RUNS); returns how many. */
-size_t room_runs(struct room *r, struct room_run *out);
+/*
+ * The runs, newest first, into out (room for ROOM_RUNS); returns how many.
+ * The armed herd's run has its tally up to `now` (n of the server's
+ * counters now; NULL when 0).
+ */
+size_t room_runs(struct room *r, const struct room_tally *now, size_t n, struct room_run *out);
+
+/* A run's tally summed: early retries and new requests while told to wait; *polite: clients with no early retry. */
+void room_run_early(const struct room_run *run, uint64_t *early, uint64_t *waiting_new, uint32_t *polite);
 
 /* The most attempts in one 100 ms of a run. */
 uint32_t room_run_peak(const struct room_run *run);

@@ -97,6 +97,11 @@ void server_live_parts(struct server *s, struct stats_route_info *ri, struct liv
 	p->subscribers = s->plugin && s->cfg.plugin->streams ? s->cfg.plugin->streams(s->plugin) : 0;
 }
 
+int server_announce(struct server *s, const char *name, const char *json)
+{
+	return s->plugin && s->cfg.plugin->announce ? s->cfg.plugin->announce(s->plugin, name, json) : -1;
+}
+
 char *server_stats_json(struct server *s)
 {
 	struct stats_route_info ri[SERVER_MAX_ROUTES];

@@ -298,6 +298,60 @@ START_TEST(events_outlive_the_header_deadline)
 }
 END_TEST
 
+/*
+ * A quiet stream (/events?only=announcements) carries no figures: only the
+ * announcements, such as the room herd armed while it is open ("event:
+ * herd", with the herd's id, instant and policy).  Another `only` is a 400.
+ */
+START_TEST(quiet_stream_gets_the_herd)
+{
+	const char *args[] = { "--quiet", NULL };
+	struct test_server s;
+	struct reader *rd;
+	pthread_t tid;
+	json_t *st, *ev;
+	long status = 0;
+	char *body = NULL, url[160];
+	const char *p;
+	int n = 0;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	rd = reader_new(&s, 2000);
+	snprintf(rd->url, sizeof(rd->url), "%s/events?only=announcements", s.url);
+	ck_assert_int_eq(pthread_create(&tid, NULL, read_events, rd), 0);
+	/* armed once the stream counts as a subscriber: the announcement must find it */
+	for (long subs = 0; subs != 1 && n < 100; n++) {
+		st = testutil_stats(&s);
+		subs = testutil_jint(st, "subscribers", NULL);
+		json_decref(st);
+		if (subs != 1)
+			usleep(20 * 1000);
+	}
+	ck_assert_int_lt(n, 100);
+	snprintf(url, sizeof(url), "%s/room?in=3000&policy=at-once", s.url);
+	ck_assert_int_eq(testutil_http("POST", url, "", &status, NULL, &body), 0);
+	ck_assert_int_eq(status, 200);
+	free(body);
+	pthread_join(tid, NULL);
+	ck_assert_msg(reader_events(rd) == 1, "%d events: %.300s", reader_events(rd), rd->bytes);
+	p = strstr(rd->bytes, "event: herd\ndata: ");
+	ck_assert_msg(p != NULL, "no herd event: %.300s", rd->bytes);
+	ev = json_loads(p + strlen("event: herd\ndata: "), JSON_DISABLE_EOF_CHECK, NULL);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_int_eq(testutil_jint(json_object_get(ev, "herd"), "id", NULL), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "herd"), "policy")), "at-once");
+	ck_assert_int_eq(testutil_jint(json_object_get(ev, "herd"), "start_ms", NULL) - testutil_jint(ev, "now_ms", NULL), 3000);
+	json_decref(ev);
+	reader_free(rd);
+	snprintf(url, sizeof(url), "%s/events?only=figures", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	ck_assert_int_eq(status, 400);
+	ck_assert_str_eq(body, "GET /events, or /events?only=announcements\n");
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 static long long sum_array(json_t *a)
 {
 	long long sum = 0;
@@ -572,6 +626,7 @@ Suite *live_lab_suite(void)
 	tcase_add_test(tc, events_four_a_second_under_load);
 	tcase_add_test(tc, events_outlive_the_header_deadline);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
+	tcase_add_test(tc, quiet_stream_gets_the_herd);
 	tcase_add_test(tc, workshop_banner);
 	suite_add_tcase(s, tc);
 	/* Its own case, so `make bench` can run it alone with its latency goal (bench/run section 10). */

@@ -11,7 +11,7 @@ START_TEST(arm_and_count_starts)
 	struct room *r = room_new();
 	struct room_view v;
 
-	ck_assert_int_eq(room_arm(r, T0, 5000, "at-once", 3, 1), 0);
+	ck_assert_int_eq(room_arm(r, T0, 5000, "at-once", 3, 1, NULL, 0), 0);
 	room_view(r, &v);
 	ck_assert_uint_eq(v.id, 1);
 	ck_assert_int_eq(v.start_ms, T0 + 5000);
@@ -33,10 +33,10 @@ START_TEST(arm_refuses_bad_input)
 {
 	struct room *r = room_new();
 
-	ck_assert_int_eq(room_arm(r, T0, ROOM_LEAD_MS_MAX + 1, "", 0, 0), -1);
-	ck_assert_int_eq(room_arm(r, T0, 1000, "Full\"", 0, 0), -1);
-	ck_assert_int_eq(room_arm(r, T0, 1000, "a-very-long-policy-name-x", 0, 0), -1);
-	ck_assert_int_eq(room_arm(r, T0, 1000, "", 0, 0), 0);
+	ck_assert_int_eq(room_arm(r, T0, ROOM_LEAD_MS_MAX + 1, "", 0, 0, NULL, 0), -1);
+	ck_assert_int_eq(room_arm(r, T0, 1000, "Full\"", 0, 0, NULL, 0), -1);
+	ck_assert_int_eq(room_arm(r, T0, 1000, "a-very-long-policy-name-x", 0, 0, NULL, 0), -1);
+	ck_assert_int_eq(room_arm(r, T0, 1000, "", 0, 0, NULL, 0), 0);
 	room_free(r);
 }
 END_TEST
@@ -46,14 +46,14 @@ START_TEST(reports_summed_per_run)
 {
 	static const uint32_t A[] = { 0, 5, 99, 100, 1500 }, B[] = { 1, 2, 250 };
 	struct room *r = room_new();
-	struct room_run runs[ROOM_RUNS];
+	struct room_run *runs = malloc(ROOM_RUNS * sizeof(*runs));
 	struct room_report a = { 1, 3, 0, 5, 2, 1600, A, 5 }, b = { 1, 2, 1, 3, 0, 300, B, 3 };
 
 	ck_assert_int_eq(room_report(r, &a), -1);          /* nothing armed */
-	room_arm(r, T0, 1000, "full", 0, 0);
+	room_arm(r, T0, 1000, "full", 0, 0, NULL, 0);
 	ck_assert_int_eq(room_report(r, &a), 0);
 	ck_assert_int_eq(room_report(r, &b), 0);
-	ck_assert_uint_eq(room_runs(r, runs), 1);
+	ck_assert_uint_eq(room_runs(r, NULL, 0, runs), 1);
 	ck_assert_uint_eq(runs[0].pages, 2);
 	ck_assert_uint_eq(runs[0].calls, 8);
 	ck_assert_uint_eq(runs[0].ok, 5);
@@ -62,15 +62,72 @@ START_TEST(reports_summed_per_run)
 	ck_assert_str_eq(runs[0].policy, "full");
 	ck_assert_uint_eq(runs[0].buckets[0], 5);
 	ck_assert_uint_eq(room_run_peak(&runs[0]), 5);
-	room_arm(r, T0 + 10000, 1000, "", 0, 0);
+	room_arm(r, T0 + 10000, 1000, "", 0, 0, NULL, 0);
 	b.id = 2;
 	ck_assert_int_eq(room_report(r, &b), 0);
-	ck_assert_uint_eq(room_runs(r, runs), 2);
+	ck_assert_uint_eq(room_runs(r, NULL, 0, runs), 2);
 	ck_assert_uint_eq(runs[0].id, 2);
 	ck_assert_uint_eq(runs[1].id, 1);
 	ck_assert_int_eq(room_report(r, &a), 0);           /* herd #1's late page still counts */
 	room_reset(r);
-	ck_assert_uint_eq(room_runs(r, runs), 0);
+	ck_assert_uint_eq(room_runs(r, NULL, 0, runs), 0);
+	free(runs);
+	room_free(r);
+}
+END_TEST
+
+/* A run's tally is the server's counters since its arming: open until the next herd is armed, then kept as it was. */
+START_TEST(tally_counts_from_arming_to_the_next)
+{
+	static const struct room_report rep1 = { 1, 1, 0, 1, 0, 10, NULL, 0 }, rep2 = { 2, 1, 0, 1, 0, 10, NULL, 0 };
+	struct room_tally at1[2] = { { "ada", 10, 2, 2, 1, 0, 0 }, { "bob", 4, 0, 0, 0, 0, 0 } };
+	struct room_tally now1[3] = { { "ada", 16, 4, 5, 1, 0, 2 }, { "bob", 4, 0, 0, 0, 0, 0 }, { "cy", 3, 1, 1, 1, 0, 0 } };
+	struct room_tally now2[3] = { { "ada", 20, 4, 9, 5, 0, 2 }, { "bob", 5, 0, 0, 0, 0, 0 }, { "cy", 3, 1, 1, 1, 0, 0 } };
+	struct room *r = room_new();
+	struct room_run *runs = malloc(ROOM_RUNS * sizeof(*runs));
+	uint64_t early, waiting;
+	uint32_t polite;
+
+	ck_assert_int_eq(room_arm(r, T0, 1000, "", 0, 0, at1, 2), 0);
+	ck_assert_int_eq(room_report(r, &rep1), 0);
+	ck_assert_uint_eq(room_runs(r, now1, 3, runs), 1);
+	/* ada: 6 requests, 3 retries, 0 new early ones; bob did nothing (left out); cy is new: all its counts */
+	ck_assert_uint_eq(runs[0].nseen, 2);
+	ck_assert_str_eq(runs[0].seen[0].name, "ada");
+	ck_assert_uint_eq(runs[0].seen[0].requests, 6);
+	ck_assert_uint_eq(runs[0].seen[0].retries, 3);
+	ck_assert_uint_eq(runs[0].seen[0].early, 0);
+	ck_assert_uint_eq(runs[0].seen[0].waiting_new, 2);
+	ck_assert_str_eq(runs[0].seen[1].name, "cy");
+	ck_assert(!runs[0].closed);
+	room_run_early(&runs[0], &early, &waiting, &polite);
+	ck_assert_uint_eq(early, 1);
+	ck_assert_uint_eq(waiting, 2);
+	ck_assert_uint_eq(polite, 1);
+	/* herd #2 armed at now1: #1 is closed with its tally up to now1, #2 counts from there */
+	ck_assert_int_eq(room_arm(r, T0 + 10000, 1000, "", 0, 0, now1, 3), 0);
+	ck_assert_int_eq(room_report(r, &rep2), 0);
+	ck_assert_uint_eq(room_runs(r, now2, 3, runs), 2);
+	ck_assert_uint_eq(runs[1].id, 1);
+	ck_assert(runs[1].closed);
+	ck_assert_uint_eq(runs[1].nseen, 2);
+	ck_assert_uint_eq(runs[1].seen[0].requests, 6);
+	ck_assert_uint_eq(runs[0].nseen, 2);
+	ck_assert_str_eq(runs[0].seen[0].name, "ada");
+	ck_assert_uint_eq(runs[0].seen[0].requests, 4);
+	ck_assert_uint_eq(runs[0].seen[0].early, 4);
+	ck_assert_uint_eq(runs[0].seen[0].waiting_new, 0);
+	ck_assert_str_eq(runs[0].seen[1].name, "bob");
+	room_run_early(&runs[0], &early, &waiting, &polite);
+	ck_assert_uint_eq(early, 4);
+	ck_assert_uint_eq(polite, 1);
+	/* counters below their base (the server was reset): all of them are new */
+	now2[0].requests = 2;
+	now2[0].early = 1;
+	ck_assert_uint_eq(room_runs(r, now2, 1, runs), 2);
+	ck_assert_uint_eq(runs[0].seen[0].requests, 2);
+	ck_assert_uint_eq(runs[0].seen[0].early, 1);
+	free(runs);
 	room_free(r);
 }
 END_TEST
@@ -83,6 +140,7 @@ Suite *room_suite(void)
 	tcase_add_test(tc, arm_and_count_starts);
 	tcase_add_test(tc, arm_refuses_bad_input);
 	tcase_add_test(tc, reports_summed_per_run);
+	tcase_add_test(tc, tally_counts_from_arming_to_the_next);
 	suite_add_tcase(s, tc);
 	return s;
 }
