@@ -438,22 +438,39 @@ paired() {
 	awk '$9 == 0 && $10 == 0 && $5 > 0 { print $1 / $5 }' "$TMP/flags.ab" | paired_stats
 }
 
-# paired_stats: reads one ratio per line, prints the summary paired() describes.
+# paired_cost A B: the per-round ratios A/B of CPU microseconds per request (res column 4)
+# of two peers run back to back, summarised as paired_stats does for a cost: "higher in K
+# of N rounds", verdict "higher" or "lower" when the interval lies wholly above or below 1.
+paired_cost() {
+	fa=$TMP/res.$1
+	fb=$TMP/res.$2
+	if [ ! -s "$fa" ] || [ ! -s "$fb" ]; then
+		echo "n/a"
+		return 0
+	fi
+	paste -d' ' "$fa" "$fb" | awk '$4 != "-" && $8 != "-" && $8 > 0 { print $4 / $8 }' |
+		paired_stats cost
+}
+
+# paired_stats [cost]: reads one ratio per line, prints the summary paired() describes; with
+# "cost" (lower is better: CPU, lateness) the words are "higher in K of N rounds" and the
+# verdicts "higher", "lower" and "at parity".
 paired_stats() {
-	sort -g | awk '
+	sort -g | awk -v cost="${1:-}" '
 		BEGIN { split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 " \
 		              "2.13 2.12 2.11 2.10 2.09 2.09 2.08 2.07 2.07 2.06 2.06 2.06 2.05 2.05 2.05", t) }
 		$1 > 0 { r[++n] = $1; l = log($1); s += l; ss += l * l; if ($1 >= 1) ahead++ }
 		END {
 			if (n == 0) { print "n/a"; exit }
 			m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-			printf "median %.2fx (%.2f-%.2f), ahead in %d of %d rounds", m, r[1], r[n], ahead, n
+			printf "median %.2fx (%.2f-%.2f), %s in %d of %d rounds", m, r[1], r[n],
+				cost ? "higher" : "ahead", ahead, n
 			if (n < 2) { print ""; exit }
 			mean = s / n
 			var = (ss - n * mean * mean) / (n - 1)
 			half = (n - 1 <= 29 ? t[n - 1] : 1.96) * sqrt(var > 0 ? var : 0) / sqrt(n)
 			lo = exp(mean - half); hi = exp(mean + half)
-			v = lo > 1 ? "ahead" : hi < 1 ? "behind" : "at parity"
+			v = lo > 1 ? (cost ? "higher" : "ahead") : hi < 1 ? (cost ? "lower" : "behind") : "at parity"
 			printf "; geomean %.2fx, 95%% interval %.2f-%.2f: %s\n", exp(mean), lo, hi, v
 		}'
 }

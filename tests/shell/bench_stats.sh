@@ -42,6 +42,11 @@ expect '' 'n/a'
 # more rounds than the t table holds: the normal quantile
 expect "$(for i in $(seq 20); do echo 1.02; echo 1.04; done)" \
 	'median 1.03x (1.02-1.04), ahead in 40 of 40 rounds; geomean 1.03x, 95% interval 1.03-1.03: ahead'
+# a cost (CPU, lateness): lower is better, so the words say which way it went
+got=$(printf '0.80\n0.85\n0.90\n0.82\n' | paired_stats cost)
+[ "$got" = 'median 0.83x (0.80-0.90), higher in 0 of 4 rounds; geomean 0.84x, 95% interval 0.78-0.91: lower' ] ||
+	fail "paired_stats cost: got '$got'"
+pass=$((pass + 1))
 # print_best and paired read $TMP/res.NAME ("rps non2xx total cpu_us") and $TMP/info.NAME.
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench_stats.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$TMP"' EXIT
@@ -76,6 +81,8 @@ expect_out 'med_cpu rej' '4.95'
 expect_out 'paired rej ngx' \
 	'median 0.99x (0.92-1.69), ahead in 1 of 4 rounds; geomean 1.11x, 95% interval 0.71-1.74: at parity
                without the rounds with a flagged run (1): median 0.97x (0.92-1.00), ahead in 0 of 3 rounds; geomean 0.96x, 95% interval 0.87-1.06: at parity'
+expect_out 'paired_cost rej ngx' \
+	'median 1.08x (0.61-1.11), higher in 3 of 4 rounds; geomean 0.94x, 95% interval 0.60-1.49: at parity'
 # no flagged run: one line
 expect_out 'paired ngx ngx' 'median 1.00x (1.00-1.00), ahead in 4 of 4 rounds; geomean 1.00x, 95% interval 1.00-1.00: at parity'
 # a share 1 point off the others is flagged though its req/s is not (admit all answering 503s)
