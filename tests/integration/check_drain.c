@@ -132,7 +132,8 @@ END_TEST
  * Poll /stats until the pipelined connection is stuck: three reads in a row
  * each add exactly one request (their own).  The listener has one thread,
  * so a connection that could still write would finish an answer and take
- * its next request between two reads.  True when seen within timeout_ms.
+ * its next request between two reads (the server runs with --threads 1).
+ * True when seen within timeout_ms.
  */
 static bool wait_stuck(const struct test_server *s, int timeout_ms)
 {
@@ -212,7 +213,8 @@ static bool send_all(int fd, const char *p, size_t n, int timeout_ms)
  */
 START_TEST(second_signal_exits_at_once)
 {
-	static const char *const args[] = { "--limiter", "none", NULL };
+	/* one listener thread: the /stats reads and the stuck connection are served by the same loop */
+	static const char *const args[] = { "--limiter", "none", "--threads", "1", NULL };
 	static const char req[] = "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n";
 	enum { PIPELINED = 3000 };
 	static char reqs[PIPELINED * (sizeof(req) - 1)];
