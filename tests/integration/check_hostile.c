@@ -843,49 +843,6 @@ static void hang_up(int fd, int i)
 	close(fd);
 }
 
-/* The receive queue of the server's end of our connection fd (from /proc/net/tcp); -1 when not listed. */
-static long server_rx_queue(int server_port, int fd)
-{
-	struct sockaddr_in me;
-	socklen_t len = sizeof(me);
-	char line[512];
-	unsigned lport, rport, st;
-	unsigned long tx, rx;
-	long q = -1;
-	FILE *f;
-
-	if (getsockname(fd, (struct sockaddr *)&me, &len) != 0 || !(f = fopen("/proc/net/tcp", "r")))
-		return -1;
-	while (q < 0 && fgets(line, sizeof(line), f))
-		if (sscanf(line, " %*d: %*8x:%x %*8x:%x %x %lx:%lx", &lport, &rport, &st, &tx, &rx) == 5 &&
-		    lport == (unsigned)server_port && rport == ntohs(me.sin_port))
-			q = (long)rx;
-	fclose(f);
-	return q;
-}
-
-/*
- * Wait until the server has read the n requests sent on fds (its ends'
- * receive queues are empty; bounded).  With --threads 1 the listener has
- * one thread, which decides a request in the same turn as it reads it: a
- * request sent after this is decided after those n.
- */
-static bool server_has_read(int server_port, const int *fds, int n, int timeout_ms)
-{
-	double deadline = testutil_mono_ms() + timeout_ms;
-
-	do {
-		int k = 0;
-
-		while (k < n && server_rx_queue(server_port, fds[k]) == 0)
-			k++;
-		if (k == n)
-			return true;
-		poll(NULL, 0, 1);
-	} while (testutil_mono_ms() < deadline);
-	return false;
-}
-
 /* True when fd has an answer (or a close) waiting to be read. */
 static bool answered(int fd)
 {
@@ -907,7 +864,7 @@ static bool hold_both(const struct test_server *s, const char *delay, int *a, in
 	ck_assert_msg(poll_all_free(s, 10000), "round %d: a slot stayed taken (leaked)", round);
 	*a = held_request(s->port, delay);
 	*b = held_request(s->port, delay);
-	ck_assert_msg(server_has_read(s->port, (int[]){ *a, *b }, 2, 10000), "round %d: the server never read both", round);
+	ck_assert_msg(testutil_server_has_read(s->port, (int[]){ *a, *b }, 2, 10000), "round %d: the server never read both", round);
 	st = get_status(s, "/");
 	if (st == 429)
 		return true;
@@ -918,7 +875,7 @@ static bool hold_both(const struct test_server *s, const char *delay, int *a, in
 
 START_TEST(disconnects)
 {
-	/* one listener thread: a request read before the probe is decided before it (server_has_read) */
+	/* one listener thread: a request read before the probe is decided before it (testutil_server_has_read) */
 	static const char *const args[] = { "--limiter", "concurrency", "--limit", "2", "--key", "global",
 		                            "--query-faults", "--threads", "1", NULL };
 	struct test_server s;
