@@ -457,6 +457,43 @@ int testutil_free_port(void)
 	return port;
 }
 
+/* The receive queue of the server's end of our connection fd (from /proc/net/tcp); -1 when not listed. */
+static long server_rx_queue(int server_port, int fd)
+{
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+	char line[512];
+	unsigned lport, rport, st;
+	unsigned long tx, rx;
+	long q = -1;
+	FILE *f;
+
+	if (getsockname(fd, (struct sockaddr *)&me, &len) != 0 || !(f = fopen("/proc/net/tcp", "r")))
+		return -1;
+	while (q < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, " %*d: %*8x:%x %*8x:%x %x %lx:%lx", &lport, &rport, &st, &tx, &rx) == 5 &&
+		    lport == (unsigned)server_port && rport == ntohs(me.sin_port))
+			q = (long)rx;
+	fclose(f);
+	return q;
+}
+
+bool testutil_server_has_read(int server_port, const int *fds, int n, int timeout_ms)
+{
+	double deadline = testutil_mono_ms() + timeout_ms;
+
+	do {
+		int k = 0;
+
+		while (k < n && server_rx_queue(server_port, fds[k]) == 0)
+			k++;
+		if (k == n)
+			return true;
+		poll(NULL, 0, 1);
+	} while (testutil_mono_ms() < deadline);
+	return false;
+}
+
 bool testutil_one_line(const char *s)
 {
 	const char *nl = strchr(s, '\n');

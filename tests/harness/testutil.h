@@ -184,6 +184,15 @@ size_t testutil_raw_read(int fd, char *buf, size_t cap, int timeout_ms);
 /* testutil_raw_read that also stops once buf holds `end`. */
 size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, int timeout_ms);
 
+/*
+ * Wait at most timeout_ms until the server on 127.0.0.1:server_port has
+ * read what was sent on each of our n connections fds: the receive queues
+ * of its ends are empty (/proc/net/tcp).  With `serve --threads 1` the
+ * listener has one thread, which handles a request in the same turn as it
+ * reads it: a request sent after this is handled after those n.
+ */
+bool testutil_server_has_read(int server_port, const int *fds, int n, int timeout_ms);
+
 /* True when s holds exactly one line: its only newline is its last character. */
 bool testutil_one_line(const char *s);
 

@@ -201,6 +201,7 @@ struct slow_conn {
 	int fd;
 	bool first;              /* of the first wave: its close time is checked */
 	double opened_ms, next_ms, closed_ms;
+	double open_ms;          /* of the first wave: when the loop last saw it still open (after opened_ms) */
 	int lines;
 };
 
@@ -215,8 +216,10 @@ static void slow_open(struct slow_conn *c, int port, double now, bool first)
 	c->opened_ms = now;
 	/* spread the lines over the period, so the trickle is steady */
 	c->next_ms = now + (double)(rand() % SLOW_EVERY_MS);
-	if (first)
+	if (first) {
 		c->closed_ms = -1;
+		c->open_ms = now;
+	}
 	c->lines = 0;
 }
 
@@ -226,14 +229,18 @@ static void slow_check_closed(struct slow_conn *cs, struct pollfd *pf, int n, in
 	char buf[256];
 
 	for (int i = 0; i < n; i++) {
-		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+			if (cs[i].first)
+				cs[i].open_ms = now;
 			continue;
+		}
 		if (recv(cs[i].fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 			ck_abort_msg("the server answered a request head that never ended");
 		close(cs[i].fd);
 		if (cs[i].first) {
 			cs[i].first = false;
 			cs[i].closed_ms = now - cs[i].opened_ms;
+			cs[i].open_ms -= cs[i].opened_ms;
 		}
 		slow_open(&cs[i], port, now, false);
 	}
@@ -281,8 +288,12 @@ static CURL *probe_client(const struct test_server *s)
 	return c;
 }
 
-/* Run the attack and the probes for SLOW_RUN_MS; the probes' latencies into lat (all must be 200). */
-static void slow_run(const struct test_server *s, struct slow_conn *cs, struct pollfd *pf, double *lat)
+/*
+ * Run the attack and the probes for SLOW_RUN_MS; the probes' latencies into
+ * lat (all must be 200); how many probes ran.  A probe is due every
+ * 1/SLOW_PROBE_HZ s; a starved loop makes fewer, never a wrong one.
+ */
+static int slow_run(const struct test_server *s, struct slow_conn *cs, struct pollfd *pf, double *lat)
 {
 	CURL *c = probe_client(s);
 	double t0 = testutil_mono_ms(), now = t0;
@@ -305,37 +316,48 @@ static void slow_run(const struct test_server *s, struct slow_conn *cs, struct p
 		}
 	}
 	curl_easy_cleanup(c);
-	ck_assert_int_eq(probes, SLOW_PROBES);
+	ck_assert_msg(probes >= 1, "no probe ran during the attack");
+	return probes;
 }
 
 START_TEST(slowloris)
 {
 	static struct slow_conn cs[SLOW_CONNS];
 	static struct pollfd pf[SLOW_CONNS];
-	double lat[SLOW_PROBES], lo = 1e9, hi = 0;
+	double lat[SLOW_PROBES], lo = 1e9, hi = 0, seen = 0;
 	struct test_server s;
 	long closed;
+	int probes;
 
 	raise_nofile(2 * SLOW_CONNS + 256);
 	srand(15);
 	testutil_start(&s, NULL);
-	slow_run(&s, cs, pf, lat);
+	probes = slow_run(&s, cs, pf, lat);
 	for (int i = 0; i < SLOW_CONNS; i++) {
 		ck_assert_msg(cs[i].closed_ms >= 0, "slow connection %d was never closed", i);
 		lo = cs[i].closed_ms < lo ? cs[i].closed_ms : lo;
 		hi = cs[i].closed_ms > hi ? cs[i].closed_ms : hi;
+		seen = cs[i].open_ms > seen ? cs[i].open_ms : seen;
 		close(cs[i].fd);
 	}
-	qsort(lat, SLOW_PROBES, sizeof(lat[0]), cmp_double);
+	qsort(lat, (size_t)probes, sizeof(lat[0]), cmp_double);
 	closed = (long)stats_field(&s, "refused", "header_timeout");
 	fprintf(stderr, "slowloris: %d connections trickling a header line every %d ms; normal client p50 %.2f ms, "
-	        "p99 %.2f ms, max %.2f ms (%d probes, all 200); first wave closed %.2f-%.2f s after opening; "
-	        "%ld closed for a late head\n", SLOW_CONNS, SLOW_EVERY_MS, lat[SLOW_PROBES / 2],
-	        lat[SLOW_PROBES * 99 / 100], lat[SLOW_PROBES - 1], SLOW_PROBES, lo / 1e3, hi / 1e3, closed);
-	if (testutil_latency_goals())
+	        "p99 %.2f ms, max %.2f ms (%d of %d probes, all 200); first wave closed %.2f-%.2f s after opening "
+	        "(last seen open at %.2f s); %ld closed for a late head\n", SLOW_CONNS, SLOW_EVERY_MS, lat[probes / 2],
+	        lat[probes * 99 / 100], lat[probes - 1], probes, SLOW_PROBES, lo / 1e3, hi / 1e3, seen / 1e3, closed);
+	if (testutil_latency_goals()) {
+		ck_assert_int_eq(probes, SLOW_PROBES);
 		ck_assert_msg(lat[SLOW_PROBES * 99 / 100] < 100.0, "p99 %.2f ms >= 100 ms", lat[SLOW_PROBES * 99 / 100]);
-	/* the 10 s deadline, swept every 250 ms; trickled lines do not extend it */
-	ck_assert_msg(lo >= 9900 && hi < 12000, "closed %.0f-%.0f ms after opening, want 10-12 s", lo, hi);
+	}
+	/*
+	 * The 10 s deadline; trickled lines do not extend it.  However late this
+	 * loop ran: a close seen before 9.9 s came early, and a connection still
+	 * seen open at 12 s (the deadline, a timer's lateness, a late accept) was
+	 * closed late.
+	 */
+	ck_assert_msg(lo >= 9900, "closed %.0f ms after opening, want 10 s or more", lo);
+	ck_assert_msg(seen < 12000, "still open %.0f ms after opening, want closed by 12 s", seen);
 	ck_assert_int_ge(closed, SLOW_CONNS);
 	still_up_then_stop(&s);
 }
@@ -786,21 +808,6 @@ static int held_request(int port, const char *delay)
 	return fd;
 }
 
-/* Poll GET / until it answers want (bounded); returns the status last seen. */
-static long poll_until(const struct test_server *s, long want, int timeout_ms)
-{
-	double deadline = testutil_mono_ms() + timeout_ms;
-	long st;
-
-	do {
-		st = get_status(s, "/");
-		if (st == want)
-			return st;
-		poll(NULL, 0, 2);
-	} while (testutil_mono_ms() < deadline);
-	return st;
-}
-
 /*
  * Poll GET / until it is admitted with RateLimit r=1 under a concurrency
  * limit of 2: nothing else holds a slot (bounded).  True when seen.
@@ -836,40 +843,61 @@ static void hang_up(int fd, int i)
 	close(fd);
 }
 
-/* Hold both slots with two delayed requests and check that a third is refused. */
-static void hold_both(const struct test_server *s, const char *delay, int *a, int *b, int round)
+/* True when fd has an answer (or a close) waiting to be read. */
+static bool answered(int fd)
 {
-	ck_assert_msg(poll_all_free(s, 3000), "round %d: a slot stayed taken (leaked)", round);
-	/* the probe's own slot goes back just after its answer: let that happen first */
-	poll(NULL, 0, 20);
+	struct pollfd pf = { fd, POLLIN, 0 };
+
+	return poll(&pf, 1, 0) == 1;
+}
+
+/*
+ * Hold both slots with two delayed requests, then probe once: refused (429)
+ * while both are held.  A probe admitted is right only when a held request
+ * was answered first (its hold was over: a slow machine); false then, as
+ * that round did not judge the limit.
+ */
+static bool hold_both(const struct test_server *s, const char *delay, int *a, int *b, int round)
+{
+	long st;
+
+	ck_assert_msg(poll_all_free(s, 10000), "round %d: a slot stayed taken (leaked)", round);
 	*a = held_request(s->port, delay);
 	*b = held_request(s->port, delay);
-	/* let the server read both before probing, so the probe cannot take a slot first */
-	poll(NULL, 0, 20);
-	ck_assert_msg(poll_until(s, 429, 100) == 429, "round %d: a third request was admitted", round);
+	ck_assert_msg(testutil_server_has_read(s->port, (int[]){ *a, *b }, 2, 10000), "round %d: the server never read both", round);
+	st = get_status(s, "/");
+	if (st == 429)
+		return true;
+	ck_assert_msg(st == 200 && (answered(*a) || answered(*b)),
+	              "round %d: a third request was answered %ld while both were held", round, st);
+	return false;
 }
 
 START_TEST(disconnects)
 {
+	/* one listener thread: a request read before the probe is decided before it (testutil_server_has_read) */
 	static const char *const args[] = { "--limiter", "concurrency", "--limit", "2", "--key", "global",
-		                            "--query-faults", NULL };
+		                            "--query-faults", "--threads", "1", NULL };
 	struct test_server s;
-	int a, b;
+	int a, b, judged = 0;
 
 	testutil_start(&s, args);
 	/* 25 rounds: two requests take both slots (a third is refused), then both clients hang up. */
 	for (int i = 0; i < 25; i++) {
-		hold_both(&s, "150ms", &a, &b, i);
+		judged += hold_both(&s, "600ms", &a, &b, i);
 		hang_up(a, 2 * i);
 		hang_up(b, 2 * i + 1);
 	}
 	/* After 50 abandoned requests: exactly 2 slots, both usable at once, and not 3. */
-	hold_both(&s, "300ms", &a, &b, 25);
-	ck_assert_int_eq(raw_status(a, 3000), 200);
-	ck_assert_int_eq(raw_status(b, 3000), 200);
+	judged += hold_both(&s, "600ms", &a, &b, 25);
+	ck_assert_int_eq(raw_status(a, 10000), 200);
+	ck_assert_int_eq(raw_status(b, 10000), 200);
 	close(a);
 	close(b);
-	ck_assert(poll_all_free(&s, 3000));
+	ck_assert(poll_all_free(&s, 10000));
+	/* most rounds probed inside the hold (each has 600 ms for it) */
+	fprintf(stderr, "disconnects: %d of 26 probes came while both requests were held\n", judged);
+	ck_assert_msg(judged >= 13, "only %d of 26 probes came while both requests were held", judged);
 	still_up_then_stop(&s);
 }
 END_TEST
