@@ -22,7 +22,8 @@ serve_start() {
 	_serve_url=""
 	_serve_n=0
 	while [ $_serve_n -lt 100 ]; do   # at most 10 s
-		_serve_url=$(sed -n 's/^listening on //p' "$TMP/$_serve_name.out")
+		# the background child creates the file when it gets to run: until then there is none
+		_serve_url=$(sed -n 's/^listening on //p' "$TMP/$_serve_name.out" 2>/dev/null)
 		[ -n "$_serve_url" ] && break
 		kill -0 "$_serve_pid" 2>/dev/null || break   # it exited: no use waiting
 		sleep 0.1

@@ -37,10 +37,13 @@ done
 # serve FLAGS...: start a server on [::1], its URL in $URL
 serve() {
 	[ -n "$SPID" ] && { kill "$SPID"; wait "$SPID" 2>/dev/null; }
+	# The background child truncates the file when it gets to run: remove the previous
+	# server's file first, or its "listening on" line could be read as the new one's.
+	rm -f "$TMP/srv"
 	"$BIN" serve --bind ::1 --port 0 --quiet "$@" >"$TMP/srv" 2>&1 &
 	SPID=$!
 	i=0
-	while ! grep -q '^listening on ' "$TMP/srv"; do
+	while ! grep -q '^listening on ' "$TMP/srv" 2>/dev/null; do
 		i=$((i + 1))
 		[ $i -le 100 ] || fail "server did not start: $(cat "$TMP/srv")"
 		sleep 0.05
