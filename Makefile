@@ -113,6 +113,7 @@ SERVER_SRC := \
 	server/limit/limiter_token_bucket.c \
 	server/live.c \
 	server/proxy/upstream.c \
+	server/proxy/upstream_call.c \
 	server/serve.c \
 	server/server_args.c \
 	server/stats.c \
