@@ -141,6 +141,7 @@ HAMMER_SRC := \
 	hammer/report.c \
 	hammer/result.c \
 	hammer/result_codec.c \
+	hammer/result_text.c \
 	hammer/sim.c \
 	hammer/transport_curl.c \
 	hammer/transport_sim.c \
