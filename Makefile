@@ -82,6 +82,7 @@ SERVER_SRC := \
 	server/handlers/play.c \
 	server/handlers/room.c \
 	server/handlers/scenario.c \
+	server/handlers/scenario_server.c \
 	server/handlers/scenario_script.c \
 	server/http/addr_count.c \
 	server/http/admin.c \
