@@ -17,7 +17,7 @@
 
 /* What every call of one client shares with the client's thread (a part of struct upstream). */
 struct upstream_hub {
-	CURLM *multi;                /* woken when a reader made room or let go */
+	CURLM *multi;                /* the client's; a call wakes it when its reader made room or let go */
 	_Atomic uint64_t buffered;   /* the bodies' capacity held by live calls */
 	uint64_t max_buffered;       /* its bound */
 	_Atomic bool resume_any;     /* some call's reader made room: look for calls to resume */
