@@ -82,6 +82,7 @@ SERVER_SRC := \
 	server/handlers/play.c \
 	server/handlers/room.c \
 	server/handlers/scenario.c \
+	server/handlers/scenario_server.c \
 	server/handlers/scenario_script.c \
 	server/http/addr_count.c \
 	server/http/admin.c \
@@ -113,6 +114,7 @@ SERVER_SRC := \
 	server/limit/limiter_token_bucket.c \
 	server/live.c \
 	server/proxy/upstream.c \
+	server/proxy/upstream_call.c \
 	server/serve.c \
 	server/server_args.c \
 	server/stats.c \
@@ -140,6 +142,7 @@ HAMMER_SRC := \
 	hammer/report.c \
 	hammer/result.c \
 	hammer/result_codec.c \
+	hammer/result_text.c \
 	hammer/sim.c \
 	hammer/transport_curl.c \
 	hammer/transport_sim.c \

@@ -14,6 +14,7 @@
 #include "hammer/join_impl.h"
 #include "hammer/report.h"
 #include "hammer/result_codec.h"
+#include "hammer/result_text.h"
 
 int join_publish(struct join *j, const struct hammer_result *r, const json_t *config, char *err, size_t errlen)
 {
@@ -147,14 +148,14 @@ static int take_in(struct collect *c, uint32_t i, char *err, size_t errlen)
 /*
  * The len bytes of the string at key k (len at most the bound), read in
  * pieces of JOIN_READ_CHUNK so that hiredis never holds more than a piece,
- * squeezed as result_codec_text_add does: a new malloc'd buffer with its
+ * squeezed as result_text_add does: a new malloc'd buffer with its
  * length in *got.  NULL with *gone set when Redis is gone, or without it
  * when the key is no string (why says so) or memory ran out.
  */
 static char *read_value(struct join *j, const char *k, size_t len, uint64_t deadline, size_t *got, bool *gone,
                         char *why, size_t wl)
 {
-	struct result_codec_text t = { malloc(len > 0 ? len : 1), 0, false, false, false };
+	struct result_text t = { malloc(len > 0 ? len : 1), 0, false, false, false };
 	size_t raw = 0;
 
 	*gone = false;
@@ -173,7 +174,7 @@ static char *read_value(struct join *j, const char *k, size_t len, uint64_t dead
 			free(t.buf);
 			return NULL;
 		}
-		result_codec_text_add(&t, r->str, r->len);
+		result_text_add(&t, r->str, r->len);
 		raw += r->len;
 		shrank = r->len < want;
 		freeReplyObject(r);
@@ -206,7 +207,7 @@ static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t 
 	freeReplyObject(r);
 	if (len == 0)
 		return 0;
-	if (len < 0 || len > RESULT_CODEC_MAX_BYTES) {
+	if (len < 0 || len > RESULT_TEXT_MAX_BYTES) {
 		corrupt(c, i, len < 0 ? "its key is not a string" : "it is larger than the bound");
 		return 0;
 	}
@@ -214,7 +215,7 @@ static int fetch_result(struct join *j, struct collect *c, uint32_t i, uint64_t 
 	text = read_value(j, k, (size_t)len, deadline, &got, &gone, why, sizeof(why));
 	if (text == NULL && gone)
 		return join_conn_fail(&j->conn, err, errlen);
-	c->res[i] = text != NULL ? result_codec_parse(text, got, why, sizeof(why)) : NULL;
+	c->res[i] = text != NULL ? result_text_parse(text, got, why, sizeof(why)) : NULL;
 	free(text);
 	if (c->res[i] == NULL)
 		corrupt(c, i, why);
@@ -345,7 +346,7 @@ int join_collect(struct join *j, struct hammer_result *dst, struct join_summary 
 	memset(s, 0, sizeof(*s));
 	memset(dst, 0, sizeof(*dst));
 	s->nodes = j->nodes;
-	result_codec_malloc_tune();
+	result_text_malloc_tune();
 	if (c.res == NULL || c.state == NULL || c.why == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto free_c;

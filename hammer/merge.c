@@ -15,6 +15,7 @@
 #include "hammer/plot.h"
 #include "hammer/report.h"
 #include "hammer/result_codec.h"
+#include "hammer/result_text.h"
 #include "common/timeline.h"
 
 #define MERGE_MAX_FILES 256
@@ -173,7 +174,7 @@ static int load_file(struct file_in *fi, bool *missing)
 {
 	char why[200];
 
-	fi->doc = result_codec_load_file(fi->path, missing, why, sizeof(why));
+	fi->doc = result_text_load_file(fi->path, missing, why, sizeof(why));
 	if (fi->doc == NULL)
 		return snprintf(fi->why, sizeof(fi->why), "cannot read %s: %s", fi->path, why), -1;
 	fi->raw = json_object_get(fi->doc, "raw");
@@ -406,7 +407,7 @@ int merge_main(int argc, char **argv)
 		expect_free(o.expect);
 		return cli_exit(&MERGE_CLI, rc, err);
 	}
-	result_codec_malloc_tune();
+	result_text_malloc_tune();
 	if (strncmp(o.inputs[0], "redis://", 8) == 0) {
 		rc = from_redis(&o, &j, &m, err, sizeof(err));
 	} else if ((files = calloc(o.ninputs, sizeof(*files))) == NULL) {

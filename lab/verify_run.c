@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "lab/verify_child.h"
+#include "server/handlers/scenario_server.h"
 #include "server/server.h"
 
 #define POLL_NS (2ULL * 1000000ULL)
@@ -45,7 +46,7 @@ static struct server *start_server(struct scenario *sc, unsigned clients, const 
 	if (upstream)
 		snprintf(cfg->upstream, sizeof(cfg->upstream), "%s", upstream);
 	cfg->threads = clients < 4 ? 4 : clients;  /* scripted delays hold no thread, but clients come at once */
-	if (scenario_register(cfg, sc) < 0)
+	if (scenario_server_register(cfg, sc) < 0)
 		snprintf(err, errlen, "cannot add the scenario");
 	else
 		srv = server_start(cfg, err, errlen);

@@ -23,6 +23,7 @@
 #include "server/handlers/occ.h"
 #include "server/handlers/room.h"
 #include "server/handlers/scenario.h"
+#include "server/handlers/scenario_server.h"
 #include "server/store/store_redis.h"
 
 /* The exit code of a second SIGINT/SIGTERM during the drain (serve --help says it). */
@@ -179,7 +180,7 @@ static int wire(struct serve_parts *p)
 		fprintf(stderr, "ratelab serve: cannot add /room\n");
 		return 1;
 	}
-	if (p->scn && scenario_register(cfg, p->scn) != 0) {
+	if (p->scn && scenario_server_register(cfg, p->scn) != 0) {
 		fprintf(stderr, "ratelab serve: cannot add the scenario\n");
 		return 1;
 	}

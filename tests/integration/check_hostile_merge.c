@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hammer/result_codec.h"
+#include "hammer/result_text.h"
 #include "tests/harness/testutil.h"
 
 /*
@@ -181,14 +182,14 @@ static void bound_file(const char *good, const char *path, long extra)
 	json_object_set_new(json_object_get(j, "config"), "pad", json_string("@PAD@"));
 	skel = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	text = testutil_bound_text(skel, RESULT_CODEC_MAX_VALUES, RESULT_CODEC_MAX_STRINGS, RESULT_CODEC_MAX_BYTES, extra);
-	testutil_json_cost(text, RESULT_CODEC_MAX_BYTES, &values, &strings);
-	ck_assert_uint_eq(strings, RESULT_CODEC_MAX_STRINGS);
-	ck_assert(extra > 0 ? values > RESULT_CODEC_MAX_VALUES
-	                    : values <= RESULT_CODEC_MAX_VALUES && values + 5 > RESULT_CODEC_MAX_VALUES);
+	text = testutil_bound_text(skel, RESULT_TEXT_MAX_VALUES, RESULT_TEXT_MAX_STRINGS, RESULT_TEXT_MAX_BYTES, extra);
+	testutil_json_cost(text, RESULT_TEXT_MAX_BYTES, &values, &strings);
+	ck_assert_uint_eq(strings, RESULT_TEXT_MAX_STRINGS);
+	ck_assert(extra > 0 ? values > RESULT_TEXT_MAX_VALUES
+	                    : values <= RESULT_TEXT_MAX_VALUES && values + 5 > RESULT_TEXT_MAX_VALUES);
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
-	ck_assert_uint_eq(fwrite(text, 1, RESULT_CODEC_MAX_BYTES, f), RESULT_CODEC_MAX_BYTES);
+	ck_assert_uint_eq(fwrite(text, 1, RESULT_TEXT_MAX_BYTES, f), RESULT_TEXT_MAX_BYTES);
 	ck_assert_int_eq(fclose(f), 0);
 	free(text);
 	free(skel);
@@ -200,7 +201,7 @@ static void bound_file(const char *good, const char *path, long extra)
  * for one file; 22.3 MB for twelve, 30 MB in about one run in ten: 3.7).
  */
 #define RSS_RATIO 4
-#define RSS_MAX_KB ((long)RSS_RATIO * (RESULT_CODEC_MAX_BYTES >> 10))
+#define RSS_MAX_KB ((long)RSS_RATIO * (RESULT_TEXT_MAX_BYTES >> 10))
 
 /*
  * A 42 MB file, one of 7 MB in 3.5 million values and the largest file read
@@ -237,14 +238,14 @@ START_TEST(huge_files_bounded)
 	ck_assert_msg(rc == 3, "one row over the bound: exit %d", rc);
 	rc = testutil_run_rss((const char *[]){ "merge", good, at, "--expect", "requests>=1", NULL }, &rss);
 	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss <= RSS_MAX_KB), "at the bound: exit %d, %ld KB (%.2f times)", rc,
-	              rss, (double)rss * 1024 / RESULT_CODEC_MAX_BYTES);
+	              rss, (double)rss * 1024 / RESULT_TEXT_MAX_BYTES);
 	for (int i = 2; i < 14; i++)
 		twelve[i] = at;
 	twelve[14] = "--expect";
 	twelve[15] = "requests>=1";
 	rc = testutil_run_rss(twelve, &rss);
 	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss <= RSS_MAX_KB), "12 at the bound: exit %d, %ld KB (%.2f times)",
-	              rc, rss, (double)rss * 1024 / RESULT_CODEC_MAX_BYTES);
+	              rc, rss, (double)rss * 1024 / RESULT_TEXT_MAX_BYTES);
 	remove_dir(dir);
 }
 END_TEST

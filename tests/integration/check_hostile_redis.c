@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hammer/result_codec.h"
+#include "hammer/result_text.h"
 #include "tests/harness/redis_proc.h"
 #include "tests/harness/testutil.h"
 
@@ -380,7 +381,7 @@ static char *result_text(int i, int nodes, long extra)
 	         "\"lateness\":{\"count\":0,\"min\":0,\"max\":0,\"sum\":0.0,\"buckets\":[]},"
 	         "\"by_start\":null,\"servers\":[],\"timeline\":{\"interval_ns\":100000000,\"codes\":[],"
 	         "\"rows\":\"@ROWS@\"}}}", i, nodes);
-	return testutil_bound_text(skel, RESULT_CODEC_MAX_VALUES, RESULT_CODEC_MAX_STRINGS, RESULT_CODEC_MAX_BYTES, extra);
+	return testutil_bound_text(skel, RESULT_TEXT_MAX_VALUES, RESULT_TEXT_MAX_STRINGS, RESULT_TEXT_MAX_BYTES, extra);
 }
 
 /*
@@ -389,7 +390,7 @@ static char *result_text(int i, int nodes, long extra)
  * for one result; 22.9 MB for twelve).
  */
 #define RSS_RATIO 4
-#define RSS_MAX_KB ((long)RSS_RATIO * (RESULT_CODEC_MAX_BYTES >> 10))
+#define RSS_MAX_KB ((long)RSS_RATIO * (RESULT_TEXT_MAX_BYTES >> 10))
 
 /* Results of run `name` for nodes 0..n-1 (node i's from result_text with extra(i)), then merge redis://: its exit. */
 static int merge_planted(redisContext *c, const char *name, int n, long extra_of_last, long *rss)
@@ -432,10 +433,10 @@ START_TEST(many_results_at_the_bound)
 	ck_assert_msg(rc == 3, "one row over the bound: exit %d", rc);
 	rc = merge_planted(c, "one", 1, 0, &rss);
 	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss <= RSS_MAX_KB), "one at the bound: exit %d, %ld KB (%.2f times)",
-	              rc, rss, (double)rss * 1024 / RESULT_CODEC_MAX_BYTES);
+	              rc, rss, (double)rss * 1024 / RESULT_TEXT_MAX_BYTES);
 	rc = merge_planted(c, "many", 12, 0, &rss);
 	ck_assert_msg(rc == 0 && (!RSS_CHECKED || rss <= RSS_MAX_KB), "12 at the bound: exit %d, %ld KB (%.2f times)",
-	              rc, rss, (double)rss * 1024 / RESULT_CODEC_MAX_BYTES);
+	              rc, rss, (double)rss * 1024 / RESULT_TEXT_MAX_BYTES);
 	redisFree(c);
 }
 END_TEST

@@ -387,8 +387,10 @@ START_TEST(curl_with_retry_passes)
 	run_verify(&r, ARGS, 30000);
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.out);
 	ck_assert_has(r.out, "PASS  succeeds");
-	/* curl's 2 s and then the machine's lag: 2.0 quiet, 2.1 under ASan on a busy machine */
-	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.");
+	/* the PASS says the wait was at least the 2 s asked, within the 50 ms tolerance: curl's 2 s,
+	 * then the machine's lag (2.0 quiet, 2.1 under ASan on a busy machine; 1.999 once, the 429
+	 * stamped as sent a millisecond after curl had it) */
+	ck_assert_has(r.out, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited ");
 	ck_assert_has(r.out, "PASS  max-attempts<=3          attempts: 127.0.0.1=3");
 	ck_assert_has(r.out, "3 of 3 expectations hold");
 	ck_assert_has(r.err, "scenario retry-after-seconds step 3: 200");  /* curl's stdout */
@@ -1310,7 +1312,7 @@ START_TEST(listen_grades_an_app_it_did_not_start)
 	ck_assert_has(text, "GET    127.0.0.1          /api -> 429  (asked to wait 2.000s)\n");
 	ck_assert_has(text, "PASS  succeeds                 1 of 1 clients ended on a 2xx (seen from the server: no "
 	                    "command)\n");
-	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.");  /* 2 s + lag */
+	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited ");  /* 2 s + lag, within tolerance */
 	ck_assert_has(text, "PASS  max-attempts<=3          attempts: 127.0.0.1=3\n");
 }
 END_TEST
@@ -1425,7 +1427,7 @@ START_TEST(listen_in_front_of_an_upstream)
 	ck_assert_has(text, "GET    127.0.0.1          /api -> 429  (asked to wait 2.000s)\n");
 	ck_assert_has(text, "GET    127.0.0.1          /api -> 200 from the upstream\n");
 	ck_assert_has(text, "PASS  succeeds                 1 of 1 clients ended on a 2xx");
-	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited 2.");
+	ck_assert_has(text, "PASS  honours-retry-after      127.0.0.1: asked 2.000s, waited ");
 	ck_assert_has(text, "PASS  max-attempts<=3          attempts: 127.0.0.1=3\n");
 
 	st = listen_upstream(URLLIB_HASTY, up.url, app, sizeof(app), text, sizeof(text));

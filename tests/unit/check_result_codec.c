@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "hammer/report.h"
 #include "hammer/result_codec.h"
+#include "hammer/result_text.h"
 
 /* A result with every kind of figure: statuses, errors, give-ups, both histograms, both timelines, two servers. */
 static void busy_result(struct hammer_result *r)
@@ -196,7 +197,7 @@ static char *array_of(const char *item, size_t n, size_t *len)
 /* Parsed (and freed) or refused; err then. */
 static bool parses(const char *text, size_t len, char *err, size_t errlen)
 {
-	json_t *o = result_codec_parse(text, len, err, errlen);
+	json_t *o = result_text_parse(text, len, err, errlen);
 
 	json_decref(o);
 	return o != NULL;
@@ -209,7 +210,7 @@ static bool parses(const char *text, size_t len, char *err, size_t errlen)
  */
 START_TEST(parse_is_bounded)
 {
-	size_t big = RESULT_CODEC_MAX_BYTES + 1, len;
+	size_t big = RESULT_TEXT_MAX_BYTES + 1, len;
 	char *text = malloc(big), err[200] = "";
 
 	ck_assert_ptr_nonnull(text);
@@ -223,22 +224,22 @@ START_TEST(parse_is_bounded)
 	ck_assert_str_eq(err, "larger than 8 MiB");
 	free(text);
 	/* {"a":[0,...]}: 1 + 3 (the object) + 1 (the array) + n - 1 (commas) = n + 4 values */
-	text = array_of("0", RESULT_CODEC_MAX_VALUES - 4, &len);
+	text = array_of("0", RESULT_TEXT_MAX_VALUES - 4, &len);
 	ck_assert_msg(parses(text, len, err, sizeof(err)), "%s", err);
 	free(text);
-	text = array_of("0", RESULT_CODEC_MAX_VALUES - 3, &len);
+	text = array_of("0", RESULT_TEXT_MAX_VALUES - 3, &len);
 	ck_assert(!parses(text, len, err, sizeof(err)));
 	ck_assert_str_eq(err, "more than 150000 JSON values (a shorter run, or a longer --interval)");
 	free(text);
 	/* n objects: 4n + 4 */
-	text = array_of("{}", (RESULT_CODEC_MAX_VALUES - 4) / 4, &len);
+	text = array_of("{}", (RESULT_TEXT_MAX_VALUES - 4) / 4, &len);
 	ck_assert_msg(parses(text, len, err, sizeof(err)), "%s", err);
 	free(text);
-	text = array_of("{}", (RESULT_CODEC_MAX_VALUES - 4) / 4 + 1, &len);
+	text = array_of("{}", (RESULT_TEXT_MAX_VALUES - 4) / 4 + 1, &len);
 	ck_assert(!parses(text, len, err, sizeof(err)) && strstr(err, "more than 150000 JSON values"));
 	free(text);
 	/* {"a":"\"xx...x"}: the key's 1 byte and 262,143 in the string (an escape counted as written), then one more */
-	len = 7 + RESULT_CODEC_MAX_STRINGS;
+	len = 7 + RESULT_TEXT_MAX_STRINGS;
 	text = malloc(len + 1);
 	ck_assert_ptr_nonnull(text);
 	memcpy(text, "{\"a\":\"\\\"", 8);
@@ -271,10 +272,10 @@ START_TEST(text_is_squeezed)
 	char buf[sizeof(in)];
 
 	for (size_t cut = 0; cut <= strlen(in); cut++) {
-		struct result_codec_text t = { buf, 0, false, false, false };
+		struct result_text t = { buf, 0, false, false, false };
 
-		result_codec_text_add(&t, in, cut);
-		result_codec_text_add(&t, in + cut, strlen(in) - cut);
+		result_text_add(&t, in, cut);
+		result_text_add(&t, in + cut, strlen(in) - cut);
 		ck_assert_uint_eq(t.len, strlen(want));
 		ck_assert_msg(memcmp(buf, want, t.len) == 0, "cut at %zu: %.*s", cut, (int)t.len, buf);
 	}
