@@ -507,6 +507,12 @@ static long long body_bytes(int fd)
 	return body;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define STREAM_RSS_BOUND_KB 49152
+#else
+#define STREAM_RSS_BOUND_KB 32768
+#endif
+
 /*
  * The answer is streamed: a 64 MB answer whose client does not read holds
  * one window (UPSTREAM_WINDOW, 64 KiB) in the proxy while its transfer is
@@ -536,8 +542,10 @@ START_TEST(streamed_within_a_window)
 	free(b);
 	ck_assert_int_eq(body_bytes(fd), 64000000);
 	close(fd);
-	/* Held whole, the answer alone would have added 64 MB (62500 KiB); under ASan, its shadow and quarantine add some. */
-	ck_assert_msg(peak_rss_kb(px.pid) - before < 32768, "peak RSS grew from %ld to %ld KiB", before,
+	/* Held whole, the answer alone would have added 64 MB (62500 KiB, and its shadow under ASan);
+	 * streamed, under half of that, or under 48 MiB with ASan, whose quarantine keeps the freed
+	 * windows resident for a while (32 MiB was passed by 34-39 MiB there, on main too) */
+	ck_assert_msg(peak_rss_kb(px.pid) - before < STREAM_RSS_BOUND_KB, "peak RSS grew from %ld to %ld KiB", before,
 	              peak_rss_kb(px.pid));
 	ck_assert_int_eq(buffered_settles(&px), 0);
 	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
