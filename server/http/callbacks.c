@@ -322,7 +322,9 @@ void callbacks_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	 * left): it was never in flight.
 	 */
 	limited_end(s, rq);
-	proxied_end(rq);
+	/* Only a proxying server gives a request an upstream call or a kept target (callbacks_uri). */
+	if (proxied_wants(s))
+		proxied_end(rq);
 	if (rq->phase != REQUEST_LINE)
 		lifecycle_end(&s->life);
 	if (rq->pooled && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)

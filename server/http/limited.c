@@ -239,7 +239,7 @@ enum MHD_Result limited_serve(struct server *s, struct MHD_Connection *c, struct
 		return MHD_YES;
 	if ((rq->phase == REQUEST_DECIDED || rq->phase == REQUEST_HELD) && enter_backend(s, c, rq))
 		return MHD_YES;
-	if (proxied_start(s, c, rq))
+	if (proxied_wants(s) && proxied_start(s, c, rq))
 		return MHD_YES;
 	return answer(s, c, rq, now);
 }
