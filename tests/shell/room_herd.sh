@@ -56,23 +56,27 @@ while [ "$i" -le "$PAGES" ]; do
 	i=$((i + 1))
 done
 # Every page has its clock's offset from a few samples, and its stream open, before the herd is armed.
+ready=0
 i=1
 while [ "$i" -le "$PAGES" ]; do
 	eval "CDP_SESSION=\$S_$i"
-	n=0
-	while [ "$(cdp_eval "String(window.ratelabPlay.room.samples >= 5 && window.ratelabPlay.room.stream)")" != true ] && [ "$n" -lt 100 ]; do
-		n=$((n + 1))
-		sleep 0.1
-	done
+	[ "$(cdp_until "String(window.ratelabPlay.room.samples >= 5 && window.ratelabPlay.room.stream)" true 10)" = true ] &&
+		ready=$((ready + 1))
 	i=$((i + 1))
 done
+# What follows waits on every page: when the setup did not hold, stop here, not 30 waits later.
+check "all $PAGES pages have their clock's offset and their stream ($ready)" [ "$ready" = "$PAGES" ]
+[ "$ready" = "$PAGES" ] || { check_done room_herd; exit 1; }
 
 cdp_page "$URL/dashboard" 1024 768
 DASH=$CDP_SESSION
+# The button exists once the page has loaded (on a busy machine, a click before that armed nothing).
+cdp_until "String(!!document.getElementById('arm') && !!document.getElementById('herd-policy'))" true 20 >/dev/null
 cdp_eval "document.getElementById('herd-policy').value = 'retry-after'; document.getElementById('arm').click(); 1" >/dev/null
 n=0
 while [ "$(room herd.id)" != 1 ] && [ "$n" -lt 50 ]; do n=$((n + 1)); sleep 0.1; done
 check "the dashboard's button armed herd #1" [ "$(room herd.id)" = 1 ]
+[ "$(room herd.id)" = 1 ] || { check_done room_herd; exit 1; }
 check "the herd runs Retry-After + jitter" [ "$(room herd.policy)" = retry-after ]
 
 n=0
@@ -80,6 +84,7 @@ while [ "$(room started)" != "$PAGES" ] && [ "$n" -lt 200 ]; do n=$((n + 1)); sl
 started=$(room started)
 spread=$(room spread_ms)
 check "all $PAGES pages started ($started)" [ "$started" = "$PAGES" ]
+[ "$started" = "$PAGES" ] || { check_done room_herd; exit 1; }
 echo "     start spread: ${spread} ms between the first and the last page's start, on the server's clock"
 [ -z "${ROOM_HERD_SPREAD:-}" ] || echo "$spread" >>"$ROOM_HERD_SPREAD"
 
