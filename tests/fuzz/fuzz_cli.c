@@ -8,6 +8,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/cli.h"
@@ -65,9 +66,16 @@ static void no_usage(FILE *f)
 
 static const struct cli_command CMD = { "fuzz", no_usage, NULL };
 
-static void check_line(int rc, const char *err)
+/* cli_parse's contract: 0, 1 (--help), -1 with one line, or 2 for `CMD --cli-options` alone. */
+static void check_line(int rc, const char *err, int argc, char **argv)
 {
-	if (rc != 0 && rc != 1 && rc != -1)
+	bool options = argc == 2 && strcmp(argv[1], "--cli-options") == 0;
+
+	if (rc == 2 && !options)
+		abort();
+	if (options && rc != 2)
+		abort();
+	if (rc != 0 && rc != 1 && rc != -1 && rc != 2)
 		abort();
 	if (rc == -1 && (strncmp(err, "ratelab fuzz: ", 14) != 0 || strpbrk(err, "\r\n") != NULL))
 		abort();
@@ -107,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[argc] = NULL;
 	memset(&o, 0, sizeof(o));
 	rc = cli_parse(&CMD, &g, 1, argc, argv, err, sizeof(err));
-	check_line(rc, err);
+	check_line(rc, err, argc, argv);
 	if (rc == 0)
 		check_values(&o, argc, argv);
 	{
@@ -119,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(&occ, 0, sizeof(occ));
 		store_redis_cli_init(&store);
 		rc = cli_parse(&CMD, serve, 3, argc, argv, err, sizeof(err));
-		check_line(rc, err);
+		check_line(rc, err, argc, argv);
 		if (rc == 0 && (sa.cfg.threads < 1 || sa.cfg.threads > 64 || sa.cfg.port > 65535))
 			abort();
 	}
