@@ -790,3 +790,21 @@ bool testutil_latency_goals(void)
 
 	return v != NULL && strcmp(v, "1") == 0;
 }
+
+long testutil_proc_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t fl = strlen(field);
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':')
+			kb = strtol(line + fl + 1, NULL, 10);
+	fclose(f);
+	return kb;
+}

@@ -208,4 +208,7 @@ struct testutil_case {
  */
 Suite *testutil_suite_per_test(const char *name, const struct testutil_case *tests, size_t n, double timeout_s);
 
+/* A /proc/PID/status field in kB ("VmRSS", "VmHWM"), or -1 when it cannot be read. */
+long testutil_proc_kb(pid_t pid, const char *field);
+
 #endif

@@ -139,25 +139,6 @@ static long long stats_field(const struct test_server *s, const char *k1, const 
 	return v;
 }
 
-/* A /proc/PID/status field in kB (VmRSS, VmHWM), or -1. */
-static long proc_kb(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	size_t fl = strlen(field);
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, field, fl) == 0 && line[fl] == ':')
-			kb = strtol(line + fl + 1, NULL, 10);
-	fclose(f);
-	return kb;
-}
-
 /* The server still answers, then stops cleanly. */
 static void still_up_then_stop(struct test_server *s)
 {
@@ -697,12 +678,12 @@ START_TEST(key_flood)
 
 	testutil_start(&s, args);
 	ck_assert_int_eq(flood(&s, 0, FLOOD_CAP), FLOOD_CAP);
-	rss_cap = proc_kb(s.pid, "VmRSS");
+	rss_cap = testutil_proc_kb(s.pid, "VmRSS");
 	/* the table is sharded, each shard capped at its share: at most the cap so far */
 	ck_assert_int_le(stats_field(&s, "live_keys", NULL), FLOOD_CAP);
 	ck_assert_int_eq(flood(&s, FLOOD_CAP, FLOOD_KEYS - FLOOD_CAP), FLOOD_KEYS - FLOOD_CAP);
-	rss_end = proc_kb(s.pid, "VmRSS");
-	hwm = proc_kb(s.pid, "VmHWM");
+	rss_end = testutil_proc_kb(s.pid, "VmRSS");
+	hwm = testutil_proc_kb(s.pid, "VmHWM");
 	ck_assert_int_eq(stats_field(&s, "live_keys", NULL), FLOOD_CAP);
 	ck_assert_int_eq(stats_field(&s, "evictions", NULL), FLOOD_KEYS - FLOOD_CAP);
 	/* the route's own count: "status" also counts the unlimited /stats and /healthz answers */
@@ -736,7 +717,7 @@ START_TEST(large_state_flood)
 
 	testutil_start(&s, args);
 	ck_assert_int_eq(flood(&s, 0, keys), keys);
-	hwm = proc_kb(s.pid, "VmHWM");
+	hwm = testutil_proc_kb(s.pid, "VmHWM");
 	ck_assert_int_eq(stats_field(&s, "live_keys", NULL), cap);
 	ck_assert_int_eq(stats_field(&s, "evictions", NULL), keys - cap);
 	fprintf(stderr, "large-state flood: %d keys, sliding-log --limit 1000: peak RSS %ld kB\n", keys, hwm);
@@ -760,7 +741,7 @@ START_TEST(huge_cap_starts_small)
 		testutil_start(&s, args);
 		ms = testutil_mono_ms() - t0;
 		best = ms < best ? ms : best;
-		rss = proc_kb(s.pid, "VmRSS");
+		rss = testutil_proc_kb(s.pid, "VmRSS");
 		ck_assert_int_eq(get_status(&s, "/"), 200);
 		still_up_then_stop(&s);
 	}

@@ -396,22 +396,6 @@ START_TEST(late_subscriber_gets_the_last_minute)
 }
 END_TEST
 
-static long rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /* A socket from 127.0.0.<src> that asks for /events and never reads: a receive buffer as small as the kernel allows. */
 static int idle_subscriber(int port, int src)
 {
@@ -526,7 +510,7 @@ START_TEST(idle_subscribers_cost_nothing)
 	json_t *h, *lat;
 
 	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
-	before = rss_kb(s.pid);
+	before = testutil_proc_kb(s.pid, "VmRSS");
 	for (int i = 0; i < IDLE_SUBSCRIBERS; i++)
 		fds[i] = idle_subscriber(s.port, 2 + i % 8);
 	wait_subscribers(&s, 32, IDLE_SUBSCRIBERS - 32);
@@ -538,7 +522,7 @@ START_TEST(idle_subscribers_cost_nothing)
 		ck_assert_msg(json_real_value(json_object_get(lat, "p99")) < 5.0, "p99 %.3f ms",
 		              json_real_value(json_object_get(lat, "p99")));
 	ck_assert_int_eq(testutil_jint(h, "ok", NULL), 4000);
-	after = rss_kb(s.pid);
+	after = testutil_proc_kb(s.pid, "VmRSS");
 	ck_assert_msg(after - before < 32 * 1024, "RSS %ld kB -> %ld kB", before, after);
 	json_decref(h);
 	for (int i = 0; i < IDLE_SUBSCRIBERS; i++)

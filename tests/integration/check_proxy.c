@@ -461,23 +461,6 @@ static int small_window_connect(int port)
 	return fd;
 }
 
-/* The proxy's peak resident memory (VmHWM), in KiB; -1 when unreadable. */
-static long peak_rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /* Read fd to its end (at most 30 s); the bytes after the head (the first blank line), or -1 when there was none. */
 static long long body_bytes(int fd)
 {
@@ -532,7 +515,7 @@ START_TEST(streamed_within_a_window)
 
 	ck_assert_int_eq(py_start(&u), 0);
 	proxy_start(&px, u.url, args);
-	before = peak_rss_kb(px.pid);
+	before = testutil_proc_kb(px.pid, "VmHWM");
 	ck_assert_int_gt(before, 0);
 	ck_assert_int_ge(fd = small_window_connect(px.port), 0);
 	ck_assert_int_eq(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
@@ -545,8 +528,8 @@ START_TEST(streamed_within_a_window)
 	/* Held whole, the answer alone would have added 64 MB (62500 KiB, and its shadow under ASan);
 	 * streamed, under half of that, or under 48 MiB with ASan, whose quarantine keeps the freed
 	 * windows resident for a while (32 MiB was passed by 34-39 MiB there, on main too) */
-	ck_assert_msg(peak_rss_kb(px.pid) - before < STREAM_RSS_BOUND_KB, "peak RSS grew from %ld to %ld KiB", before,
-	              peak_rss_kb(px.pid));
+	ck_assert_msg(testutil_proc_kb(px.pid, "VmHWM") - before < STREAM_RSS_BOUND_KB, "peak RSS grew from %ld to %ld KiB", before,
+	              testutil_proc_kb(px.pid, "VmHWM"));
 	ck_assert_int_eq(buffered_settles(&px), 0);
 	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
 	py_stop(&u);
