@@ -165,9 +165,12 @@ static void reap(struct upstream *u)
 	while ((m = curl_multi_info_read(u->hub.multi, &left))) {
 		if (m->msg != CURLMSG_DONE || curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c) != CURLE_OK)
 			continue;
-		if (curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
-			status = 0;
-		c->status = (int)status;
+		/* Once the head is out its caller reads status unlocked: it is set then, and stays. */
+		if (!c->head) {
+			if (curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
+				status = 0;
+			c->status = (int)status;
+		}
 		c->result = classify(c, m->data.result);
 		active_unlink(u, c);
 		if (curl_multi_remove_handle(u->hub.multi, c->easy) == CURLM_OK)
@@ -236,15 +239,17 @@ static void resume_paused(struct upstream *u)
 	if (!atomic_exchange(&u->hub.resume_any, false))
 		return;
 	for (struct upstream_call *c = u->active; c; c = c->next) {
-		bool go;
+		bool go, left;
 
 		pthread_mutex_lock(&c->lock);
 		go = c->resume;
+		left = c->released;
 		c->resume = false;
 		if (go)
 			c->paused = false;
 		pthread_mutex_unlock(&c->lock);
-		if (go && curl_easy_pause(c->easy, CURLPAUSE_CONT) != CURLE_OK)
+		/* A caller that let go is resumed so that on_body refuses the bytes: that failure is the point. */
+		if (go && curl_easy_pause(c->easy, CURLPAUSE_CONT) != CURLE_OK && !left)
 			fprintf(stderr, "ratelab: upstream: curl_easy_pause failed\n");
 	}
 }
