@@ -1284,21 +1284,43 @@ static void gets_then_reset(int port, int n)
 		ck_assert_int_eq(connect(fd[i], (struct sockaddr *)&a, sizeof(a)), 0);
 		ck_assert_int_eq(send(fd[i], req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
 	}
-	testutil_sleep_ms(2);
+	/* The server has read every request (so each decision is on its way to Redis) before the resets. */
+	ck_assert_msg(testutil_server_has_read(port, fd, n, 5000), "the server did not read the %d requests in 5 s", n);
 	for (int i = 0; i < n; i++) {
 		setsockopt(fd[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		close(fd[i]);
 	}
 }
 
-/* Busy Redis for 20 ms: a script that spins on TIME holds its only thread (CLIENT PAUSE has 100 ms steps). */
-static void *redis_busy_20ms(void *arg)
+/*
+ * Busy Redis for 20 ms: a script that spins on TIME holds its only thread
+ * (CLIENT PAUSE has 100 ms steps).  Returns once Redis has read the script
+ * (the receive queue of its end of the connection is empty), so it is
+ * running; busy_end takes its reply.
+ */
+static redisContext *redis_busy_20ms(int port)
 {
 	static const char spin[] = "local s = redis.call('TIME') local t0 = s[1] * 1e6 + s[2] "
 	                           "repeat s = redis.call('TIME') until s[1] * 1e6 + s[2] - t0 >= 20000 return 1";
+	struct timeval tv = { .tv_sec = 5, .tv_usec = 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	int done = 0;
 
-	freeReplyObject(cmd(*(int *)arg, "EVAL %s 0", spin));
-	return NULL;
+	ck_assert_msg(c != NULL && !c->err, "cannot connect to redis");
+	ck_assert_int_eq(redisAppendCommand(c, "EVAL %s 0", spin), REDIS_OK);
+	while (!done)
+		ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+	ck_assert_msg(testutil_server_has_read(port, &c->fd, 1, 5000), "Redis did not read the script in 5 s");
+	return c;
+}
+
+static void busy_end(redisContext *c)
+{
+	void *r = NULL;
+
+	ck_assert_int_eq(redisGetReply(c, &r), REDIS_OK);
+	freeReplyObject(r);
+	redisFree(c);
 }
 
 /*
@@ -1311,17 +1333,16 @@ static long long reset_rounds(long long *held)
 	struct redis_proc rp;
 	struct test_server srv;
 	char prefix[64];
-	pthread_t busy;
 	long long errors;
 	uint64_t t0;
 
 	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_concurrency_server(&srv, rp.url, "1000", "closed", test_prefix(prefix, sizeof(prefix), "srvrst"));
 	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(pthread_create(&busy, NULL, redis_busy_20ms, &rp.port), 0);
-		testutil_sleep_ms(3);
+		redisContext *busy = redis_busy_20ms(rp.port);
+
 		gets_then_reset(srv.port, 16);
-		pthread_join(busy, NULL);
+		busy_end(busy);
 	}
 	t0 = clock_monotonic_ns();
 	while ((*held = held_slots(rp.port, prefix)) != 0 && elapsed_ms(t0) < 2000)
