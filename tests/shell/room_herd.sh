@@ -41,7 +41,7 @@ PORT=${URL##*:}
 
 # In a room each page is in the foreground of its own device: here the 30 share one browser, whose
 # background pages would have their timers held to whole seconds.
-CDP_FLAGS="--disable-background-timer-throttling --disable-renderer-backgrounding --disable-backgrounding-occluded-windows"
+CDP_FLAGS="--disable-background-timer-throttling --disable-renderer-backgrounding --disable-backgrounding-occluded-windows ${ROOM_CDP_FLAGS:-}"
 cdp_start "$TMP"
 i=1
 while [ "$i" -le "$PAGES" ]; do
