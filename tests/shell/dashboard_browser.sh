@@ -14,6 +14,7 @@ BIN=${RATELAB_BIN:-$ROOT/ratelab}
 TMP=$(mktemp -d)
 SRV=
 . "$ROOT/tests/harness/cdp.sh"
+. "$ROOT/tests/harness/check.sh"
 
 cleanup() {
 	cdp_stop 2>/dev/null || true
@@ -22,17 +23,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0
-failed=0
-check() {
-	if [ "$2" = ok ]; then
-		echo "ok   $1"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $1: $2"
-		failed=$((failed + 1))
-	fi
-}
 
 "$BIN" serve --port 0 --limit 5 --max-subscribers 1 --quiet >"$TMP/serve.out" &
 SRV=$!
@@ -46,15 +36,15 @@ URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$TMP/serve.out")
 
 curl -s "$URL/dashboard" >"$TMP/page.html"
 if grep -Eq '(src|href)=|https?://' "$TMP/page.html"; then
-	check "the page names no other resource" "$(grep -Eo '(src|href)=[^ >]*|https?://[^ "]*' "$TMP/page.html" | head -1)"
+	check_that "the page names no other resource" "$(grep -Eo '(src|href)=[^ >]*|https?://[^ "]*' "$TMP/page.html" | head -1)"
 else
-	check "the page names no other resource" ok
+	check_that "the page names no other resource" ok
 fi
 
 cdp_start "$TMP" || { echo "dashboard_browser: no browser: FAIL"; exit 1; }
 cdp_page "$URL/dashboard" 1024 768
 state=$(cdp_until "document.getElementById('state').textContent" live)
-[ "$state" = live ] && check "the page is live on /events" ok || check "the page is live on /events" "state '$state'"
+[ "$state" = live ] && check_that "the page is live on /events" ok || check_that "the page is live on /events" "state '$state'"
 
 "$BIN" hammer "$URL/" --requests 40 --concurrency 2 --header 'X-Client-Name: hammer-in-the-room' \
 	>"$TMP/hammer.out" 2>&1 || { echo "dashboard_browser: the hammer failed"; cat "$TMP/hammer.out"; exit 1; }
@@ -62,34 +52,33 @@ want=$(curl -s "$URL/stats" | sed -n 's/.*"rejected":\([0-9]*\),"subscribers".*/
 [ -n "$want" ] && [ "$want" -gt 0 ] || { echo "dashboard_browser: /stats has no rejections: '$want'"; exit 1; }
 
 got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
-[ "$got" = "$want" ] && check "rejected_total $got = /stats rejected $want" ok \
-	|| check "rejected_total = /stats rejected" "page $got, /stats $want"
+[ "$got" = "$want" ] && check_that "rejected_total $got = /stats rejected $want" ok \
+	|| check_that "rejected_total = /stats rejected" "page $got, /stats $want"
 
 row=$(cdp_until "String(!!document.querySelector('#clients tr[data-client=hammer-in-the-room]'))" true)
-[ "$row" = true ] && check "the clients table names hammer-in-the-room" ok \
-	|| check "the clients table names hammer-in-the-room" "$(cdp_eval "document.getElementById('clients').textContent")"
+[ "$row" = true ] && check_that "the clients table names hammer-in-the-room" ok \
+	|| check_that "the clients table names hammer-in-the-room" "$(cdp_eval "document.getElementById('clients').textContent")"
 
 verdict=$(cdp_eval "document.querySelector('#clients tr[data-client=hammer-in-the-room]').lastChild.textContent")
 case $verdict in
-*"ignores Retry-After") check "a hammer without retries that keeps firing is judged: $verdict" ok ;;
-*) check "the hammer's verdict" "'$verdict'" ;;
+*"ignores Retry-After") check_that "a hammer without retries that keeps firing is judged: $verdict" ok ;;
+*) check_that "the hammer's verdict" "'$verdict'" ;;
 esac
 
 blue=$(cdp_eval "(function(){var c=document.getElementById('chart'),d=c.getContext('2d').getImageData(0,0,c.width,c.height).data,n=0;for(var i=0;i<d.length;i+=4)if(d[i]<40&&d[i+1]>90&&d[i+1]<140&&d[i+2]>150)n++;return n})()")
-[ "${blue:-0}" -gt 0 ] && check "the chart drew admitted bars ($blue px)" ok || check "the chart drew admitted bars" "${blue:-none}"
+[ "${blue:-0}" -gt 0 ] && check_that "the chart drew admitted bars ($blue px)" ok || check_that "the chart drew admitted bars" "${blue:-none}"
 
 w=$(cdp_eval "document.documentElement.scrollWidth")
-[ "${w:-9999}" -le 1024 ] && check "scrollWidth $w <= 1024 at 1024x768" ok || check "scrollWidth at 1024x768" "$w"
+[ "${w:-9999}" -le 1024 ] && check_that "scrollWidth $w <= 1024 at 1024x768" ok || check_that "scrollWidth at 1024x768" "$w"
 cdp_viewport 1920 1080
 w=$(cdp_until "String(document.documentElement.scrollWidth <= 1920 && innerWidth == 1920)" true)
-[ "$w" = true ] && check "no horizontal scroll at 1920x1080" ok \
-	|| check "no horizontal scroll at 1920x1080" "scrollWidth $(cdp_eval "document.documentElement.scrollWidth")"
+[ "$w" = true ] && check_that "no horizontal scroll at 1920x1080" ok \
+	|| check_that "no horizontal scroll at 1920x1080" "scrollWidth $(cdp_eval "document.documentElement.scrollWidth")"
 
 cdp_page "$URL/dashboard" 1024 768
 state=$(cdp_until "document.getElementById('state').textContent.indexOf('polling') == 0 ? 'polling' : 'no'" polling)
 got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
-[ "$state" = polling ] && [ "$got" = "$want" ] && check "a second page, refused a stream, polls /stats: rejected_total $got" ok \
-	|| check "a second page polls /stats" "state $state, rejected_total $got (want $want)"
+[ "$state" = polling ] && [ "$got" = "$want" ] && check_that "a second page, refused a stream, polls /stats: rejected_total $got" ok \
+	|| check_that "a second page polls /stats" "state $state, rejected_total $got (want $want)"
 
-echo "dashboard_browser: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done dashboard_browser

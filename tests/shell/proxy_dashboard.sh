@@ -13,6 +13,7 @@ TMP=$(mktemp -d)
 UPS=
 PRX=
 . "$ROOT/tests/harness/cdp.sh"
+. "$ROOT/tests/harness/check.sh"
 
 cleanup() {
 	cdp_stop 2>/dev/null || true
@@ -22,17 +23,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0
-failed=0
-check() {
-	if [ "$2" = ok ]; then
-		echo "ok   $1"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $1: $2"
-		failed=$((failed + 1))
-	fi
-}
 
 # url_of FILE: the "listening on" URL a serve printed into FILE (waits at most 5 s).
 url_of() {
@@ -56,27 +46,26 @@ URL=$(url_of "$TMP/proxy.out")
 cdp_start "$TMP"
 cdp_page "$URL/dashboard" 1024 768
 state=$(cdp_until "document.getElementById('state').textContent" live)
-[ "$state" = live ] && check "the proxy's dashboard is live on /events" ok || check "the dashboard is live" "state '$state'"
+[ "$state" = live ] && check_that "the proxy's dashboard is live on /events" ok || check_that "the dashboard is live" "state '$state'"
 
 "$BIN" hammer "$URL/api/orders" --requests 40 --concurrency 2 --no-retry --header 'X-Client-Name: checkout-app' \
 	>"$TMP/hammer.out" 2>&1 || { echo "proxy_dashboard: the hammer failed"; cat "$TMP/hammer.out"; exit 1; }
 
 hits=$(curl -s "$UP_URL/stats" | jq '.routes[0].admitted')
-[ "$hits" = 5 ] && check "the service behind the proxy saw exactly 5 requests" ok || check "the service's hits" "$hits"
+[ "$hits" = 5 ] && check_that "the service behind the proxy saw exactly 5 requests" ok || check_that "the service's hits" "$hits"
 calls=$(curl -s "$URL/stats" | jq '.upstream.results.ok')
-[ "$calls" = 5 ] && check "the proxy's /stats: upstream.results.ok 5" ok || check "upstream.results.ok" "$calls"
+[ "$calls" = 5 ] && check_that "the proxy's /stats: upstream.results.ok 5" ok || check_that "upstream.results.ok" "$calls"
 
 got=$(cdp_until "document.querySelector('[data-metric=admitted_total]').textContent" 5)
-[ "$got" = 5 ] && check "admitted_total 5 on the page" ok || check "admitted_total" "page $got"
+[ "$got" = 5 ] && check_that "admitted_total 5 on the page" ok || check_that "admitted_total" "page $got"
 # The browser's own /favicon.ico is a limited path too: the rejections are the 35 the hammer
 # got, or 36; the page must show what /stats says.
 want=$(curl -s "$URL/stats" | jq '.rejected')
-case $want in 35 | 36) check "the proxy's /stats: rejected $want" ok ;; *) check "the proxy's /stats rejected" "$want" ;; esac
+case $want in 35 | 36) check_that "the proxy's /stats: rejected $want" ok ;; *) check_that "the proxy's /stats rejected" "$want" ;; esac
 got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
-[ "$got" = "$want" ] && check "rejected_total $got on the page = /stats" ok || check "rejected_total" "page $got, /stats $want"
+[ "$got" = "$want" ] && check_that "rejected_total $got on the page = /stats" ok || check_that "rejected_total" "page $got, /stats $want"
 row=$(cdp_until "String(!!document.querySelector('#clients tr[data-client=checkout-app]'))" true)
-[ "$row" = true ] && check "the clients table names checkout-app" ok \
-	|| check "the clients table names checkout-app" "$(cdp_eval "document.getElementById('clients').textContent")"
+[ "$row" = true ] && check_that "the clients table names checkout-app" ok \
+	|| check_that "the clients table names checkout-app" "$(cdp_eval "document.getElementById('clients').textContent")"
 
-echo "proxy_dashboard: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done proxy_dashboard
