@@ -15,7 +15,8 @@ ROOT=${RATELAB_ROOT:-.}
 BIN=${RATELAB_BIN:-$ROOT/ratelab}
 TMP=$(mktemp -d)
 PIDS=""
-PAGES=30
+# ROOM_PAGES: another number of pages (bench/run's section 14 shows how the spread grows with it).
+PAGES=${ROOM_PAGES:-30}
 . "$ROOT/tests/harness/cdp.sh"
 . "$ROOT/tests/harness/serve.sh"
 . "$ROOT/tests/harness/check.sh"
