@@ -22,7 +22,7 @@
 
 #define VERIFY_GRADE_MAX_EXPECT 16
 #define VERIFY_GRADE_TOLERANCE_NS (50ULL * 1000000ULL)  /* honours-*: a retry may come this early */
-#define VERIFY_GRADE_MIN_GAP_NS (10ULL * 1000000ULL)    /* backs-off: "at once" is under this */
+#define VERIFY_GRADE_MIN_GAP_NS (50ULL * 1000000ULL)    /* backs-off: "at once" is under this (or the noise margin) */
 #define VERIFY_GRADE_GROWTH_NS (50ULL * 1000000ULL)     /* backs-off: the later gaps beat the first by this, */
 #define VERIFY_GRADE_GROWTH_PCT 25                       /* and by this share of the first */
 #define VERIFY_GRADE_JITTER_NS (20ULL * 1000000ULL)     /* jitter: median lag behind the earliest client */
