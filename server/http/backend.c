@@ -133,6 +133,20 @@ static void shed_request(struct request *rq)
 	lifecycle_resume(&rq->park, LIFECYCLE_DUE);
 }
 
+/* A worker took rq: its service time and phase, written only while it is still parked (lifecycle_arm). */
+struct serving {
+	struct request *rq;
+	uint64_t service_ns;
+};
+
+static void start_serving(void *arg)
+{
+	const struct serving *sv = arg;
+
+	sv->rq->service_ns = sv->service_ns;
+	sv->rq->phase = REQUEST_SERVING;
+}
+
 /*
  * Carry out the model's events, outside its lock.  A service the scheduler
  * refuses (it refuses only once the server is stopping) is shed; its
@@ -144,12 +158,13 @@ static void act(struct backend *b, const struct capacity_event *ev, size_t n)
 		struct request *rq = ev[i].job;
 
 		switch (ev[i].kind) {
-		case CAPACITY_START:
-			rq->service_ns = ev[i].service_ns;
-			rq->phase = REQUEST_SERVING;
-			if (lifecycle_arm(&rq->park, ev[i].done_ns, service_done, rq) != 0)
+		case CAPACITY_START: {
+			struct serving sv = { rq, ev[i].service_ns };
+
+			if (lifecycle_arm(&rq->park, ev[i].done_ns, service_done, rq, start_serving, &sv) != 0)
 				shed_request(rq);
 			break;
+		}
 		case CAPACITY_SHED:
 			shed_request(rq);
 			break;

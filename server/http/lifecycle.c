@@ -103,30 +103,50 @@ bool lifecycle_park(struct lifecycle *lc, struct lifecycle_park *p, struct MHD_C
 	return true;
 }
 
+/*
+ * Arm p's timer while p is still parked: 0, -1 when it is not (woken) or
+ * the scheduler refused.  Under the lifecycle's lock, so a waker either
+ * claimed p before (nothing is armed, and the timer is not touched while
+ * the waker may be cancelling it) or resumes it after (its cancel comes
+ * after this arm and takes the timer off): never a timer left armed on a
+ * woken request, whose memory its connection may free.  set(set_arg), when
+ * given, writes the request's state first, under the same lock.
+ */
+static int arm_parked(struct lifecycle_park *p, uint64_t due_ns, void (*fn)(void *), void *arg,
+                      void (*set)(void *), void *set_arg)
+{
+	struct lifecycle *lc = p->lc;
+	int rc = -1;
+
+	/* Only its owner parks p: one that is not parked now will not be by the time the lock is held. */
+	if (atomic_load(&p->state) != LIFECYCLE_PARKED)
+		return -1;
+	pthread_mutex_lock(&lc->lock);
+	if (atomic_load(&p->state) == LIFECYCLE_PARKED) {
+		if (set)
+			set(set_arg);
+		sched_timer_init(&p->timer, fn, arg);
+		rc = sched_arm(lc->sched, &p->timer, due_ns) < 0 ? -1 : 0;
+	}
+	pthread_mutex_unlock(&lc->lock);
+	return rc;
+}
+
 bool lifecycle_park_until(struct lifecycle *lc, struct lifecycle_park *p, struct MHD_Connection *c,
                           enum lifecycle_reason why, uint64_t due_ns)
 {
 	if (!lifecycle_park(lc, p, c, why))
 		return false;
-	/* No room in the scheduler: due at once. */
-	if (sched_arm(lc->sched, &p->timer, due_ns) < 0)
+	/* No room in the scheduler: due at once (a no-op when the drain woke it meanwhile). */
+	if (arm_parked(p, due_ns, park_due, p, NULL, NULL) < 0)
 		lifecycle_wake(p, LIFECYCLE_DUE);
 	return true;
 }
 
-int lifecycle_arm(struct lifecycle_park *p, uint64_t due_ns, void (*fn)(void *), void *arg)
+int lifecycle_arm(struct lifecycle_park *p, uint64_t due_ns, void (*fn)(void *), void *arg, void (*set)(void *),
+                  void *set_arg)
 {
-	if (atomic_load(&p->state) != LIFECYCLE_PARKED)
-		return -1;
-	sched_timer_init(&p->timer, fn, arg);
-	if (sched_arm(p->lc->sched, &p->timer, due_ns) < 0)
-		return -1;
-	/* Woken meanwhile (the drain): its waker may have cancelled before this arm. */
-	if (atomic_load(&p->state) != LIFECYCLE_PARKED) {
-		sched_cancel(p->lc->sched, &p->timer);
-		return -1;
-	}
-	return 0;
+	return arm_parked(p, due_ns, fn, arg, set, set_arg);
 }
 
 /* Take p off the parked list. */

@@ -121,10 +121,14 @@ bool lifecycle_park_until(struct lifecycle *lc, struct lifecycle_park *p, struct
 
 /*
  * A parked request's timer: at due_ns, on the timer thread, fn(arg) (which
- * wakes p).  Returns 0, or -1 when p is no longer parked or the scheduler
+ * wakes p).  set(set_arg), when not NULL, is called first, only while p is
+ * still parked and under the lock its wakers take: the request's state it
+ * writes is seen by fn and by whoever wakes p, and is never written once p
+ * was woken.  Returns 0, or -1 when p is no longer parked or the scheduler
  * is full or stopped (not armed).
  */
-int lifecycle_arm(struct lifecycle_park *p, uint64_t due_ns, void (*fn)(void *), void *arg);
+int lifecycle_arm(struct lifecycle_park *p, uint64_t due_ns, void (*fn)(void *), void *arg, void (*set)(void *),
+                  void *set_arg);
 
 /*
  * Wake p with outcome o: its timer cancelled, its connection resumed.

@@ -107,22 +107,37 @@ START_TEST(drain_sheds_all_but_the_store)
 }
 END_TEST
 
-/* A backend's timer is armed only while parked; a woken park refuses it. */
+static void count_set(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * A backend's timer is armed only while parked, and the request's state
+ * (set) written only then; a woken park refuses both.
+ */
 START_TEST(arm_only_while_parked)
 {
 	struct lifecycle lc;
 	struct lifecycle_park p = { 0 };
 	struct sched *s = setup(&lc);
+	int sets = 0;
 
-	ck_assert_int_eq(lifecycle_arm(&p, clock_monotonic_ns() + HOUR, NULL, NULL), -1);
+	ck_assert_int_eq(lifecycle_arm(&p, clock_monotonic_ns() + HOUR, NULL, NULL, count_set, &sets), -1);
+	ck_assert_int_eq(sets, 0);
 	ck_assert(lifecycle_park(&lc, &p, conn(0), LIFECYCLE_BACKEND));
-	ck_assert_int_eq(lifecycle_arm(&p, clock_monotonic_ns() + HOUR, NULL, NULL), 0);
+	ck_assert_int_eq(lifecycle_arm(&p, clock_monotonic_ns() + HOUR, NULL, NULL, count_set, &sets), 0);
+	ck_assert_int_eq(sets, 1);
 	ck_assert_uint_ne(p.timer.pos, 0);
 	ck_assert(lifecycle_claim(&p));
 	ck_assert(!lifecycle_claim(&p));
+	/* Claimed (the drain's first step), not yet resumed: the arm is refused already. */
+	ck_assert_int_eq(lifecycle_arm(&p, clock_monotonic_ns() + HOUR, NULL, NULL, count_set, &sets), -1);
+	ck_assert_int_eq(sets, 1);
 	lifecycle_resume(&p, LIFECYCLE_DUE);
 	ck_assert_uint_eq(p.timer.pos, 0);
-	ck_assert_int_eq(lifecycle_arm(&p, clock_monotonic_ns() + HOUR, NULL, NULL), -1);
+	ck_assert_int_eq(lifecycle_arm(&p, clock_monotonic_ns() + HOUR, NULL, NULL, count_set, &sets), -1);
+	ck_assert_int_eq(sets, 1);
 	ck_assert_int_eq(resumed[0], 1);
 	sched_free(s);
 	lifecycle_destroy(&lc);
