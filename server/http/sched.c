@@ -151,10 +151,14 @@ struct sched *sched_new(size_t cap, size_t pool)
 
 int sched_start(struct sched *s)
 {
-	if (pthread_create(&s->thread, NULL, run, s) != 0)
-		return -1;
-	s->started = true;
-	return 0;
+	int rc;
+
+	/* Under the lock: the thread reads started (is it the caller?) before it can run a timer. */
+	pthread_mutex_lock(&s->lock);
+	rc = pthread_create(&s->thread, NULL, run, s);
+	s->started = rc == 0;
+	pthread_mutex_unlock(&s->lock);
+	return rc == 0 ? 0 : -1;
 }
 
 void sched_stop(struct sched *s)
