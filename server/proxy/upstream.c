@@ -233,14 +233,34 @@ static void abandon_active(struct upstream *u)
 	}
 }
 
-/* Resume every transfer whose reader made room (curl_easy_pause may hand bytes to on_body at once). */
+/* c's caller let go while its exchange was going: it ends now, as client_gone (its connection is closed). */
+static void let_go(struct upstream *u, struct upstream_call *c)
+{
+	active_unlink(u, c);
+	if (curl_multi_remove_handle(u->hub.multi, c->easy) == CURLM_OK)
+		easy_put(u, c->easy);
+	else
+		curl_easy_cleanup(c->easy);
+	c->easy = NULL;
+	c->gone = true;
+	c->result = UPSTREAM_CLIENT_GONE;
+	finish(u, c, false);
+}
+
+/*
+ * Resume every transfer whose reader made room (curl_easy_pause may hand
+ * bytes to on_body at once), and end every one whose caller let go.
+ */
 static void resume_paused(struct upstream *u)
 {
+	struct upstream_call *next;
+
 	if (!atomic_exchange(&u->hub.resume_any, false))
 		return;
-	for (struct upstream_call *c = u->active; c; c = c->next) {
+	for (struct upstream_call *c = u->active; c; c = next) {
 		bool go, left;
 
+		next = c->next;
 		pthread_mutex_lock(&c->lock);
 		go = c->resume;
 		left = c->released;
@@ -248,8 +268,9 @@ static void resume_paused(struct upstream *u)
 		if (go)
 			c->paused = false;
 		pthread_mutex_unlock(&c->lock);
-		/* A caller that let go is resumed so that on_body refuses the bytes: that failure is the point. */
-		if (go && curl_easy_pause(c->easy, CURLPAUSE_CONT) != CURLE_OK && !left)
+		if (go && left)
+			let_go(u, c);
+		else if (go && curl_easy_pause(c->easy, CURLPAUSE_CONT) != CURLE_OK)
 			fprintf(stderr, "ratelab: upstream: curl_easy_pause failed\n");
 	}
 }

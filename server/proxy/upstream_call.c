@@ -119,8 +119,12 @@ void upstream_call_release(struct upstream_call *c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->released = true;
-	/* A transfer paused for this caller goes on to its end at once (on_body refuses it), not at its timeout. */
-	if (c->paused && !c->resume) {
+	/*
+	 * An exchange still going (paused for this caller, or waiting on a slow
+	 * upstream) is ended by its thread at once, not at its timeout: the
+	 * thread looks at calls with resume set.
+	 */
+	if (!c->ended && !c->resume && c->hub) {
 		c->resume = true;
 		h = c->hub;
 	}
@@ -296,6 +300,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 	/* A status line starts an answer (a 1xx came before it, or the first): its headers start afresh. */
 	if (l >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
 		c->hlen = 0;
+		c->content_length = -1;
 		return len;
 	}
 	if (l && !keep_header(c, buf, l)) {

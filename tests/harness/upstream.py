@@ -11,6 +11,8 @@ Prints "listening on PORT" once bound, then serves until stdin closes
   /big/N     200 with a body of N bytes
   /part      200, Content-Length 11: "first\n" at once, "rest\n" once /release was asked
   /release   lets every /part go on
+  /late      200, Content-Length 11: "first\n" once /release was asked, never the rest
+             (the connection closes after 30 s at most)
 Every answer carries "X-Upstream: test"; /stats counts requests per path kind,
 and "connections" the connections accepted.
 """
@@ -90,6 +92,16 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             RELEASE.wait(30)
             self.wfile.write(b"rest\n")
+        elif path.startswith("/late"):
+            self.count("late")
+            RELEASE.wait(30)
+            self.send_response(200)
+            self.send_header("Content-Length", "11")
+            self.end_headers()
+            self.wfile.write(b"first\n")
+            self.wfile.flush()
+            STOP.wait(30)
+            self.close_connection = True
         elif path.startswith("/release"):
             self.count("release")
             RELEASE.set()

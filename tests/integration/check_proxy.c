@@ -574,6 +574,49 @@ START_TEST(client_gone_mid_answer)
 }
 END_TEST
 
+/*
+ * A client that went away before the head came ends its upstream transfer
+ * as soon as the proxy finds it gone (its write of the head fails), though
+ * the transfer is not paused and the upstream sends nothing more for 30 s:
+ * the one upstream connection is free again long before --upstream-timeout
+ * (60 s here), and the next answer comes.
+ */
+START_TEST(client_gone_before_the_head)
+{
+	const char *args[] = { "--upstream-connections", "1", "--upstream-timeout", "60s", NULL };
+	const char req[] = "GET /late HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct linger lg = { 1, 0 };
+	struct py_upstream u;
+	struct test_server px;
+	long long gone = -1;
+	int fd;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, args);
+	ck_assert_int_ge(fd = testutil_raw_connect(px.port, 1), 0);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+	for (int i = 0; i < 500 && py_count(&u, "late") != 1; i++)
+		poll(NULL, 0, 10);
+	ck_assert_int_eq(py_count(&u, "late"), 1);
+	/* Reset while the proxy waits for the head; then the head (and 6 of 11 bytes) comes, and nothing more. */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+	ck_assert_int_eq(get(u.url, "/release", NULL, NULL), 200);
+	for (int i = 0; i < 500 && gone != 1; i++) {
+		json_t *j = testutil_stats(&px);
+
+		gone = testutil_jint(json_object_get(j, "upstream"), "results", "client_gone");
+		json_decref(j);
+		if (gone != 1)
+			poll(NULL, 0, 10);
+	}
+	ck_assert_msg(gone == 1, "client_gone %lld 5 s after the head came (the transfer waits for its timeout)", gone);
+	ck_assert_int_eq(get(px.url, "/status/200", NULL, NULL), 200);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
 /* Status and headers go out once in, and the body as it comes: "first" arrives before the upstream sends "rest". */
 START_TEST(head_and_body_as_they_come)
 {
@@ -707,7 +750,8 @@ Suite *proxy_suite(void)
 		{ "upstream_failures", upstream_failures }, { "parked_not_held", parked_not_held },
 		{ "faults_in_front", faults_in_front }, { "streamed_within_a_window", streamed_within_a_window },
 		{ "head_and_body_as_they_come", head_and_body_as_they_come },
-		{ "client_gone_mid_answer", client_gone_mid_answer }, { "bad_flags", bad_flags },
+		{ "client_gone_mid_answer", client_gone_mid_answer },
+		{ "client_gone_before_the_head", client_gone_before_the_head }, { "bad_flags", bad_flags },
 		{ "scenario_passes_its_2xx_steps", scenario_passes_its_2xx_steps },
 	};
 
