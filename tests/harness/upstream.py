@@ -11,6 +11,7 @@ Prints "listening on PORT" once bound, then serves until stdin closes
   /big/N     200 with a body of N bytes
   /part      200, Content-Length 11: "first\n" at once, "rest\n" once /release was asked
   /release   lets every /part go on
+  /interim   a 100 Continue carrying Content-Length: 5, then a chunked 200 of "hello world"
   /late      200, Content-Length 11: "first\n" once /release was asked, never the rest
              (the connection closes after 30 s at most)
 Every answer carries "X-Upstream: test"; /stats counts requests per path kind,
@@ -101,6 +102,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"first\n")
             self.wfile.flush()
             STOP.wait(30)
+            self.close_connection = True
+        elif path.startswith("/interim"):
+            self.count("interim")
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\n"
+                             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Upstream: test\r\n\r\n"
+                             b"b\r\nhello world\r\n0\r\n\r\n")
+            self.wfile.flush()
             self.close_connection = True
         elif path.startswith("/release"):
             self.count("release")

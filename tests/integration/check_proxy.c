@@ -617,6 +617,26 @@ START_TEST(client_gone_before_the_head)
 }
 END_TEST
 
+/* An interim 1xx's headers are not the answer's: its Content-Length: 5 does not cut a chunked "hello world". */
+START_TEST(interim_answer_forgotten)
+{
+	struct py_upstream u;
+	struct test_server px;
+	char *h = NULL, *b = NULL;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, u.url, NULL);
+	ck_assert_int_eq(get(px.url, "/interim", &h, &b), 200);
+	ck_assert_str_eq(b, "hello world");
+	ck_assert_ptr_nonnull(strstr(h, "X-Upstream: test"));
+	ck_assert_ptr_null(strstr(h, "Content-Length: 5"));
+	free(h);
+	free(b);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
 /* Status and headers go out once in, and the body as it comes: "first" arrives before the upstream sends "rest". */
 START_TEST(head_and_body_as_they_come)
 {
@@ -751,7 +771,8 @@ Suite *proxy_suite(void)
 		{ "faults_in_front", faults_in_front }, { "streamed_within_a_window", streamed_within_a_window },
 		{ "head_and_body_as_they_come", head_and_body_as_they_come },
 		{ "client_gone_mid_answer", client_gone_mid_answer },
-		{ "client_gone_before_the_head", client_gone_before_the_head }, { "bad_flags", bad_flags },
+		{ "client_gone_before_the_head", client_gone_before_the_head },
+		{ "interim_answer_forgotten", interim_answer_forgotten }, { "bad_flags", bad_flags },
 		{ "scenario_passes_its_2xx_steps", scenario_passes_its_2xx_steps },
 	};
 
