@@ -91,8 +91,8 @@ void store_redis_cli_init(struct store_redis_cli *c);
 
 /*
  * The flag table over a struct store_redis_cli (common/cli.h): --store
- * URL|memory, --store-prefix P, --store-failure open|closed.  The options
- * point into argv.
+ * URL|memory, --store-prefix P, --store-failure open|closed, --store-timeout
+ * DUR.  The options point into argv.
  */
 extern const struct cli_option store_redis_cli_options[];
 

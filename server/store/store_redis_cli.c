@@ -1,4 +1,4 @@
-/* `ratelab serve --store/--store-prefix/--store-failure`: the Redis store's flags (store_redis.h). */
+/* `ratelab serve --store/--store-prefix/--store-failure/--store-timeout`: the Redis store's flags (store_redis.h). */
 #include "server/store/store_redis.h"
 
 #include <stdio.h>
@@ -43,6 +43,10 @@ const struct cli_option store_redis_cli_options[] = {
 	  .help = "Redis key namespace (default " STORE_REDIS_DEFAULT_PREFIX ")" },
 	{ "--store-failure", CLI_CHOICE, CLI_FIELD(struct store_redis_cli, o.fail_closed), .words = FAILURE_MODES, .section = CLI_SEC_ADVANCED, .arg = "open|closed",
 	  .help = "Redis unreachable: open admits (default), closed answers 503" },
+	{ "--store-timeout", CLI_DURATION, CLI_FIELD(struct store_redis_cli, o.timeout_ns), .min = NS_PER_MS,
+	  .max = 10 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "how long a decision waits for Redis before --store-failure applies (default 50ms; 1ms..10s): "
+	          "raise it for a Redis across a network" },
 	{ NULL },
 };
 

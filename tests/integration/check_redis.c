@@ -1293,21 +1293,23 @@ static void gets_then_reset(int port, int n)
 }
 
 /*
- * Busy Redis for 20 ms: a script that spins on TIME holds its only thread
- * (CLIENT PAUSE has 100 ms steps).  Returns once Redis has read the script
- * (the receive queue of its end of the connection is empty), so it is
+ * Busy Redis for ms milliseconds: a script that spins on TIME holds its only
+ * thread (CLIENT PAUSE has 100 ms steps).  Returns once Redis has read the
+ * script (the receive queue of its end of the connection is empty), so it is
  * running; busy_end takes its reply.
  */
-static redisContext *redis_busy_20ms(int port)
+static redisContext *redis_busy(int port, int ms)
 {
 	static const char spin[] = "local s = redis.call('TIME') local t0 = s[1] * 1e6 + s[2] "
-	                           "repeat s = redis.call('TIME') until s[1] * 1e6 + s[2] - t0 >= 20000 return 1";
+	                           "repeat s = redis.call('TIME') until s[1] * 1e6 + s[2] - t0 >= tonumber(ARGV[1]) return 1";
 	struct timeval tv = { .tv_sec = 5, .tv_usec = 0 };
 	redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	char us[32];
 	int done = 0;
 
+	snprintf(us, sizeof(us), "%d", ms * 1000);
 	ck_assert_msg(c != NULL && !c->err, "cannot connect to redis");
-	ck_assert_int_eq(redisAppendCommand(c, "EVAL %s 0", spin), REDIS_OK);
+	ck_assert_int_eq(redisAppendCommand(c, "EVAL %s 0 %s", spin, us), REDIS_OK);
 	while (!done)
 		ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
 	ck_assert_msg(testutil_server_has_read(port, &c->fd, 1, 5000), "Redis did not read the script in 5 s");
@@ -1339,7 +1341,7 @@ static long long reset_rounds(long long *held)
 	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
 	start_concurrency_server(&srv, rp.url, "1000", "closed", test_prefix(prefix, sizeof(prefix), "srvrst"));
 	for (int i = 0; i < 5; i++) {
-		redisContext *busy = redis_busy_20ms(rp.port);
+		redisContext *busy = redis_busy(rp.port, 20);
 
 		gets_then_reset(srv.port, 16);
 		busy_end(busy);
@@ -1365,6 +1367,40 @@ static long long reset_rounds(long long *held)
  * held, and no more.  Most decisions must come back in time, or the run
  * proves nothing.
  */
+/*
+ * --store-timeout: with Redis busy 200 ms, a server that waits 2 s for it
+ * admits (no store error, the answer comes once Redis does), and one at the
+ * default 50 ms fails closed (503, one store error).
+ */
+START_TEST(server_store_timeout_flag)
+{
+	const char *base[] = { "--limiter", "token-bucket", "--limit", "100", "--key", "global", "--quiet", "--store",
+		               NULL, "--store-failure", "closed", "--store-timeout", "2s", NULL };
+	struct redis_proc rp;
+	struct test_server patient, quick;
+	redisContext *busy;
+
+	ck_assert_int_eq(redis_proc_start(&rp, 0), 0);
+	base[8] = rp.url;
+	start_store_server(&patient, base, rp.url);
+	base[11] = NULL;
+	start_store_server(&quick, base, rp.url);
+	ck_assert_int_eq(get_status(&patient), 200);
+	ck_assert_int_eq(get_status(&quick), 200);
+	busy = redis_busy(rp.port, 200);
+	ck_assert_int_eq(get_status(&patient), 200);
+	busy_end(busy);
+	busy = redis_busy(rp.port, 200);
+	ck_assert_int_eq(get_status(&quick), 503);
+	busy_end(busy);
+	ck_assert_int_eq(store_errors(&patient), 0);
+	ck_assert_int_eq(store_errors(&quick), 1);
+	stop_servers(&patient, 1);
+	stop_servers(&quick, 1);
+	redis_proc_stop(&rp);
+}
+END_TEST
+
 START_TEST(server_concurrency_reset_client_releases)
 {
 	long long held = -1, errors = reset_rounds(&held);
@@ -1409,6 +1445,7 @@ Suite *redis_suite(void)
 	tcase_add_test(server, server_concurrency_releases_every_slot);
 	tcase_add_test(server, server_redis_stopped_stays_responsive);
 	tcase_add_test(server, server_concurrency_reset_client_releases);
+	tcase_add_test(server, server_store_timeout_flag);
 	suite_add_tcase(s, server);
 	return s;
 }
