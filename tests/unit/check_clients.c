@@ -328,16 +328,17 @@ static void attempt(struct clients *c, const struct who *w, const char *key, int
 }
 
 /*
- * Five requests of one client, rejected at 0, 150, 300, 450 and 460 ms, each
+ * Five requests of one client, rejected at 0, 300, 600, 900 and 910 ms, each
  * retried 1 s after its own rejection: every retry but the last comes
  * before the client's latest wait is over, yet after its own.  Paired by
  * key, none is early.  Of the first attempts sent during a wait, the one at
- * 460 ms came within CLIENTS_HEARD_NS of the rejection at 450 ms (it may
- * have left before that 429 arrived): three count as new while told to wait.
+ * 910 ms came within CLIENTS_HEARD_NS (250 ms) of the rejection at 900 ms (it
+ * may have left before that 429 arrived): three count as new while told to
+ * wait, each 300 ms after the last rejection.
  */
 START_TEST(concurrent_requests_judged_by_their_own_wait)
 {
-	static const uint64_t AT[] = { 0, 150, 300, 450, 460 };
+	static const uint64_t AT[] = { 0, 300, 600, 900, 910 };
 	struct clients *c = clients_new(&KEY, T0);
 	struct who w = named("four");
 	const char *keys[] = { "r1", "r2", "r3", "r4", "r5" };
