@@ -1104,9 +1104,9 @@ static bool held_by_a_stall(json_t *sc, const char *outcome, const char *evidenc
 static void grid_check_one(const char *policy, const char *sname, const char *marks_in, json_t *sc, char *msg,
                            size_t len)
 {
-	json_t *verdicts = json_object_get(sc, "verdicts");
+	json_t *verdicts = json_object_get(sc, "verdicts"), *a;
 	char marks[200], *save = NULL;
-	size_t i = 0;
+	size_t i = 0, before = strlen(msg), k;
 
 	snprintf(marks, sizeof(marks), "%s", marks_in);
 	for (char *m = strtok_r(marks, " ", &save); m; m = strtok_r(NULL, " ", &save), i++) {
@@ -1123,6 +1123,14 @@ static void grid_check_one(const char *policy, const char *sname, const char *ma
 	}
 	if (json_array_size(verdicts) != i)
 		append(msg, len, "%s/%s: %zu verdicts for %zu marks; ", sname, policy, json_array_size(verdicts), i);
+	/* A run that went wrong says when its requests came (ms from the first) and how long it ran in all. */
+	if (strlen(msg) > before) {
+		append(msg, len, "[%s/%s ran %.1fs, arrivals at", sname, policy,
+		       json_number_value(json_object_get(sc, "wall_s")));
+		json_array_foreach(json_object_get(sc, "arrivals"), k, a)
+			append(msg, len, " %.0f", json_number_value(json_object_get(a, "t_ms")));
+		append(msg, len, " ms]; ");
+	}
 }
 
 /* Compare one preset's --all JSON with the table's marks. */
