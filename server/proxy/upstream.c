@@ -97,6 +97,17 @@ static void active_unlink(struct upstream *u, struct upstream_call *c)
 		c->next->prev = c->prev;
 }
 
+/* Take c off the active list and the multi handle; its easy handle goes back to the pool (or is cleaned up). */
+static void detach(struct upstream *u, struct upstream_call *c)
+{
+	active_unlink(u, c);
+	if (curl_multi_remove_handle(u->hub.multi, c->easy) == CURLM_OK)
+		easy_put(u, c->easy);
+	else
+		curl_easy_cleanup(c->easy);
+	c->easy = NULL;
+}
+
 /* c's exchange is over: counted, its done function called (unless its caller left), the thread's hold dropped. */
 static void finish(struct upstream *u, struct upstream_call *c, bool call_done)
 {
@@ -172,12 +183,7 @@ static void reap(struct upstream *u)
 			c->status = (int)status;
 		}
 		c->result = classify(c, m->data.result);
-		active_unlink(u, c);
-		if (curl_multi_remove_handle(u->hub.multi, c->easy) == CURLM_OK)
-			easy_put(u, c->easy);
-		else
-			curl_easy_cleanup(c->easy);
-		c->easy = NULL;
+		detach(u, c);
 		finish(u, c, true);
 	}
 }
@@ -223,11 +229,7 @@ static void abandon_active(struct upstream *u)
 	while (u->active) {
 		struct upstream_call *c = u->active;
 
-		active_unlink(u, c);
-		if (curl_multi_remove_handle(u->hub.multi, c->easy) == CURLM_OK)
-			easy_put(u, c->easy);
-		else
-			curl_easy_cleanup(c->easy);
+		detach(u, c);
 		c->result = UPSTREAM_BUSY;
 		finish(u, c, false);
 	}
@@ -236,12 +238,7 @@ static void abandon_active(struct upstream *u)
 /* c's caller let go while its exchange was going: it ends now, as client_gone (its connection is closed). */
 static void let_go(struct upstream *u, struct upstream_call *c)
 {
-	active_unlink(u, c);
-	if (curl_multi_remove_handle(u->hub.multi, c->easy) == CURLM_OK)
-		easy_put(u, c->easy);
-	else
-		curl_easy_cleanup(c->easy);
-	c->easy = NULL;
+	detach(u, c);
 	c->gone = true;
 	c->result = UPSTREAM_CLIENT_GONE;
 	finish(u, c, false);

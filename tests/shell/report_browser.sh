@@ -14,6 +14,7 @@ ROOT=${RATELAB_ROOT:-.}
 BIN=${RATELAB_BIN:-$ROOT/ratelab}
 TMP=$(mktemp -d)
 . "$ROOT/tests/harness/cdp.sh"
+. "$ROOT/tests/harness/check.sh"
 trap 'cdp_stop 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 "$BIN" herd --clients 30 --policies none,exponential,full --report "$TMP/r" >"$TMP/herd.out"
@@ -26,17 +27,6 @@ while [ "$(cdp_eval "document.readyState")" != complete ] && [ "$i" -lt 100 ]; d
 	sleep 0.05
 done
 
-passed=0
-failed=0
-check() {
-	if [ "$2" = ok ]; then
-		echo "ok   $1"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $1: $2"
-		failed=$((failed + 1))
-	fi
-}
 
 # Each lane as POLICY:WIDTHxHEIGHT:BARS, space-separated.
 lanes=$(cdp_eval "Array.prototype.map.call(document.querySelectorAll('svg.lane'), function (s) { var r = s.getBoundingClientRect(); return s.getAttribute('data-policy') + ':' + Math.round(r.width) + 'x' + Math.round(r.height) + ':' + s.querySelectorAll('rect').length; }).join(' ')")
@@ -46,9 +36,9 @@ for p in none exponential full; do
 	h=$(echo "$lane" | sed -n 's/^[a-z]*:\([0-9]*\)x\([0-9]*\):\([0-9]*\)$/\2/p')
 	b=$(echo "$lane" | sed -n 's/^[a-z]*:\([0-9]*\)x\([0-9]*\):\([0-9]*\)$/\3/p')
 	if [ -n "$w" ] && [ "$w" -gt 0 ] && [ "$h" -gt 0 ] && [ "$b" -gt 0 ]; then
-		check "lane $p rendered ${w}x${h} with $b bars" ok
+		check_that "lane $p rendered ${w}x${h} with $b bars" ok
 	else
-		check "lane $p" "'$lane' (lanes: $lanes)"
+		check_that "lane $p" "'$lane' (lanes: $lanes)"
 	fi
 done
 
@@ -59,36 +49,36 @@ rej=$(echo "$row0" | cut -d, -f4)
 share=$(cdp_eval "(function () { var g = document.querySelector('svg.lane[data-policy=none] g[data-row=\'0\']'); if (!g) return 'no first bar'; var r = g.querySelector('rect[data-part=rejected]'), all = 0; if (!r) return 'no rejected part'; g.querySelectorAll('rect').forEach(function (e) { all += e.getBBox().height; }); return (r.getBBox().height / all).toFixed(3); })()")
 want=$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.3f", r / a }')
 if [ "$rej" -gt 0 ] && awk -v g="$share" -v w="$want" 'BEGIN { d = g - w; exit !(d < 0.005 && d > -0.005) }'; then
-	check "none's first bar: $rej of $att rejected, drawn as $share of its height" ok
+	check_that "none's first bar: $rej of $att rejected, drawn as $share of its height" ok
 else
-	check "none's first bar's rejected part" "page '$share', CSV $rej of $att ($want)"
+	check_that "none's first bar's rejected part" "page '$share', CSV $rej of $att ($want)"
 fi
 # One scale: every lane's y ticks, as label@y in the lane's units, are the same list.
 scales=$(cdp_eval "Array.prototype.map.call(document.querySelectorAll('svg.lane'), function (s) { return Array.prototype.map.call(s.querySelectorAll('.ytick'), function (t) { return t.textContent + '@' + Math.round(t.getBBox().y); }).join(';'); }).join(' ')")
 distinct=$(printf '%s\n' $scales | sort -u | wc -l)
 nticks=$(printf '%s\n' $scales | head -1 | tr ';' '\n' | wc -l)
-[ "$distinct" = 1 ] && [ "$nticks" -ge 2 ] && check "every lane has the same $nticks y ticks" ok \
-	|| check "one scale for every lane" "$scales"
+[ "$distinct" = 1 ] && [ "$nticks" -ge 2 ] && check_that "every lane has the same $nticks y ticks" ok \
+	|| check_that "one scale for every lane" "$scales"
 
 # The table made it into the page too, one row per policy.
 rows=$(cdp_eval "document.querySelectorAll('#results tr').length - 1")
-[ "$rows" = 3 ] && check "results table has 3 rows" ok || check "results table rows" "$rows, want 3"
+[ "$rows" = 3 ] && check_that "results table has 3 rows" ok || check_that "results table rows" "$rows, want 3"
 
 w=$(cdp_eval "document.documentElement.scrollWidth")
-[ "${w:-9999}" -le 1024 ] && check "scrollWidth $w <= 1024 at 1024x768" ok || check "scrollWidth at 1024x768" "$w"
+[ "${w:-9999}" -le 1024 ] && check_that "scrollWidth $w <= 1024 at 1024x768" ok || check_that "scrollWidth at 1024x768" "$w"
 
 # Every label against every bar and every other label of its lane, in the lane's own units.
 overlaps=$(cdp_eval "(function () { var n = 0, out = []; function hit(a, b) { return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height; } document.querySelectorAll('svg.lane').forEach(function (s) { var t = Array.prototype.map.call(s.querySelectorAll('text'), function (e) { return e.getBBox(); }), r = Array.prototype.map.call(s.querySelectorAll('rect'), function (e) { return e.getBBox(); }); t.forEach(function (a, i) { r.forEach(function (b) { if (hit(a, b)) n++; }); t.forEach(function (b, j) { if (j > i && hit(a, b)) n++; }); }); }); return n; })()")
-[ "$overlaps" = 0 ] && check "no label covers a bar or a label" ok || check "labels over bars or labels" "$overlaps"
+[ "$overlaps" = 0 ] && check_that "no label covers a bar or a label" ok || check_that "labels over bars or labels" "$overlaps"
 
 debug=$(cdp_eval "String(document.body.innerText.indexOf(' bars ') >= 0 || !!document.querySelector('pre'))")
-[ "$debug" = false ] && check "no debug text" ok || check "no debug text" "the page has some"
+[ "$debug" = false ] && check_that "no debug text" ok || check_that "no debug text" "the page has some"
 
 cdp_viewport 1920 1080
 w=$(cdp_eval "String(document.documentElement.scrollWidth <= 1920)")
-[ "$w" = true ] && check "no horizontal scroll at 1920x1080" ok || check "no horizontal scroll at 1920x1080" "$w"
+[ "$w" = true ] && check_that "no horizontal scroll at 1920x1080" ok || check_that "no horizontal scroll at 1920x1080" "$w"
 fill=$(cdp_eval "Math.round(document.querySelector('.lanes').getBoundingClientRect().right - document.querySelector('.lanes').getBoundingClientRect().left)")
-[ "${fill:-0}" -ge 1800 ] && check "the lanes fill 1920: ${fill} px wide" ok || check "the lanes fill 1920" "$fill px"
+[ "${fill:-0}" -ge 1800 ] && check_that "the lanes fill 1920: ${fill} px wide" ok || check_that "the lanes fill 1920" "$fill px"
 
 # The storm report: a lane per run, each drawing goodput, offered load, attempts and the
 # queue (four shapes), two lanes high enough to read and short enough to fit at 1024x768.
@@ -108,23 +98,22 @@ for p in naive:no-trigger naive; do
 	h=$(echo "$lane" | sed -n 's/^[a-z:-]*=\([0-9]*\)x\([0-9]*\)=\([0-9]*\)$/\2/p')
 	n=$(echo "$lane" | sed -n 's/^[a-z:-]*=\([0-9]*\)x\([0-9]*\)=\([0-9]*\)$/\3/p')
 	if [ -n "$w" ] && [ "$w" -gt 900 ] && [ "$h" -gt 150 ] && [ "$h" -lt 360 ] && [ "$n" -eq 4 ]; then
-		check "storm lane $p rendered ${w}x${h} with $n shapes" ok
+		check_that "storm lane $p rendered ${w}x${h} with $n shapes" ok
 	else
-		check "storm lane $p" "'$lane' (lanes: $lanes)"
+		check_that "storm lane $p" "'$lane' (lanes: $lanes)"
 	fi
 done
 rows=$(cdp_eval "document.querySelectorAll('#results tr').length - 1")
-[ "$rows" = 2 ] && check "storm results table has 2 rows" ok || check "storm results table rows" "$rows, want 2"
+[ "$rows" = 2 ] && check_that "storm results table has 2 rows" ok || check_that "storm results table rows" "$rows, want 2"
 w=$(cdp_eval "document.documentElement.scrollWidth")
-[ "${w:-9999}" -le 1024 ] && check "storm scrollWidth $w <= 1024 at 1024x768" ok || check "storm scrollWidth" "$w"
+[ "${w:-9999}" -le 1024 ] && check_that "storm scrollWidth $w <= 1024 at 1024x768" ok || check_that "storm scrollWidth" "$w"
 overlaps=$(cdp_eval "(function () { var n = 0; function hit(a, b) { return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height; } document.querySelectorAll('svg.lane').forEach(function (s) { var t = Array.prototype.map.call(s.querySelectorAll('text'), function (e) { return e.getBBox(); }), r = Array.prototype.map.call(s.querySelectorAll('rect'), function (e) { return e.getBBox(); }); t.forEach(function (a, i) { r.forEach(function (b) { if (hit(a, b)) n++; }); t.forEach(function (b, j) { if (j > i && hit(a, b)) n++; }); }); }); return n; })()")
-[ "$overlaps" = 0 ] && check "storm: no label covers a band or a label" ok || check "storm labels overlapping" "$overlaps"
+[ "$overlaps" = 0 ] && check_that "storm: no label covers a band or a label" ok || check_that "storm labels overlapping" "$overlaps"
 debug=$(cdp_eval "String(!!document.querySelector('pre'))")
-[ "$debug" = false ] && check "storm: no debug text" ok || check "storm: no debug text" "the page has some"
+[ "$debug" = false ] && check_that "storm: no debug text" ok || check_that "storm: no debug text" "the page has some"
 cdp_viewport 1920 1080
 side=$(cdp_eval "(function () { var l = document.querySelectorAll('svg.lane'), a = l[0].getBoundingClientRect(), b = l[1].getBoundingClientRect(); return String(a.top === b.top && b.right > 1800 && a.bottom < 1080); })()")
-[ "$side" = true ] && check "storm at 1920x1080: the two lanes side by side, filling the width" ok \
-	|| check "storm at 1920x1080" "lanes not side by side or not filling"
+[ "$side" = true ] && check_that "storm at 1920x1080: the two lanes side by side, filling the width" ok \
+	|| check_that "storm at 1920x1080" "lanes not side by side or not filling"
 
-echo "report_browser: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done report_browser
