@@ -362,8 +362,9 @@ void callbacks_close_late(void *ctx, int fd)
 {
 	struct server *s = ctx;
 
-	shutdown(fd, SHUT_RDWR);
+	/* Counted before the close: a client that sees its connection end finds it in /stats. */
 	stats_refused(s->stats, STATS_REFUSED_HEADER_TIMEOUT);
+	shutdown(fd, SHUT_RDWR);
 }
 
 void callbacks_answer_drained(void *ctx, int fd)
@@ -372,9 +373,10 @@ void callbacks_answer_drained(void *ctx, int fd)
 	size_t len;
 	const char *raw = responses_draining_raw(&len);
 
+	/* Counted before the answer goes: a client that has it finds it in /stats. */
+	stats_record(s->stats, -1, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, clock_monotonic_ns());
+	stats_refused(s->stats, STATS_REFUSED_DRAINING);
 	/* Only the request's head and body came in so far: nothing of ours is on the wire yet. */
 	send(fd, raw, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_RDWR);
-	stats_record(s->stats, -1, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, clock_monotonic_ns());
-	stats_refused(s->stats, STATS_REFUSED_DRAINING);
 }
