@@ -124,6 +124,54 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 	return 0;
 }
 
+/*
+ * What a process that outlived its bound is doing, on stderr: each thread's
+ * name, state and the kernel function it sleeps in (/proc), so a hang in a
+ * test run says where it was.
+ */
+static void print_threads(pid_t pid)
+{
+	char dir[64], path[352], name[64], wchan[64], stat[512];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(dir)))
+		return;
+	fprintf(stderr, "testutil: pid %d outlived its bound; its threads (name state wchan):", (int)pid);
+	while ((e = readdir(d))) {
+		FILE *f;
+		char *st;
+
+		if (e->d_name[0] == '.')
+			continue;
+		name[0] = wchan[0] = stat[0] = '\0';
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(name, sizeof(name), f))
+				name[0] = '\0';
+			fclose(f);
+		}
+		name[strcspn(name, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s/%s/wchan", dir, e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(wchan, sizeof(wchan), f))
+				wchan[0] = '\0';
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(stat, sizeof(stat), f))
+				stat[0] = '\0';
+			fclose(f);
+		}
+		st = strrchr(stat, ')');
+		fprintf(stderr, " %s:%s %c %s;", e->d_name, name, st && st[1] ? st[2] : '?', wchan[0] ? wchan : "-");
+	}
+	fputc('\n', stderr);
+	closedir(d);
+}
+
 static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 {
 	double deadline = now_s() + timeout_ms / 1000.0;
@@ -139,6 +187,7 @@ static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 			return -1;
 		if (now_s() > deadline) {
 			*timed_out = true;
+			print_threads(pid);
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
