@@ -211,6 +211,17 @@ int testutil_server_kill(struct test_server *s, int sig, int timeout_ms)
 		return -1;
 	kill(s->pid, sig);
 	rc = wait_bounded(s->pid, timeout_ms, &to);
+	/* Killed at the bound: what it printed since the banner (did its drain end: "stopped after"?). */
+	if (to && s->stdout_fd >= 0) {
+		char out[512];
+		ssize_t n;
+
+		fcntl(s->stdout_fd, F_SETFL, fcntl(s->stdout_fd, F_GETFL) | O_NONBLOCK);
+		n = read(s->stdout_fd, out, sizeof(out) - 1);
+		out[n > 0 ? n : 0] = '\0';
+		fprintf(stderr, "testutil: server %d killed %d ms after signal %d; it had printed since: '%s'\n",
+		        (int)s->pid, timeout_ms, sig, out);
+	}
 	if (s->stdout_fd >= 0)
 		close(s->stdout_fd);
 	s->pid = 0;
