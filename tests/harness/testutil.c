@@ -517,6 +517,23 @@ int testutil_free_port(void)
 	return port;
 }
 
+int testutil_dead_port(int *holder)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	*holder = -1;
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || getsockname(fd, (struct sockaddr *)&sa, &sl) != 0) {
+		close(fd);
+		return -1;
+	}
+	*holder = fd;
+	return ntohs(sa.sin_port);
+}
+
 /* The receive queue of the server's end of our connection fd (from /proc/net/tcp); -1 when not listed. */
 static long server_rx_queue(int server_port, int fd)
 {

@@ -156,8 +156,19 @@ const char *testutil_jstr(json_t *j, const char *k1, const char *k2);
 /* Element i of j's "servers" array; NULL when there is no such array or element. */
 json_t *testutil_jserver(json_t *j, size_t i);
 
-/* A TCP port on 127.0.0.1 with nothing listening (bound, read back, released); -1 on failure. */
+/*
+ * A TCP port on 127.0.0.1 with nothing listening (bound, read back, released); -1 on failure.
+ * Free when asked: another job running beside may take it (use testutil_dead_port for a port
+ * that must refuse).
+ */
 int testutil_free_port(void);
+
+/*
+ * A TCP port on 127.0.0.1 that refuses connections for as long as *holder is open: a socket
+ * bound to it that never listens, so no other process can take it.  Close *holder when done.
+ * -1 on failure.
+ */
+int testutil_dead_port(int *holder);
 
 /*
  * Parse the JUnit XML file at path with a real XML parser (python3's

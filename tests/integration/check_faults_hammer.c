@@ -229,12 +229,13 @@ START_TEST(no_server)
 {
 	char url[96];
 	struct test_run r;
-	int port = testutil_free_port();
+	int hold, port = testutil_dead_port(&hold);
 
 	ck_assert_int_gt(port, 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
 	const char *const args[] = { "hammer", url, "--requests", "4", "--connect-timeout", "1s", NULL };
 	ck_assert_int_eq(testutil_run(&r, args, NULL, 10000), 0);
+	close(hold);
 	ck_assert_int_eq(r.status, 1);
 	ck_assert_msg(r.seconds < 1.0 + 1.0, "took %.2f s with a 1 s connect timeout", r.seconds);
 	ck_assert_ptr_nonnull(strstr(r.err, url));

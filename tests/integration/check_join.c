@@ -589,8 +589,9 @@ START_TEST(join_failures_exit_4)
 {
 	char url[128], dead[96], nodes1[128];
 	struct test_run r;
-	int port = testutil_free_port();
+	int hold, port = testutil_dead_port(&hold);
 
+	ck_assert_int_gt(port, 0);
 	redis_proc_need();
 	snprintf(dead, sizeof(dead), "redis://127.0.0.1:%d/x", port);
 	testutil_run(&r, (const char *[]){ "hammer", "http://127.0.0.1:9/", "--join", dead, "--nodes", "2", NULL }, NULL, 10000);
@@ -621,6 +622,7 @@ START_TEST(join_failures_exit_4)
 	testutil_run(&r, (const char *[]){ "merge", dead, NULL }, NULL, 10000);
 	ck_assert_msg(r.status == 4 && testutil_one_line(r.err), "exit %d: %s", r.status, r.err);
 	testutil_run_free(&r);
+	close(hold);
 }
 END_TEST
 

@@ -282,6 +282,7 @@ START_TEST(upstream_failures)
 	struct test_server px, dead;
 	char dead_url[64];
 	double t0, took;
+	int hold;
 	json_t *j;
 
 	ck_assert_int_eq(py_start(&u), 0);
@@ -314,13 +315,14 @@ START_TEST(upstream_failures)
 	py_stop(&u);
 
 	/* Nothing listens there: refused, 502. */
-	snprintf(dead_url, sizeof(dead_url), "http://127.0.0.1:%d", testutil_free_port());
+	snprintf(dead_url, sizeof(dead_url), "http://127.0.0.1:%d", testutil_dead_port(&hold));
 	proxy_start(&dead, dead_url, NULL);
 	ck_assert_int_eq(get(dead.url, "/x", NULL, NULL), 502);
 	j = testutil_stats(&dead);
 	ck_assert_int_eq(testutil_jint(json_object_get(j, "upstream"), "results", "connect"), 1);
 	json_decref(j);
 	ck_assert_int_eq(testutil_server_stop(&dead, 5000), 0);
+	close(hold);
 }
 END_TEST
 

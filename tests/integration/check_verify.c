@@ -236,6 +236,7 @@ START_TEST(never_reaching_the_server_exits_4)
 	static const char *const NOTHING[] = { "verify", "--scenario", "retry-after-seconds", "--", "true", NULL };
 	const char *const elsewhere[] = { "verify", "--scenario", "retry-after-seconds", "--", "curl", "-s", wrong, NULL };
 	struct test_run r;
+	int hold;
 
 	run_verify(&r, NOTHING, 10000);
 	ck_assert_int_eq(r.status, 4);
@@ -245,8 +246,9 @@ START_TEST(never_reaching_the_server_exits_4)
 	ck_assert_str_eq(r.err, "ratelab verify: the command never reached the server (0 arrivals): does it use "
 	                        "$RATELAB_URL? (proxy variables are unset for it)\n");
 	testutil_run_free(&r);
-	snprintf(wrong, sizeof(wrong), "http://127.0.0.1:%d/", testutil_free_port());
+	snprintf(wrong, sizeof(wrong), "http://127.0.0.1:%d/", testutil_dead_port(&hold));
 	run_verify(&r, elsewhere, 10000);
+	close(hold);
 	ck_assert_int_eq(r.status, 4);
 	ck_assert_has(r.out, "0 arrivals");
 	testutil_run_free(&r);
@@ -261,7 +263,7 @@ START_TEST(proxy_variables_are_not_inherited)
 		                     "-o", "/dev/null", "$RATELAB_URL/", NULL };
 	const char *env[] = { proxy, proxy2, proxy3, "NO_PROXY=", "no_proxy=", NULL };
 	struct test_run r;
-	int port = testutil_free_port();
+	int hold, port = testutil_dead_port(&hold);
 
 	write_file(script, "[{\"status\":200}]");
 	snprintf(proxy, sizeof(proxy), "http_proxy=http://127.0.0.1:%d", port);
@@ -269,6 +271,7 @@ START_TEST(proxy_variables_are_not_inherited)
 	snprintf(proxy3, sizeof(proxy3), "ALL_PROXY=http://127.0.0.1:%d", port);
 	ck_assert_int_eq(testutil_run(&r, args, env, 10000), 0);
 	unlink(script);
+	close(hold);
 	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
 	ck_assert_has(r.out, ": 1 arrivals; command exited 0 after");
 	testutil_run_free(&r);
