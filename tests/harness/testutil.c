@@ -172,20 +172,50 @@ static void print_threads(pid_t pid)
 	closedir(d);
 }
 
+/* True when pid's main thread has exited (state Z) while the process is not yet reaped: the kernel is tearing it down. */
+static bool main_thread_exited(pid_t pid)
+{
+	char path[64], stat[512], *st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (!fgets(stat, sizeof(stat), f))
+		stat[0] = '\0';
+	fclose(f);
+	st = strrchr(stat, ')');
+	return st && st[1] && st[2] == 'Z';
+}
+
+/*
+ * Wait at most timeout_ms for pid to end; past it, kill it and return -1
+ * (*timed_out).  A process whose main thread has already exited by then did
+ * its part: only the kernel's teardown of it is left (in soak runs its last
+ * thread sat in exit_mmap, state D, for over 5 s while many processes
+ * mapping the same binary came and went), so that is waited for, up to
+ * 30 s more, and said on stderr.
+ */
 static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 {
-	double deadline = now_s() + timeout_ms / 1000.0;
+	double deadline = now_s() + timeout_ms / 1000.0, teardown = 0;
 	int st;
 
 	*timed_out = false;
 	for (;;) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
 
-		if (r == pid)
+		if (r == pid) {
+			if (teardown > 0)
+				fprintf(stderr, "testutil: pid %d had exited by its bound; the kernel released it %.1f s past it\n",
+				        (int)pid, now_s() - deadline);
 			return decode_status(st);
+		}
 		if (r < 0)
 			return -1;
-		if (now_s() > deadline) {
+		if (now_s() > deadline && teardown == 0 && main_thread_exited(pid))
+			teardown = deadline + 30;
+		if (now_s() > (teardown > 0 ? teardown : deadline)) {
 			*timed_out = true;
 			print_threads(pid);
 			kill(-pid, SIGKILL);
