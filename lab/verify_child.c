@@ -245,6 +245,33 @@ unsigned verify_children_reap(struct verify_children *c)
 	return running;
 }
 
+/* True when pid's main thread has exited and the process is not reaped (its /proc state is Z). */
+static bool main_thread_exited(pid_t pid)
+{
+	char path[48], buf[512], state;
+	const char *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return (rp = strrchr(buf, ')')) != NULL && sscanf(rp + 1, " %c", &state) == 1 && state == 'Z';
+}
+
+bool verify_children_exiting(const struct verify_children *c)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		if (!c->ch[i].done && !main_thread_exited(c->ch[i].pid))
+			return false;
+	return true;
+}
+
 int verify_children_status(const struct verify_children *c)
 {
 	for (unsigned i = 0; i < c->n; i++)
