@@ -245,29 +245,16 @@ unsigned verify_children_reap(struct verify_children *c)
 	return running;
 }
 
-/* True when pid's main thread has exited and the process is not reaped (its /proc state is Z). */
-static bool main_thread_exited(pid_t pid)
-{
-	char path[48], buf[512], state;
-	const char *rp;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return (rp = strrchr(buf, ')')) != NULL && sscanf(rp + 1, " %c", &state) == 1 && state == 'Z';
-}
+static bool proc_stat(pid_t pid, char *state, pid_t *ppid);
 
 bool verify_children_exiting(const struct verify_children *c)
 {
+	char state;
+	pid_t pp;
+
+	/* Z: its main thread has exited and it is not reaped yet. */
 	for (unsigned i = 0; i < c->n; i++)
-		if (!c->ch[i].done && !main_thread_exited(c->ch[i].pid))
+		if (!c->ch[i].done && (!proc_stat(c->ch[i].pid, &state, &pp) || state != 'Z'))
 			return false;
 	return true;
 }
@@ -287,10 +274,10 @@ void verify_children_free(struct verify_children *c)
 
 /* ---- /proc ---- */
 
-/* pid's parent from /proc/PID/stat; false when it is gone or a zombie. */
-static bool proc_parent(pid_t pid, pid_t *ppid)
+/* pid's state letter and parent from /proc/PID/stat; false when it is gone. */
+static bool proc_stat(pid_t pid, char *state, pid_t *ppid)
 {
-	char path[48], buf[512], state;
+	char path[48], buf[512];
 	const char *rp;
 	ssize_t n;
 	int fd, pp;
@@ -304,10 +291,18 @@ static bool proc_parent(pid_t pid, pid_t *ppid)
 		return false;
 	buf[n] = '\0';
 	/* The command name may hold spaces and parentheses: the fields start after the last ')'. */
-	if (!(rp = strrchr(buf, ')')) || sscanf(rp + 1, " %c %d", &state, &pp) != 2 || state == 'Z')
+	if (!(rp = strrchr(buf, ')')) || sscanf(rp + 1, " %c %d", state, &pp) != 2)
 		return false;
 	*ppid = (pid_t)pp;
 	return true;
+}
+
+/* pid's parent from /proc/PID/stat; false when it is gone or a zombie. */
+static bool proc_parent(pid_t pid, pid_t *ppid)
+{
+	char state;
+
+	return proc_stat(pid, &state, ppid) && state != 'Z';
 }
 
 static int by_pid(const void *a, const void *b)
