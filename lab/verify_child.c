@@ -245,16 +245,20 @@ unsigned verify_children_reap(struct verify_children *c)
 	return running;
 }
 
-static bool proc_stat(pid_t pid, char *state, pid_t *ppid);
+static bool proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned *flags);
+
+#define PF_EXITING_FLAG 0x4u   /* the kernel's PF_EXITING in /proc/PID/stat's flags: the task is in exit */
 
 bool verify_children_exiting(const struct verify_children *c)
 {
+	unsigned flags;
 	char state;
 	pid_t pp;
 
-	/* Z: its main thread has exited and it is not reaped yet. */
+	/* In exit (PF_EXITING), or Z: its main thread has exited and it is not reaped yet. */
 	for (unsigned i = 0; i < c->n; i++)
-		if (!c->ch[i].done && (!proc_stat(c->ch[i].pid, &state, &pp) || state != 'Z'))
+		if (!c->ch[i].done && (!proc_stat(c->ch[i].pid, &state, &pp, &flags) ||
+		                       (state != 'Z' && !(flags & PF_EXITING_FLAG))))
 			return false;
 	return true;
 }
@@ -274,8 +278,8 @@ void verify_children_free(struct verify_children *c)
 
 /* ---- /proc ---- */
 
-/* pid's state letter and parent from /proc/PID/stat; false when it is gone. */
-static bool proc_stat(pid_t pid, char *state, pid_t *ppid)
+/* pid's state letter, parent and flags from /proc/PID/stat; false when it is gone. */
+static bool proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned *flags)
 {
 	char path[48], buf[512];
 	const char *rp;
@@ -291,7 +295,7 @@ static bool proc_stat(pid_t pid, char *state, pid_t *ppid)
 		return false;
 	buf[n] = '\0';
 	/* The command name may hold spaces and parentheses: the fields start after the last ')'. */
-	if (!(rp = strrchr(buf, ')')) || sscanf(rp + 1, " %c %d", state, &pp) != 2)
+	if (!(rp = strrchr(buf, ')')) || sscanf(rp + 1, " %c %d %*d %*d %*d %*d %u", state, &pp, flags) != 3)
 		return false;
 	*ppid = (pid_t)pp;
 	return true;
@@ -300,9 +304,10 @@ static bool proc_stat(pid_t pid, char *state, pid_t *ppid)
 /* pid's parent from /proc/PID/stat; false when it is gone or a zombie. */
 static bool proc_parent(pid_t pid, pid_t *ppid)
 {
+	unsigned flags;
 	char state;
 
-	return proc_stat(pid, &state, ppid) && state != 'Z';
+	return proc_stat(pid, &state, ppid, &flags) && state != 'Z';
 }
 
 static int by_pid(const void *a, const void *b)

@@ -172,10 +172,15 @@ static void print_threads(pid_t pid)
 	closedir(d);
 }
 
-/* True when pid's main thread has exited (state Z) while the process is not yet reaped: the kernel is tearing it down. */
+/*
+ * True when pid is in exit: its main thread has exited (state Z) or is
+ * exiting (PF_EXITING, 0x4, in /proc/PID/stat's flags), and the process is
+ * not yet reaped: the kernel is tearing it down.
+ */
 static bool main_thread_exited(pid_t pid)
 {
-	char path[64], stat[512], *st;
+	char path[64], stat[512], *st, state;
+	unsigned flags = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -185,7 +190,7 @@ static bool main_thread_exited(pid_t pid)
 		stat[0] = '\0';
 	fclose(f);
 	st = strrchr(stat, ')');
-	return st && st[1] && st[2] == 'Z';
+	return st && sscanf(st + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) == 2 && (state == 'Z' || (flags & 0x4u));
 }
 
 /*
