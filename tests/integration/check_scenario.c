@@ -431,6 +431,28 @@ static int count_of(const char *s, const char *needle)
 }
 
 /*
+ * s's arrival log (GET /scenario, for the caller to free) once it holds `sent`
+ * answers whose last byte left: an answer's end is logged when the server hears
+ * it left, which may come after the client already has it (read for at most 5 s).
+ */
+static char *sent_log(const struct test_server *s, int sent)
+{
+	char url[128], *body = NULL;
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s/scenario", s->url);
+	for (int i = 0; i < 100; i++) {
+		free(body);
+		body = NULL;
+		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+		if (count_of(body, "\"end\": \"sent\"") == sent)
+			break;
+		testutil_sleep_ms(50);
+	}
+	return body;
+}
+
+/*
  * POST /reset starts every client at the first step again: on retry-after-seconds
  * one client gets 429 429, and after the reset 429 429 once more (then 200).
  */
@@ -597,17 +619,7 @@ START_TEST(serve_scripts_transport_failures)
 		ck_assert_msg(testutil_http("GET", url, NULL, &status, NULL, NULL) == -1, "step %d was not a failure", i + 1);
 	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
 	ck_assert_int_eq(status, 200);
-	snprintf(url, sizeof(url), "%s/scenario", s.url);
-	/* The last answer's end is logged when the server hears its last byte left, which may come
-	 * after the client already has it: read the log until it is there (at most 5 s). */
-	for (int i = 0; i < 100; i++) {
-		free(body);
-		body = NULL;
-		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
-		if (count_of(body, "\"end\": \"sent\"") == 1)
-			break;
-		testutil_sleep_ms(50);
-	}
+	body = sent_log(&s, 1);
 	ck_assert_ptr_nonnull(strstr(body, "\"fault\": \"reset\""));
 	ck_assert_ptr_nonnull(strstr(body, "\"fault\": \"close-mid-body\""));
 	ck_assert_ptr_nonnull(strstr(body, "\"fault\": \"malformed\""));
@@ -636,17 +648,7 @@ START_TEST(serve_records_when_answers_left)
 	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
 	ck_assert_int_eq(status, 503);
 	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
-	snprintf(url, sizeof(url), "%s/scenario", s.url);
-	/* The second answer's end is logged when the server hears its last byte left, which may come
-	 * after the client already has it: read the log until it is there (at most 5 s). */
-	for (int i = 0; i < 100; i++) {
-		free(body);
-		body = NULL;
-		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
-		if (count_of(body, "\"end\": \"sent\"") == 2)
-			break;
-		testutil_sleep_ms(50);
-	}
+	body = sent_log(&s, 2);
 	ck_assert_int_eq(count_of(body, "\"end\": \"sent\""), 2);
 	end = json_number_after(body, "\"end_ms\": ", 0);
 	ck_assert_msg(end >= 300 && end < 1500, "the held answer left at %.1f ms, want after its 300 ms", end);
