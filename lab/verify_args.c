@@ -73,7 +73,8 @@ static const struct cli_help VERIFY_HELP = {
 	         "ratelab verify --all [--skip LIST] [options] -- COMMAND [ARGS...]\n"
 	         "ratelab verify --scenario LIST|--all --listen ADDR:PORT [options]\n"
 	         "ratelab verify --list",
-	.about = "Starts a scenario server on a free port, runs COMMAND with RATELAB_URL set to it "
+	.about = "Starts a scenario server on a free port of a loopback address of its own "
+	         "(127.A.B.C, drawn per run), runs COMMAND with RATELAB_URL set to it "
 	         "and RATELAB_METHOD to the method the scenario is for (a literal $RATELAB_URL or "
 	         "$RATELAB_METHOD in ARGS is replaced too; proxy variables are unset and NO_PROXY "
 	         "set), and grades what the server saw.  COMMAND's stdout goes to stderr, so stdout "

@@ -278,6 +278,31 @@ START_TEST(proxy_variables_are_not_inherited)
 }
 END_TEST
 
+/*
+ * Only what aims at $RATELAB_URL counts: the scenario server has a loopback
+ * address of its own, so requests to the same port on 127.0.0.1 (another
+ * program still firing at a port it once had there) do not reach it.
+ */
+START_TEST(only_the_commands_requests_count)
+{
+	static const char *const ARGS[] = {
+		"verify", "--scenario", "retry-after-seconds", "--", "sh", "-c",
+		"curl -s -o /dev/null \"$RATELAB_URL/\"; p=${RATELAB_URL##*:}; "
+		"for i in 1 2 3; do curl -s -o /dev/null \"http://127.0.0.1:$p/\"; done; echo \"$RATELAB_URL\" >&2",
+		NULL
+	};
+	struct test_run r;
+
+	run_verify(&r, ARGS, 10000);
+	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+	ck_assert_has(r.out, "scenario retry-after-seconds: 1 arrivals; command exited 0 after");
+	ck_assert_has(r.out, "PASS  max-attempts<=3          attempts: 127.0.0.1=1");
+	ck_assert_msg(strncmp(r.err, "http://127.", 11) == 0 && strncmp(r.err, "http://127.0.0.1:", 17) != 0,
+	              "RATELAB_URL: %s", r.err);
+	testutil_run_free(&r);
+}
+END_TEST
+
 /* Exit 4, not 2, for a command that cannot be run: it is not a usage error. */
 START_TEST(cannot_run_exits_4)
 {
@@ -1501,6 +1526,7 @@ Suite *verify_suite(void)
 	tcase_add_test(cli, timeout_kills_the_command);
 	tcase_add_test(cli, never_reaching_the_server_exits_4);
 	tcase_add_test(cli, proxy_variables_are_not_inherited);
+	tcase_add_test(cli, only_the_commands_requests_count);
 	tcase_add_test(cli, cannot_run_exits_4);
 	tcase_add_test(cli, detached_processes_are_stopped);
 	tcase_add_test(cli, thousand_detached_children_are_stopped);
