@@ -49,9 +49,10 @@ struct verify_children *verify_children_start(const struct verify_child_opts *o,
 unsigned verify_children_reap(struct verify_children *c);
 
 /*
- * True when every copy not yet reaped has already exited its main thread
- * (/proc state Z): each has ended, and only the kernel's teardown of it is
- * left (on a busy machine that can take seconds), so it is not still running.
+ * True when every copy not yet reaped is in exit (each of its threads
+ * exiting, PF_EXITING, or a zombie): each has ended, and only the kernel's
+ * teardown of it is left (on a busy machine that can take seconds), so it is
+ * not still running.
  */
 bool verify_children_exiting(const struct verify_children *c);
 

@@ -75,10 +75,13 @@ static void own_loopback(char *buf, size_t len)
 	snprintf(buf, len, "127.%u.%u.%u", 1 + b[0] % 254u, b[1], 1 + b[2] % 254u);
 }
 
-/* True when the verdict is settled while the command runs (an expectation failed for good), so the run may end. */
-static bool settled(struct run *rn)
+/*
+ * True when the verdict is settled while the command runs (an expectation
+ * failed for good), so the run may end; wall_ns is how long it has run.
+ */
+static bool settled(struct run *rn, uint64_t wall_ns)
 {
-	struct verify_grade_run so_far = { .wall_ns = clock_monotonic_ns() - rn->t0, .timeout_ns = rn->o->timeout_ns };
+	struct verify_grade_run so_far = { .wall_ns = wall_ns, .timeout_ns = rn->o->timeout_ns };
 	size_t n = scenario_arrivals(rn->sc, rn->log, SCENARIO_LOG_MAX, NULL);
 
 	so_far.ncounts = scenario_counts(rn->sc, rn->counts, SCENARIO_MAX_CLIENTS);
@@ -100,11 +103,17 @@ static void tick(struct run *rn, unsigned running)
 		rn->o->progress(rn->o->progress_ctx, &p);
 }
 
-/* Wait for the copies to end, at most until the timeout; fills how the run ended. */
+/*
+ * Wait for the copies to end, at most until the timeout; fills how the run
+ * ended.  A command is done when it is seen in exit (verify_children_exiting,
+ * looked at every few polls), not only once it is reaped: on a busy machine
+ * the kernel's teardown of an exiting process can take seconds, and that is
+ * no part of how long the client took.
+ */
 static void wait_run(struct run *rn, struct verify_grade_run *run)
 {
 	struct timespec ts = { 0, (long)POLL_NS };
-	uint64_t deadline = rn->t0 + rn->o->timeout_ns;
+	uint64_t deadline = rn->t0 + rn->o->timeout_ns, ended = 0;
 	unsigned polls = 0, ticks = 0;
 	bool extended = false;
 	bool stops = scenario_stops_when_settled(rn->sc);
@@ -112,10 +121,13 @@ static void wait_run(struct run *rn, struct verify_grade_run *run)
 
 	for (unsigned running; (running = verify_children_reap(rn->kids)) > 0;) {
 		size_t now_seen = stops ? scenario_arrivals(rn->sc, NULL, 0, NULL) : 0;
+		uint64_t now = clock_monotonic_ns();
 
-		if (clock_monotonic_ns() >= deadline) {
+		if (ended == 0 && ticks % SETTLE_EVERY == 0 && verify_children_exiting(rn->kids))
+			ended = now;
+		if (now >= deadline) {
 			/* Ended by then, the kernel still tearing it down: its exit status is waited for, not killed. */
-			if (!extended && verify_children_exiting(rn->kids)) {
+			if (!extended && (ended || verify_children_exiting(rn->kids))) {
 				extended = true;
 				deadline += EXIT_GRACE_NS;
 				continue;
@@ -126,7 +138,7 @@ static void wait_run(struct run *rn, struct verify_grade_run *run)
 		if (*rn->o->interrupted)
 			break;
 		/* A new arrival can settle a verdict at once; time alone (gives-up-within) every few polls. */
-		if (stops && (now_seen != seen || ++polls % SETTLE_EVERY == 0) && settled(rn)) {
+		if (stops && (now_seen != seen || ++polls % SETTLE_EVERY == 0) && settled(rn, (ended ? ended : now) - rn->t0)) {
 			run->stopped = true;
 			break;
 		}
@@ -135,7 +147,7 @@ static void wait_run(struct run *rn, struct verify_grade_run *run)
 			tick(rn, running);
 		nanosleep(&ts, NULL);
 	}
-	run->wall_ns = clock_monotonic_ns() - rn->t0;
+	run->wall_ns = (ended ? ended : clock_monotonic_ns()) - rn->t0;
 	verify_children_kill(rn->kids);
 	run->exit_status = verify_children_status(rn->kids);
 }
@@ -228,6 +240,7 @@ int verify_run(struct scenario *sc, const struct verify_grade_expect *ex, size_t
 		snprintf(own, sizeof(own), "127.0.0.1");
 		if (!(srv = start_server(sc, o->clients, own, 0, NULL, r->error, sizeof(r->error))))
 			goto free_log;
+		r->error[0] = '\0';
 	}
 	progress(o, r, false);
 	noise = verify_noise_start();
