@@ -124,6 +124,70 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 	return 0;
 }
 
+/* A kernel stack (/proc/.../stack, root only) on one line: " [f1 < f2 < ...]", at most 12 frames. */
+static void print_stack(const char *path)
+{
+	char line[160];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	fputs(" [", stderr);
+	while (n < 12 && fgets(line, sizeof(line), f)) {
+		char *fn = strchr(line, ']');
+
+		fn = fn ? fn + 1 + (fn[1] == ' ') : line;
+		fn[strcspn(fn, "+\n")] = '\0';
+		fprintf(stderr, "%s%s", n++ ? " < " : "", fn);
+	}
+	fputc(']', stderr);
+	fclose(f);
+}
+
+/*
+ * Every other task of the machine in uninterruptible sleep (state D), at most
+ * 30, with its command and wait channel: when a process's teardown waits on a
+ * lock, these are the ones in the same queue, or the one that holds it.
+ */
+static void print_blocked(void)
+{
+	char path[300], stat[512], wchan[64], *st;
+	struct dirent *p;
+	DIR *d = opendir("/proc");
+	int n = 0;
+
+	if (!d)
+		return;
+	fprintf(stderr, "testutil: tasks in state D now (pid command wchan):");
+	while (n < 30 && (p = readdir(d))) {
+		FILE *f;
+
+		if (p->d_name[0] < '1' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", p->d_name);
+		stat[0] = wchan[0] = '\0';
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (!fgets(stat, sizeof(stat), f))
+			stat[0] = '\0';
+		fclose(f);
+		if (!(st = strrchr(stat, ')')) || st[1] != ' ' || st[2] != 'D')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/wchan", p->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(wchan, sizeof(wchan), f))
+				wchan[0] = '\0';
+			fclose(f);
+		}
+		*st = '\0';
+		fprintf(stderr, " %s:%s %s;", p->d_name, strchr(stat, '(') ? strchr(stat, '(') + 1 : "?", wchan);
+		n++;
+	}
+	fputc('\n', stderr);
+	closedir(d);
+}
+
 /*
  * What a process that outlived its bound is doing, on stderr: each thread's
  * name, state and the kernel function it sleeps in (/proc), so a hang in a
@@ -167,9 +231,14 @@ static void print_threads(pid_t pid)
 		}
 		st = strrchr(stat, ')');
 		fprintf(stderr, " %s:%s %c %s;", e->d_name, name, st && st[1] ? st[2] : '?', wchan[0] ? wchan : "-");
+		if (st && st[1] && st[2] == 'D') {
+			snprintf(path, sizeof(path), "%s/%s/stack", dir, e->d_name);
+			print_stack(path);
+		}
 	}
 	fputc('\n', stderr);
 	closedir(d);
+	print_blocked();
 }
 
 /*
