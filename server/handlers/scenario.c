@@ -349,11 +349,38 @@ static void render(const struct scenario *sc, const struct scenario_step *st, un
 }
 
 /* Record one arrival; returns its token (0 past the log's end). */
+/*
+ * A request on a connection whose last answer is still pending: that answer
+ * was read by then (HTTP/1.1 takes the next request only once the previous
+ * answer is out), so it left no later than now.  Its completion can come
+ * after the client's next request (libmicrohttpd reports it after the write,
+ * on a thread the machine may not run at once), and a retry stamped before
+ * its answer left would not be graded as one.  The last SETTLE_BACK arrivals
+ * are looked at, newest first.
+ */
+#define SETTLE_BACK 64
+static void settle_connection(struct scenario *sc, const void *conn, uint64_t now_ns)
+{
+	for (size_t i = sc->nlog, n = 0; conn && i > 0 && n < SETTLE_BACK; i--, n++) {
+		struct scenario_arrival *e = &sc->log[i - 1];
+
+		if (e->conn != conn)
+			continue;
+		if (e->end == SCENARIO_END_PENDING) {
+			e->end_ns = now_ns;
+			e->end = SCENARIO_END_SENT;
+			sc->pending -= sc->pending > 0;
+		}
+		return;
+	}
+}
+
 static uint64_t record(struct scenario *sc, const struct scenario_request *req, const char *client, unsigned pos,
                        const struct scenario_answer *a)
 {
 	struct scenario_arrival *e;
 
+	settle_connection(sc, req->conn, req->now_ns);
 	sc->total++;
 	if (sc->nlog == SCENARIO_LOG_MAX)
 		return 0;
@@ -376,6 +403,7 @@ static uint64_t record(struct scenario *sc, const struct scenario_request *req, 
 	e->wait_source = a->wait_source;
 	e->wait_date = a->wait_date;
 	e->wait_ns = a->wait_ns;
+	e->conn = req->conn;
 	return (uint64_t)sc->gen << 32 | sc->nlog;
 }
 

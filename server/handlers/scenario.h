@@ -61,6 +61,7 @@ struct scenario_request {
 	const char *traceparent;             /* header value or NULL */
 	uint64_t now_ns;                     /* monotonic */
 	uint64_t wall_ns;                    /* wall clock, for HTTP-date Retry-After */
+	const void *conn;                    /* the connection it came on (identity only), or NULL */
 };
 
 /* The scripted answer. */
@@ -96,6 +97,7 @@ struct scenario_arrival {
 	bool wait_date;                      /* an HTTP-date: the wait ends at t + delay + wait, whenever it left */
 	uint64_t wait_ns;                    /* asked, from the planned send (t + delay) */
 	bool relayed;                        /* passed to the upstream (serve --upstream): status is its answer's */
+	const void *conn;                    /* its connection (identity only, never dereferenced), or NULL */
 };
 
 /* One client's attempts, counted past the log's cap. */

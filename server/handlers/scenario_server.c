@@ -22,7 +22,7 @@ int scenario_server_handler(struct server *srv, void *ctx, const struct server_r
 	struct scenario_request sr = {
 		req->method, req->path, req->key, req->keylen,
 		server_request_header(req, "Idempotency-Key"), server_request_header(req, "traceparent"),
-		clock_monotonic_ns(), clock_wall_ns(),
+		clock_monotonic_ns(), clock_wall_ns(), req->conn,
 	};
 	struct scenario_answer a;
 

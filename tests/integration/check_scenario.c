@@ -21,7 +21,7 @@ static const char IP2[] = { 'i', 10, 0, 0, 2 };
 static void ask(struct scenario *sc, const char *key, size_t keylen, const char *method, const char *path,
                 uint64_t now, struct scenario_answer *a)
 {
-	struct scenario_request r = { method, path, key, keylen, NULL, NULL, now, WALL0 + now };
+	struct scenario_request r = { method, path, key, keylen, NULL, NULL, now, WALL0 + now, NULL };
 
 	ck_assert_int_eq(scenario_answer(sc, &r, a), 0);
 }
@@ -106,6 +106,40 @@ START_TEST(retry_after_seconds_steps_then_stays)
 	ask(sc, IP1, sizeof(IP1), "GET", "/", 3 * NS_PER_SEC, &a);
 	ck_assert_int_eq(a.status, 200);   /* the last step repeats */
 	ck_assert_str_eq(a.body, "scenario retry-after-seconds step 3: 200\n");
+	scenario_free(sc);
+}
+END_TEST
+
+/*
+ * A request on a connection whose last answer has not been reported done
+ * ends that answer at its own arrival: the client read it before it could
+ * send again there.  A request on another connection ends nothing, and a
+ * later report of the answer changes nothing.
+ */
+START_TEST(next_request_on_a_connection_ends_its_answer)
+{
+	char err[300];
+	struct scenario *sc = scenario_new("retry-after-seconds", err, sizeof(err));
+	struct scenario_arrival log[4];
+	struct scenario_answer a, b, c;
+	int conn1, conn2;
+	struct scenario_request r = { "GET", "/", IP1, sizeof(IP1), NULL, NULL, 1000, WALL0 + 1000, &conn1 };
+
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_int_eq(scenario_answer(sc, &r, &a), 0);
+	r.now_ns = 2000, r.conn = &conn2;
+	ck_assert_int_eq(scenario_answer(sc, &r, &b), 0);
+	ck_assert_uint_eq(scenario_arrivals(sc, log, 4, NULL), 2);
+	ck_assert_int_eq(log[0].end, SCENARIO_END_PENDING);  /* another connection: still pending */
+	r.now_ns = 3000, r.conn = &conn1;
+	ck_assert_int_eq(scenario_answer(sc, &r, &c), 0);
+	ck_assert_uint_eq(scenario_arrivals(sc, log, 4, NULL), 3);
+	ck_assert_int_eq(log[0].end, SCENARIO_END_SENT);
+	ck_assert_uint_eq(log[0].end_ns, 3000);
+	ck_assert_int_eq(log[1].end, SCENARIO_END_PENDING);
+	scenario_done(sc, a.token, true, 9000);  /* the late report */
+	ck_assert_uint_eq(scenario_arrivals(sc, log, 4, NULL), 3);
+	ck_assert_uint_eq(log[0].end_ns, 3000);
 	scenario_free(sc);
 }
 END_TEST
@@ -347,7 +381,7 @@ START_TEST(log_records_arrivals_and_bounds)
 {
 	char err[300];
 	struct scenario *sc = scenario_new("persistent-429", err, sizeof(err));
-	struct scenario_request r = { "POST", "/client-3/pay", IP1, sizeof(IP1), "k-1", "00-abc-01", 5, WALL0 };
+	struct scenario_request r = { "POST", "/client-3/pay", IP1, sizeof(IP1), "k-1", "00-abc-01", 5, WALL0, NULL };
 	struct scenario_arrival *log = calloc(SCENARIO_LOG_MAX, sizeof(*log));
 	struct scenario_answer a;
 	uint64_t dropped = 0;
@@ -680,6 +714,7 @@ Suite *scenario_suite(void)
 	TCase *live = tcase_create("serve");
 
 	tcase_add_test(tc, builtins_load_with_defaults);
+	tcase_add_test(tc, next_request_on_a_connection_ends_its_answer);
 	tcase_add_test(tc, builtins_say_what_a_correct_client_does);
 	tcase_add_test(tc, date_counts_from_the_answer);
 	tcase_add_test(tc, odd_retry_after_values);
