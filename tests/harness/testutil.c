@@ -193,7 +193,7 @@ static void print_blocked(void)
  * name, state and the kernel function it sleeps in (/proc), so a hang in a
  * test run says where it was.
  */
-static void print_threads(pid_t pid)
+static void print_threads(pid_t pid, const char *what)
 {
 	char dir[64], path[352], name[64], wchan[64], stat[512];
 	struct dirent *e;
@@ -202,7 +202,7 @@ static void print_threads(pid_t pid)
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	if (!(d = opendir(dir)))
 		return;
-	fprintf(stderr, "testutil: pid %d outlived its bound; its threads (name state wchan):", (int)pid);
+	fprintf(stderr, "testutil: pid %d %s; its threads (name state wchan):", (int)pid, what);
 	while ((e = readdir(d))) {
 		FILE *f;
 		char *st;
@@ -287,11 +287,14 @@ static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 		}
 		if (r < 0)
 			return -1;
-		if (now_s() > deadline && teardown == 0 && main_thread_exited(pid))
+		if (now_s() > deadline && teardown == 0 && main_thread_exited(pid)) {
 			teardown = deadline + 30;
+			/* Said at once: the test's own limit (Check's) may end this process before the teardown ends. */
+			print_threads(pid, "had exited by its bound and is not yet released");
+		}
 		if (now_s() > (teardown > 0 ? teardown : deadline)) {
 			*timed_out = true;
-			print_threads(pid);
+			print_threads(pid, "outlived its bound");
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
