@@ -2,6 +2,7 @@
 #define RATELAB_VERIFY_CHILD_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,15 @@ unsigned verify_children_reap(struct verify_children *c);
  * not still running.
  */
 bool verify_children_exiting(const struct verify_children *c);
+
+/*
+ * Say on f what each copy not yet reaped is doing: every thread's name,
+ * state letter and the kernel function it waits in (/proc), and for a thread
+ * in uninterruptible sleep (D) its kernel stack where /proc lets us read it.
+ * For a copy that outlived its timeout: a client stuck in a futex reads
+ * apart from one the machine held in the kernel.
+ */
+void verify_children_describe(const struct verify_children *c, FILE *f);
 
 /*
  * Stop everything the set started: SIGTERM, then SIGKILL after 500 ms, to the

@@ -133,6 +133,7 @@ static void wait_run(struct run *rn, struct verify_grade_run *run)
 				continue;
 			}
 			run->killed = true;
+			verify_children_describe(rn->kids, stderr);
 			break;
 		}
 		if (*rn->o->interrupted)

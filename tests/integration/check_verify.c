@@ -225,6 +225,8 @@ START_TEST(timeout_kills_the_command)
 	ck_assert_has(r.out, "FAIL  succeeds                 still running at the 0.3s timeout: killed");
 	ck_assert_has(r.out, "FAIL  stops-after-attempts");
 	ck_assert_has(r.out, "0 of 2 expectations hold");
+	/* and says what it was doing: sh waits for its sleep, asleep (S), not held by the machine (D) */
+	ck_assert_has(r.err, "was still running at the timeout; its threads (name, state, kernel wait): sh S ");
 	testutil_run_free(&r);
 }
 END_TEST
@@ -594,8 +596,14 @@ START_TEST(short_timeout_is_not_a_failure)
 	                     "5.00s limit: raise --timeout over it\n");
 	ck_assert_has(r.out, "0 of 1 expectations hold, 1 not observed: nothing was observed, which is not a pass "
 	                     "(exit 5)\n");
-	ck_assert_str_eq(r.err, "ratelab verify: --timeout 1.00s is shorter than gives-up-within=5s: a command still "
-	                        "running at the timeout is 'not observed' there, not failed\n");
+	/* that said first, then (killed at the timeout) what the command was doing, and nothing else */
+	static const char WARNED[] = "ratelab verify: --timeout 1.00s is shorter than gives-up-within=5s: a command "
+	                             "still running at the timeout is 'not observed' there, not failed\n";
+	ck_assert_msg(strncmp(r.err, WARNED, strlen(WARNED)) == 0, "stderr: %s", r.err);
+	ck_assert_msg(strncmp(r.err + strlen(WARNED), "ratelab verify: pid ", 20) == 0 &&
+	                  strstr(r.err + strlen(WARNED), " was still running at the timeout; its threads ") != NULL &&
+	                  strchr(r.err + strlen(WARNED), '\n') == r.err + strlen(r.err) - 1,
+	              "stderr: %s", r.err);
 	testutil_run_free(&r);
 	run_verify(&r, STRICT, 10000);
 	ck_assert_int_eq(r.status, 1);
