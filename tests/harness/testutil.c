@@ -242,57 +242,125 @@ static void print_threads(pid_t pid, const char *what)
 }
 
 /*
- * True when pid is in exit: its main thread has exited (state Z) or is
- * exiting (PF_EXITING, 0x4, in /proc/PID/stat's flags), and the process is
- * not yet reaped: the kernel is tearing it down.
+ * pid's exit status before the kernel has released it (testutil.h): true once each of its
+ * threads is exiting (PF_EXITING, 0x4 in the flags of its /proc stat) or a
+ * zombie, and their exit codes (field 52, in waitpid's form) agree; *status
+ * is that code.  False while any thread still runs (or /proc says nothing).
  */
-static bool main_thread_exited(pid_t pid)
+bool testutil_exit_status_early(pid_t pid, int *status)
 {
-	char path[64], stat[512], *st, state;
-	unsigned flags = 0;
-	FILE *f;
+	char dir[48], path[320], stat[1024];
+	struct dirent *e;
+	bool any = false, all = true;
+	int code = 0;
+	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(dir)))
 		return false;
-	if (!fgets(stat, sizeof(stat), f))
+	while (all && (e = readdir(d))) {
+		char *st, state = '?', *tok, *save = NULL;
+		unsigned long flags = 0;
+		int field = 3, c = -1;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
 		stat[0] = '\0';
-	fclose(f);
-	st = strrchr(stat, ')');
-	return st && sscanf(st + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) == 2 && (state == 'Z' || (flags & 0x4u));
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(stat, sizeof(stat), f))
+				stat[0] = '\0';
+			fclose(f);
+		}
+		/* The command name may hold spaces: the fields start after the last ')', with field 3, the state. */
+		if (!(st = strrchr(stat, ')'))) {
+			all = false;
+			break;
+		}
+		for (tok = strtok_r(st + 1, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), field++) {
+			if (field == 3)
+				state = tok[0];
+			else if (field == 9)
+				flags = strtoul(tok, NULL, 10);
+			else if (field == 52)
+				c = atoi(tok);
+		}
+		if ((state != 'Z' && !(flags & 0x4u)) || c < 0 || (any && c != code))
+			all = false;
+		code = c;
+		any = true;
+	}
+	closedir(d);
+	if (!any || !all)
+		return false;
+	*status = code;
+	return true;
 }
 
 /*
+ * Processes that ended (exit_status_early) but that the kernel had not yet
+ * released: reaped on later calls, so no zombie is left for long.  At most
+ * 64; past that a zombie is left to the test process's own end.
+ */
+static pid_t unreaped[64];
+
+static void reap_later(pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(unreaped) / sizeof(unreaped[0]); i++)
+		if (unreaped[i] <= 0) {
+			unreaped[i] = pid;
+			return;
+		}
+}
+
+static void reap_unreaped(void)
+{
+	for (size_t i = 0; i < sizeof(unreaped) / sizeof(unreaped[0]); i++)
+		if (unreaped[i] > 0 && waitpid(unreaped[i], NULL, WNOHANG) != 0)
+			unreaped[i] = 0;
+}
+
+/* Seconds a process may be seen exiting, not yet released, before its status is taken from /proc. */
+#define EXIT_WAIT_S 2.0
+
+/*
  * Wait at most timeout_ms for pid to end; past it, kill it and return -1
- * (*timed_out).  A process whose main thread has already exited by then did
- * its part: only the kernel's teardown of it is left (in soak runs its last
- * thread sat in exit_mmap, state D, for over 5 s while many processes
- * mapping the same binary came and went), so that is waited for, up to
- * 30 s more, and said on stderr.
+ * (*timed_out).  A process counts as ended once every thread of it is
+ * exiting: it did its part, and only the kernel's teardown is left.  On a
+ * busy machine that teardown has taken from seconds to over a minute (soak
+ * runs: the last thread in exit_mmap, state D, queued behind dozens of
+ * other exiting processes, python3 and curl among them), so once it has
+ * lasted EXIT_WAIT_S, or past the bound, the exit status is read from /proc,
+ * said on stderr, and the process reaped later.
  */
 static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 {
-	double deadline = now_s() + timeout_ms / 1000.0, teardown = 0;
-	int st;
+	double deadline = now_s() + timeout_ms / 1000.0, exiting = 0;
+	int st, early;
 
 	*timed_out = false;
-	for (;;) {
+	reap_unreaped();
+	for (unsigned polls = 0;; polls++) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
 
-		if (r == pid) {
-			if (teardown > 0)
-				fprintf(stderr, "testutil: pid %d had exited by its bound; the kernel released it %.1f s past it\n",
-				        (int)pid, now_s() - deadline);
+		if (r == pid)
 			return decode_status(st);
-		}
 		if (r < 0)
 			return -1;
-		if (now_s() > deadline && teardown == 0 && main_thread_exited(pid)) {
-			teardown = deadline + 30;
-			/* Said at once: the test's own limit (Check's) may end this process before the teardown ends. */
-			print_threads(pid, "had exited by its bound and is not yet released");
+		/* every 50 ms, and at the bound */
+		if ((polls % 10 == 0 || now_s() > deadline) && testutil_exit_status_early(pid, &early)) {
+			if (exiting == 0)
+				exiting = now_s();
+			if (now_s() - exiting >= EXIT_WAIT_S || now_s() > deadline) {
+				print_threads(pid, "has ended (every thread exiting), and the kernel has not released it");
+				fprintf(stderr, "testutil: pid %d: its exit status (%d) is taken from /proc; it is reaped later\n",
+				        (int)pid, decode_status(early));
+				reap_later(pid);
+				return decode_status(early);
+			}
 		}
-		if (now_s() > (teardown > 0 ? teardown : deadline)) {
+		if (now_s() > deadline) {
 			*timed_out = true;
 			print_threads(pid, "outlived its bound");
 			kill(-pid, SIGKILL);
@@ -363,7 +431,7 @@ int testutil_run(struct test_run *r, const char *const *args, const char *const 
 	int po[2], pe[2];
 	bool oo = true, eo = true, to = false;
 	size_t n = 0;
-	double t0 = now_s(), deadline = t0 + timeout_ms / 1000.0;
+	double t0 = now_s(), deadline = t0 + timeout_ms / 1000.0, exiting = 0;
 	pid_t pid;
 
 	argv[n++] = testutil_bin();
@@ -380,14 +448,34 @@ int testutil_run(struct test_run *r, const char *const *args, const char *const 
 	close(pe[1]);
 	while ((oo || eo) && now_s() < deadline) {
 		struct pollfd p[2] = { { oo ? po[0] : -1, POLLIN, 0 }, { eo ? pe[0] : -1, POLLIN, 0 } };
+		int early;
 
-		if (poll(p, 2, 50) <= 0)
+		if (poll(p, 2, 50) <= 0) {
+			/*
+			 * A command closes its pipes only once the kernel's teardown of
+			 * it is done: one seen exiting for EXIT_WAIT_S has written all it
+			 * will, and wait_bounded below takes its status.
+			 */
+			if (!testutil_exit_status_early(pid, &early))
+				exiting = 0;
+			else if (exiting == 0)
+				exiting = now_s();
+			else if (now_s() - exiting >= EXIT_WAIT_S)
+				break;
 			continue;
+		}
 		if (p[0].revents)
 			buf_read(&out, po[0], &oo);
 		if (p[1].revents)
 			buf_read(&err, pe[0], &eo);
 	}
+	/* What is still in the pipes (a command that ended without closing them yet). */
+	fcntl(po[0], F_SETFL, O_NONBLOCK);
+	fcntl(pe[0], F_SETFL, O_NONBLOCK);
+	while (oo)
+		buf_read(&out, po[0], &oo);
+	while (eo)
+		buf_read(&err, pe[0], &eo);
 	close(po[0]);
 	close(pe[0]);
 	r->status = wait_bounded(pid, (int)((deadline - now_s()) * 1000) + 1, &to);
