@@ -1057,7 +1057,7 @@ END_TEST
 #define GRID_PRESETS 8
 
 struct grid_run {
-	char policy[16], json[64];
+	char policy[16], json[64], err[64];
 	char *argv[48];
 	pid_t pid;
 	int status;      /* verify's wait status */
@@ -1088,10 +1088,10 @@ static pid_t grid_spawn(struct grid_run *g)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
+		int null = open("/dev/null", O_WRONLY), err = open(g->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
 		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
+		dup2(err >= 0 ? err : null, STDERR_FILENO);
 		execv(g->argv[0], g->argv);
 		_exit(127);
 	}
@@ -1201,13 +1201,28 @@ static void grid_check_one(const char *policy, const char *sname, const char *ma
 	}
 }
 
+/* What verify said of the commands it killed at their timeout (their threads' states) into said; the file removed. */
+static void grid_said(const struct grid_run *g, char *said, size_t len)
+{
+	FILE *f = fopen(g->err, "r");
+	char line[2048];
+
+	unlink(g->err);
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, " was still running at the timeout; "))
+			append(said, len, "%s: %s", g->policy, line);
+	if (f)
+		fclose(f);
+}
+
 /* Compare one preset's --all JSON with the table's marks. */
-static void grid_check(const struct grid_run *g, json_t *table, char *msg, size_t len)
+static void grid_check(const struct grid_run *g, json_t *table, char *msg, size_t len, char *said, size_t saidlen)
 {
 	json_t *all = json_load_file(g->json, 0, NULL), *sc;
 	const char *sname;
 
 	unlink(g->json);
+	grid_said(g, said, saidlen);
 	if (!all) {
 		append(msg, len, "%s: no JSON (verify's wait status %d); ", g->policy, g->status);
 		return;
@@ -1257,7 +1272,7 @@ static void grid_run(struct grid_run *g, size_t n)
 START_TEST(hammer_presets_grade_as_the_table_says)
 {
 	static struct grid_run runs[GRID_PRESETS];
-	static char msg[32768];
+	static char msg[32768], said[16384];
 	char path[512];
 	json_t *table = json_load_file(testutil_path("tests/verify-grades.json", path, sizeof(path)), 0, NULL), *p;
 	size_t n = 0, i;
@@ -1268,15 +1283,19 @@ START_TEST(hammer_presets_grade_as_the_table_says)
 		memset(&runs[n], 0, sizeof(runs[n]));
 		snprintf(runs[n].policy, sizeof(runs[n].policy), "%s", json_string_value(p));
 		snprintf(runs[n].json, sizeof(runs[n].json), "/tmp/ratelab-grade-%d-%zu.json", (int)getpid(), n);
+		snprintf(runs[n].err, sizeof(runs[n].err), "/tmp/ratelab-grade-%d-%zu.err", (int)getpid(), n);
 		grid_argv(&runs[n], table);
 		n++;
 	}
 	ck_assert_uint_eq(n, 7);
 	ck_assert_uint_eq(json_object_size(json_object_get(table, "scenarios")), 30);
 	grid_run(runs, n);
-	msg[0] = '\0';
+	msg[0] = said[0] = '\0';
 	for (i = 0; i < n; i++)
-		grid_check(&runs[i], table, msg, sizeof(msg));
+		grid_check(&runs[i], table, msg, sizeof(msg), said, sizeof(said));
+	/* A failed grade with commands killed at their timeout: what they were doing then (a client's own wait, or the kernel's). */
+	if (msg[0] != '\0' && said[0] != '\0')
+		fputs(said, stderr);
 	for (i = 0; i < n; i++)
 		for (size_t j = 0; runs[i].argv[j]; j++)
 			free(runs[i].argv[j]);
