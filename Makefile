@@ -56,6 +56,7 @@ COMMON_SRC := \
 	common/junit.c \
 	common/parse.c \
 	common/prng.c \
+	common/proc_threads.c \
 	common/progress.c \
 	common/rate_schedule.c \
 	common/retry/retry.c \

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/proc_threads.h"
 
 #define PROC_MAX 32768             /* processes read from /proc per scan */
 #define FOUND_MAX 512              /* descendants stopped per set */
@@ -328,75 +329,15 @@ static bool proc_in_exit(pid_t pid)
 	return all;
 }
 
-/* The first line of /proc/PID/task/TID/NAME into buf (len bytes), without its newline; "" when unreadable. */
-static void task_line(const char *task, const char *name, char *buf, size_t len)
-{
-	char path[352];
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "%s/%s", task, name);
-	if (!(f = fopen(path, "re")))
-		return;
-	if (!fgets(buf, (int)len, f))
-		buf[0] = '\0';
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* The functions of a D thread's kernel stack (/proc/.../stack, root only), innermost first, at most 8. */
-static void task_stack(const char *task, FILE *out)
-{
-	char path[352], line[256];
-	FILE *f;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "%s/stack", task);
-	if (!(f = fopen(path, "re")))
-		return;
-	fputs(" [", out);
-	while (n < 8 && fgets(line, sizeof(line), f)) {
-		char *fn = strchr(line, ']');
-
-		fn = fn ? fn + 1 + (fn[1] == ' ') : line;
-		fn[strcspn(fn, "+\n")] = '\0';
-		fprintf(out, "%s%s", n++ ? " < " : "", fn);
-	}
-	fputc(']', out);
-	fclose(f);
-}
-
 void verify_children_describe(const struct verify_children *c, FILE *f)
 {
 	for (unsigned i = 0; i < c->n; i++) {
-		char dir[48], task[320], comm[32], wchan[64];
-		struct dirent *e;
-		unsigned flags;
-		char state;
-		pid_t pp;
-		DIR *d;
-
 		if (c->ch[i].done)
 			continue;
-		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)c->ch[i].pid);
-		if (!(d = opendir(dir)))
-			continue;
-		fprintf(f, "ratelab verify: pid %d was still running at the timeout; its threads (name, state, kernel wait):",
+		fprintf(f, "ratelab verify: pid %d was still running at the timeout; its threads (id:name, state, kernel wait):",
 		        (int)c->ch[i].pid);
-		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.' || !proc_stat((pid_t)atoi(e->d_name), &state, &pp, &flags))
-				continue;
-			snprintf(task, sizeof(task), "%s/%s", dir, e->d_name);
-			task_line(task, "comm", comm, sizeof(comm));
-			task_line(task, "wchan", wchan, sizeof(wchan));
-			fprintf(f, " %s %c%s %s", comm, state, flags & PF_EXITING_FLAG ? "(exiting)" : "",
-			        wchan[0] && strcmp(wchan, "0") != 0 ? wchan : "-");
-			if (state == 'D')
-				task_stack(task, f);
-			fputc(';', f);
-		}
+		proc_threads_describe(c->ch[i].pid, f);
 		fputc('\n', f);
-		closedir(d);
 	}
 }
 

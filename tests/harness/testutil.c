@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/proc_threads.h"
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -124,27 +126,6 @@ int testutil_server_start(struct test_server *s, const char *const *args, int ti
 	return 0;
 }
 
-/* A kernel stack (/proc/.../stack, root only) on one line: " [f1 < f2 < ...]", at most 12 frames. */
-static void print_stack(const char *path)
-{
-	char line[160];
-	int n = 0;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return;
-	fputs(" [", stderr);
-	while (n < 12 && fgets(line, sizeof(line), f)) {
-		char *fn = strchr(line, ']');
-
-		fn = fn ? fn + 1 + (fn[1] == ' ') : line;
-		fn[strcspn(fn, "+\n")] = '\0';
-		fprintf(stderr, "%s%s", n++ ? " < " : "", fn);
-	}
-	fputc(']', stderr);
-	fclose(f);
-}
-
 /*
  * Every other task of the machine in uninterruptible sleep (state D), at most
  * 30, with its command and wait channel: when a process's teardown waits on a
@@ -191,53 +172,13 @@ static void print_blocked(void)
 /*
  * What a process that outlived its bound is doing, on stderr: each thread's
  * name, state and the kernel function it sleeps in (/proc), so a hang in a
- * test run says where it was.
+ * test run says where it was, and the machine's other D-state tasks.
  */
 static void print_threads(pid_t pid, const char *what)
 {
-	char dir[64], path[352], name[64], wchan[64], stat[512];
-	struct dirent *e;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	if (!(d = opendir(dir)))
-		return;
-	fprintf(stderr, "testutil: pid %d %s; its threads (name state wchan):", (int)pid, what);
-	while ((e = readdir(d))) {
-		FILE *f;
-		char *st;
-
-		if (e->d_name[0] == '.')
-			continue;
-		name[0] = wchan[0] = stat[0] = '\0';
-		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(name, sizeof(name), f))
-				name[0] = '\0';
-			fclose(f);
-		}
-		name[strcspn(name, "\n")] = '\0';
-		snprintf(path, sizeof(path), "%s/%s/wchan", dir, e->d_name);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(wchan, sizeof(wchan), f))
-				wchan[0] = '\0';
-			fclose(f);
-		}
-		snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(stat, sizeof(stat), f))
-				stat[0] = '\0';
-			fclose(f);
-		}
-		st = strrchr(stat, ')');
-		fprintf(stderr, " %s:%s %c %s;", e->d_name, name, st && st[1] ? st[2] : '?', wchan[0] ? wchan : "-");
-		if (st && st[1] && st[2] == 'D') {
-			snprintf(path, sizeof(path), "%s/%s/stack", dir, e->d_name);
-			print_stack(path);
-		}
-	}
+	fprintf(stderr, "testutil: pid %d %s; its threads (id:name state wchan):", (int)pid, what);
+	proc_threads_describe(pid, stderr);
 	fputc('\n', stderr);
-	closedir(d);
 	print_blocked();
 }
 

@@ -226,7 +226,8 @@ START_TEST(timeout_kills_the_command)
 	ck_assert_has(r.out, "FAIL  stops-after-attempts");
 	ck_assert_has(r.out, "0 of 2 expectations hold");
 	/* and says what it was doing: sh waits for its sleep, asleep (S), not held by the machine (D) */
-	ck_assert_has(r.err, "was still running at the timeout; its threads (name, state, kernel wait): sh S ");
+	ck_assert_has(r.err, "was still running at the timeout; its threads (id:name, state, kernel wait): ");
+	ck_assert_has(r.err, ":sh S ");
 	testutil_run_free(&r);
 }
 END_TEST
