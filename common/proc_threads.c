@@ -79,3 +79,49 @@ int proc_threads_describe(pid_t pid, FILE *f)
 	closedir(d);
 	return n;
 }
+
+bool proc_threads_exiting(pid_t pid, int *status)
+{
+	char dir[48], task[320], stat[1024];
+	struct dirent *e;
+	bool any = false, all = true;
+	int code = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(dir)))
+		return false;
+	while (all && (e = readdir(d))) {
+		char *rp, *tok, *save = NULL, state = '?';
+		unsigned long flags = 0;
+		int field = 3, c = -1;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(task, sizeof(task), "%s/%s", dir, e->d_name);
+		task_line(task, "stat", stat, sizeof(stat));
+		/* A thread gone meanwhile has ended.  The fields start after the last ')', with field 3, the state. */
+		if (!(rp = strrchr(stat, ')')))
+			continue;
+		for (tok = strtok_r(rp + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
+			if (field == 3)
+				state = tok[0];
+			else if (field == 9)
+				flags = strtoul(tok, NULL, 10);
+			else if (field == 52)
+				c = atoi(tok);
+		}
+		if (state != 'Z' && state != 'X' && !(flags & PF_EXITING_FLAG))
+			all = false;
+		else if (status && (c < 0 || (any && c != code)))
+			all = false;
+		code = c;
+		any = true;
+	}
+	closedir(d);
+	if (!any || !all)
+		return false;
+	if (status)
+		*status = code;
+	return true;
+}

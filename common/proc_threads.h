@@ -1,6 +1,7 @@
 #ifndef RATELAB_COMMON_PROC_THREADS_H
 #define RATELAB_COMMON_PROC_THREADS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -15,5 +16,16 @@
  * of threads described (0: pid is gone).
  */
 int proc_threads_describe(pid_t pid, FILE *f);
+
+/*
+ * True once every thread of pid is exiting (PF_EXITING) or a zombie: it has
+ * ended, and only the kernel's teardown of it is left (on a busy machine that
+ * can take seconds to minutes).  A main thread that ended alone
+ * (pthread_exit) while others work on is not.  With status, also pid's exit
+ * status in waitpid's form (field 52 of each thread's stat), and true only
+ * when the threads' codes agree.  False while a thread runs, or when pid is
+ * gone.
+ */
+bool proc_threads_exiting(pid_t pid, int *status);
 
 #endif

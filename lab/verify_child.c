@@ -252,14 +252,11 @@ unsigned verify_children_reap(struct verify_children *c)
 }
 
 static bool proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned *flags);
-static bool proc_in_exit(pid_t pid);
-
-#define PF_EXITING_FLAG 0x4u   /* the kernel's PF_EXITING in /proc/PID/stat's flags: the task is in exit */
 
 bool verify_children_exiting(const struct verify_children *c)
 {
 	for (unsigned i = 0; i < c->n; i++)
-		if (!c->ch[i].done && !proc_in_exit(c->ch[i].pid))
+		if (!c->ch[i].done && !proc_threads_exiting(c->ch[i].pid, NULL))
 			return false;
 	return true;
 }
@@ -300,33 +297,6 @@ static bool proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned *flags)
 		return false;
 	*ppid = (pid_t)pp;
 	return true;
-}
-
-/*
- * True when pid is in exit: it and each of its threads is exiting
- * (PF_EXITING) or a zombie, so only the kernel's teardown is left.  A main
- * thread that ended alone (pthread_exit) while others work on is not.
- */
-static bool proc_in_exit(pid_t pid)
-{
-	char path[48], state;
-	unsigned flags;
-	struct dirent *e;
-	bool all = true;
-	pid_t pp;
-	DIR *d;
-
-	if (!proc_stat(pid, &state, &pp, &flags) || (state != 'Z' && !(flags & PF_EXITING_FLAG)))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if (!(d = opendir(path)))
-		return true;  /* released meanwhile */
-	while (all && (e = readdir(d)))
-		if (e->d_name[0] != '.' && proc_stat((pid_t)atoi(e->d_name), &state, &pp, &flags) && state != 'Z' &&
-		    state != 'X' && !(flags & PF_EXITING_FLAG))
-			all = false;
-	closedir(d);
-	return all;
 }
 
 void verify_children_describe(const struct verify_children *c, FILE *f)

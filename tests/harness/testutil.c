@@ -183,64 +183,7 @@ static void print_threads(pid_t pid, const char *what)
 }
 
 /*
- * pid's exit status before the kernel has released it (testutil.h): true once each of its
- * threads is exiting (PF_EXITING, 0x4 in the flags of its /proc stat) or a
- * zombie, and their exit codes (field 52, in waitpid's form) agree; *status
- * is that code.  False while any thread still runs (or /proc says nothing).
- */
-bool testutil_exit_status_early(pid_t pid, int *status)
-{
-	char dir[48], path[320], stat[1024];
-	struct dirent *e;
-	bool any = false, all = true;
-	int code = 0;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	if (!(d = opendir(dir)))
-		return false;
-	while (all && (e = readdir(d))) {
-		char *st, state = '?', *tok, *save = NULL;
-		unsigned long flags = 0;
-		int field = 3, c = -1;
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
-		stat[0] = '\0';
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(stat, sizeof(stat), f))
-				stat[0] = '\0';
-			fclose(f);
-		}
-		/* The command name may hold spaces: the fields start after the last ')', with field 3, the state. */
-		if (!(st = strrchr(stat, ')'))) {
-			all = false;
-			break;
-		}
-		for (tok = strtok_r(st + 1, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), field++) {
-			if (field == 3)
-				state = tok[0];
-			else if (field == 9)
-				flags = strtoul(tok, NULL, 10);
-			else if (field == 52)
-				c = atoi(tok);
-		}
-		if ((state != 'Z' && !(flags & 0x4u)) || c < 0 || (any && c != code))
-			all = false;
-		code = c;
-		any = true;
-	}
-	closedir(d);
-	if (!any || !all)
-		return false;
-	*status = code;
-	return true;
-}
-
-/*
- * Processes that ended (exit_status_early) but that the kernel had not yet
+ * Processes that ended (proc_threads_exiting) but that the kernel had not yet
  * released: reaped on later calls, so no zombie is left for long.  At most
  * 64; past that a zombie is left to the test process's own end.
  */
@@ -290,7 +233,7 @@ static int wait_bounded(pid_t pid, int timeout_ms, bool *timed_out)
 		if (r < 0)
 			return -1;
 		/* every 50 ms, and at the bound */
-		if ((polls % 10 == 0 || now_s() > deadline) && testutil_exit_status_early(pid, &early)) {
+		if ((polls % 10 == 0 || now_s() > deadline) && proc_threads_exiting(pid, &early)) {
 			if (exiting == 0)
 				exiting = now_s();
 			if (now_s() - exiting >= EXIT_WAIT_S || now_s() > deadline) {
@@ -397,7 +340,7 @@ int testutil_run(struct test_run *r, const char *const *args, const char *const 
 			 * it is done: one seen exiting for EXIT_WAIT_S has written all it
 			 * will, and wait_bounded below takes its status.
 			 */
-			if (!testutil_exit_status_early(pid, &early))
+			if (!proc_threads_exiting(pid, &early))
 				exiting = 0;
 			else if (exiting == 0)
 				exiting = now_s();

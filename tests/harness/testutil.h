@@ -157,14 +157,6 @@ const char *testutil_jstr(json_t *j, const char *k1, const char *k2);
 json_t *testutil_jserver(json_t *j, size_t i);
 
 /*
- * A child's exit status (in waitpid's form) from /proc, before the kernel has
- * released it: true once each of its threads is exiting or a zombie and their
- * exit codes agree.  The harness counts a process that has ended so as ended,
- * when the kernel's teardown of it lasts (seconds to minutes beside busy loops).
- */
-bool testutil_exit_status_early(pid_t pid, int *status);
-
-/*
  * A TCP port on 127.0.0.1 with nothing listening (bound, read back, released); -1 on failure.
  * Free when asked: another job running beside may take it (use testutil_dead_port for a port
  * that must refuse).

@@ -5,9 +5,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/version.h"
@@ -426,49 +424,6 @@ START_TEST(sizes_take_one_syntax)
 }
 END_TEST
 
-/* A child that runs on until killed, or ends with code; waited for (not reaped) when it ends. */
-static pid_t child(int code, bool ends)
-{
-	siginfo_t info;
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (!ends)
-			pause();
-		_exit(code);
-	}
-	if (ends)
-		ck_assert_int_eq(waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT), 0);
-	return pid;
-}
-
-/*
- * The harness reads an ended child's exit status from /proc before it is
- * reaped (testutil_exit_status_early): the code it exited with, a signal's
- * number, and nothing while it still runs.
- */
-START_TEST(harness_reads_exit_status_before_the_reap)
-{
-	pid_t three = child(3, true), runs = child(0, false), killed;
-	siginfo_t info;
-	int st = -1;
-
-	ck_assert(testutil_exit_status_early(three, &st));
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x", (unsigned)st);
-	ck_assert(!testutil_exit_status_early(runs, &st));
-	kill(runs, SIGKILL);
-	ck_assert_int_eq(waitid(P_PID, (id_t)runs, &info, WEXITED | WNOWAIT), 0);
-	killed = runs;
-	ck_assert(testutil_exit_status_early(killed, &st));
-	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#x", (unsigned)st);
-	/* reaped, it is gone from /proc: nothing to read */
-	ck_assert_int_eq(waitpid(three, NULL, 0), three);
-	ck_assert_int_eq(waitpid(killed, NULL, 0), killed);
-	ck_assert(!testutil_exit_status_early(three, &st));
-}
-END_TEST
-
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -484,7 +439,6 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, merge_mistakes);
 	tcase_add_test(tc, mistakes_that_teach);
 	tcase_add_test(tc, sizes_take_one_syntax);
-	tcase_add_test(tc, harness_reads_exit_status_before_the_reap);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
