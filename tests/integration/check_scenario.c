@@ -466,8 +466,9 @@ static int count_of(const char *s, const char *needle)
 
 /*
  * s's arrival log (GET /scenario, for the caller to free) once it holds `sent`
- * answers whose last byte left: an answer's end is logged when the server hears
- * it left, which may come after the client already has it (read for at most 5 s).
+ * answers whose last byte left and none still pending: an answer's end (sent,
+ * or failed for a scripted reset or cut) is logged when the server hears it
+ * left, which may come after the client already has it (read for at most 5 s).
  */
 static char *sent_log(const struct test_server *s, int sent)
 {
@@ -479,7 +480,7 @@ static char *sent_log(const struct test_server *s, int sent)
 		free(body);
 		body = NULL;
 		ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
-		if (count_of(body, "\"end\": \"sent\"") == sent)
+		if (count_of(body, "\"end\": \"sent\"") == sent && count_of(body, "\"end\": \"pending\"") == 0)
 			break;
 		testutil_sleep_ms(50);
 	}
