@@ -1,8 +1,11 @@
 /* ratelab: a rate-limit lab.  main only dispatches to a subcommand. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "common/cli.h"
 
 #include "common/suggest.h"
 #include "common/version.h"
@@ -54,7 +57,26 @@ static int version(void)
 
 	printf("ratelab %s\nlibmicrohttpd %s\nlibcurl %s\n", RATELAB_VERSION, MHD_get_version(),
 	       curl != NULL && curl->version != NULL ? curl->version : "unknown");
-	return fflush(stdout) == 0 ? 0 : 1;
+	return 0;
+}
+
+/*
+ * After a command: a summary that could not be written (a full disk, a closed
+ * pipe) is a failure, said in one line: CLI_EXIT_WRITE for a command that
+ * had succeeded, its own code otherwise.
+ */
+static int stdout_checked(const char *cmd, int rc)
+{
+	int failed = fflush(stdout) != 0, e = errno;
+
+	/* CLI_EXIT_WRITE: the command has said so already */
+	if ((!failed && !ferror(stdout)) || rc == CLI_EXIT_WRITE)
+		return rc;
+	if (failed)
+		fprintf(stderr, "ratelab %s: cannot write standard output: %s\n", cmd, strerror(e));
+	else
+		fprintf(stderr, "ratelab %s: cannot write standard output\n", cmd);
+	return rc == 0 ? CLI_EXIT_WRITE : rc;
 }
 
 /* One line, exit 2: the nearest command when one is close. */
@@ -83,12 +105,12 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
-		return 0;
+		return stdout_checked("--help", 0);
 	}
 	if (strcmp(argv[1], "--version") == 0)
-		return version();
+		return stdout_checked("--version", version());
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(argv[1], COMMANDS[i].name) == 0)
-			return COMMANDS[i].run(argc - 1, argv + 1);
+			return stdout_checked(COMMANDS[i].name, COMMANDS[i].run(argc - 1, argv + 1));
 	return unknown_command(argv[1]);
 }

@@ -126,6 +126,14 @@ struct cli_help {
 	const char *exits;           /* "0\tmeaning\n1\tmeaning\n...": the exit statuses */
 };
 
+/*
+ * Every command's exit status when its results could not be written: standard
+ * output, or a file such as --json (sysexits' EX_IOERR).  main checks
+ * standard output after any command; a command checks its own files.
+ */
+#define CLI_EXIT_WRITE 74
+#define CLI_EXIT_WRITE_LINE "74\tthe results could not be written (standard output, or a file such as --json)\n"
+
 struct cli_command {
 	const char *name;            /* "serve": messages start "ratelab serve: " */
 	void (*usage)(FILE *out);    /* the --help text when help is NULL */

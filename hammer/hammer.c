@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/junit.h"
 #include "common/retry/retry.h"
@@ -61,11 +62,11 @@ static void write_outputs(const struct hammer_opts *o, const struct hammer_resul
 	fflush(stdout);
 	if (o->json_path != NULL && report_write_json(o->json_path, r, &info, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ratelab hammer: %s\n", err);
-		*rc = 1;
+		*rc = CLI_EXIT_WRITE;
 	}
 	if (o->timeline_path != NULL && report_write_timeline(o->timeline_path, r->timeline, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ratelab hammer: %s\n", err);
-		*rc = 1;
+		*rc = CLI_EXIT_WRITE;
 	}
 	/* The subtitle names the backoff and the Retry-After handling: two plots on a slide differ in it. */
 	if (o->cfg.nurls > 1)
@@ -77,7 +78,7 @@ static void write_outputs(const struct hammer_opts *o, const struct hammer_resul
 	snprintf(subtitle, sizeof(subtitle), "policy %s: %s", o->policy_name, how);
 	if (o->plot_path != NULL && plot_write_svg(o->plot_path, r->timeline, title, subtitle, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ratelab hammer: %s\n", err);
-		*rc = 1;
+		*rc = CLI_EXIT_WRITE;
 	}
 }
 

@@ -327,6 +327,7 @@ static const struct cli_help HAMMER_HELP = {
 	         "2\ta bad flag or value\n"
 	         "3\t--expect failed\n"
 	         "4\ta joined run could not start or reach Redis\n"
+	         CLI_EXIT_WRITE_LINE
 	         "130\tCtrl-C\n",
 };
 

@@ -91,7 +91,8 @@ static const struct cli_help MERGE_HELP = {
 	.exits = "0\tmerged\n"
 	         "2\ta bad flag or value, or results that cannot be merged\n"
 	         "3\t--expect failed\n"
-	         "4\tRedis unreachable or no such run\n",
+	         "4\tRedis unreachable or no such run\n"
+	         CLI_EXIT_WRITE_LINE,
 };
 
 static const struct cli_command MERGE_CLI = { "merge", NULL, &MERGE_HELP };
@@ -422,7 +423,7 @@ int merge_main(int argc, char **argv)
 	}
 	if (write_outputs(&o, &m, err, sizeof(err)) != 0) {
 		fprintf(stderr, "ratelab merge: %s\n", err);
-		rc = 1;
+		rc = CLI_EXIT_WRITE;
 		goto done;
 	}
 	rc = verdict(&o, &m);

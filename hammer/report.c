@@ -263,14 +263,16 @@ FILE *report_open_out(const char *path, char *err, size_t errlen)
 
 int report_close_out(FILE *f, const char *path, char *err, size_t errlen)
 {
-	int bad = ferror(f) != 0;
+	int bad = ferror(f) != 0, e = 0;
 
-	if (f == stdout)
-		bad |= fflush(f) != 0;
-	else
-		bad |= fclose(f) != 0;
-	if (bad)
-		snprintf(err, errlen, "cannot write %s", path);
+	if ((f == stdout ? fflush(f) : fclose(f)) != 0) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad && e != 0)
+		snprintf(err, errlen, "cannot write %s: %s", f == stdout ? "standard output" : path, strerror(e));
+	else if (bad)
+		snprintf(err, errlen, "cannot write %s", f == stdout ? "standard output" : path);
 	return bad ? -1 : 0;
 }
 

@@ -299,7 +299,8 @@ static const struct cli_help CASES_HELP = {
 	.more = cases_presets,
 	.exits = "0\tevery row passed\n"
 	         "1\ta row failed\n"
-	         "2\ta bad flag or value, or a malformed table (named as FILE:LINE)\n",
+	         "2\ta bad flag or value, or a malformed table (named as FILE:LINE)\n"
+	         CLI_EXIT_WRITE_LINE,
 };
 
 static const struct cli_command CASES_CLI = { "cases", NULL, &CASES_HELP };
@@ -330,7 +331,7 @@ int cases_main(int argc, char **argv)
 	rc = failed > 0 ? 1 : 0;
 	if (j && junit_write(j, o.junit) != 0) {
 		fprintf(stderr, "ratelab cases: --junit: cannot write '%s'\n", o.junit);
-		rc = 1;
+		rc = CLI_EXIT_WRITE;
 	}
 	junit_free(j);
 	return rc;

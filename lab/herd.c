@@ -539,7 +539,7 @@ static int herd_run(struct herd_opts *o, const struct retry_policy *pol, struct 
 	if (rc == 130)
 		fprintf(stderr, "ratelab herd: interrupted: %zu of %zu policies finished\n", done, o->npolicies);
 	if ((rc == 0 || rc == 130) && o->report_dir && write_report(o, res, done) != 0)
-		rc = 1;
+		rc = CLI_EXIT_WRITE;
 stop:
 	server_stop(srv);
 	occ_free(oc.occ);

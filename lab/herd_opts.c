@@ -233,6 +233,7 @@ static const struct cli_help HERD_HELP = {
 	         "1\ta run could not be set up\n"
 	         "2\ta bad flag or value\n"
 	         "4\ta joined herd could not start or reach Redis\n"
+	         CLI_EXIT_WRITE_LINE
 	         "130\tCtrl-C\n",
 };
 

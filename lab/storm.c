@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/rate_schedule.h"
@@ -397,7 +398,7 @@ int storm_main(int argc, char **argv)
 	if (rc == 130)
 		printf("interrupted: %zu of %zu runs finished\n", done, o.npolicies + (o.control ? 1 : 0));
 	if (o.report_dir != NULL && done > 0 && write_report(&o, res, done) != 0 && rc == 0)
-		rc = 1;
+		rc = CLI_EXIT_WRITE;
 	for (size_t i = 0; i < done; i++)
 		storm_result_destroy(&res[i]);
 	curl_global_cleanup();

@@ -199,8 +199,9 @@ static const struct cli_help STORM_HELP = {
 	         "(seconds, share of all work).  Ctrl-C stops the run: the runs that finished are\n"
 	         "reported.\n",
 	.exits = "0\tevery policy ran\n"
-	         "1\ta run could not be set up, or --report could not be written\n"
+	         "1\ta run could not be set up\n"
 	         "2\ta bad flag or value\n"
+	         CLI_EXIT_WRITE_LINE
 	         "130\tCtrl-C (the runs that finished are reported)\n",
 };
 

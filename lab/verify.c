@@ -152,7 +152,7 @@ static int apply_baseline(const struct verify_opts *o, const struct verify_resul
 	if (o->write_baseline) {
 		if (verify_baseline_write(o->baseline, rs, n) < 0) {
 			fprintf(stderr, "ratelab verify: --baseline: cannot write '%s'\n", o->baseline);
-			return VERIFY_EXIT_FAILED;
+			return CLI_EXIT_WRITE;
 		}
 		fprintf(report_file(o), "baseline %s: written (%zu scenarios)\n", o->baseline, n);
 		return VERIFY_EXIT_OK;
@@ -175,7 +175,7 @@ static int finish(const struct verify_opts *o, const struct verify_result *rs, s
 		written = false;
 	if (o->junit && write_junit(o->junit, rs, n, o->strict) < 0)
 		written = false;
-	return !written && rc == VERIFY_EXIT_OK ? VERIFY_EXIT_FAILED : rc;
+	return !written && rc == VERIFY_EXIT_OK ? CLI_EXIT_WRITE : rc;
 }
 
 /* ---- the scenarios of a run, prepared before any starts ---- */

@@ -89,8 +89,9 @@ static const struct cli_help VERIFY_HELP = {
 	.exits = "0\tevery expectation holds\n"
 	         "1\tone fails (or, with --strict, is not observed)\n"
 	         "2\ta bad flag or value\n"
-	         "4\tCOMMAND could not run or never reached the server\n"
+	         "4\tCOMMAND could not run or never reached the server, or the scenario server could not start\n"
 	         "5\tnone fails, but a scenario had no expectation observed at all\n"
+	         CLI_EXIT_WRITE_LINE
 	         "130\tinterrupted\n",
 };
 

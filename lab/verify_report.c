@@ -160,8 +160,6 @@ int verify_report_exit(const struct verify_result *r, bool strict)
 {
 	if (r->state == VERIFY_INTERRUPTED)
 		return VERIFY_EXIT_INTERRUPTED;
-	if (r->state == VERIFY_SETUP_FAILED)
-		return VERIFY_EXIT_FAILED;
 	if (r->state != VERIFY_GRADED)
 		return VERIFY_EXIT_NOT_RUN;
 	for (size_t i = 0; i < r->nex; i++)

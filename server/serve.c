@@ -88,7 +88,8 @@ static const struct cli_help SERVE_HELP = {
 	.exits = "0\tafter the drain\n"
 	         "1\tthe server cannot start\n"
 	         "2\ta bad flag or value\n"
-	         SERVE_STR(SERVE_EXIT_FORCED) "\ta second SIGINT or SIGTERM cut the drain short\n",
+	         SERVE_STR(SERVE_EXIT_FORCED) "\ta second SIGINT or SIGTERM cut the drain short\n"
+	         CLI_EXIT_WRITE_LINE,
 };
 
 static const struct cli_command SERVE_CLI = { "serve", NULL, &SERVE_HELP };

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -191,8 +192,11 @@ START_TEST(help_and_list_go_to_stdout)
 	                     "  0     every expectation holds\n"
 	                     "  1     one fails (or, with --strict, is not observed)\n"
 	                     "  2     a bad flag or value\n"
-	                     "  4     COMMAND could not run or never reached the server\n"
+	                     "  4     COMMAND could not run or never reached the server, or the scenario\n"
+	                     "        server could not start\n"
 	                     "  5     none fails, but a scenario had no expectation observed at all\n"
+	                     "  74    the results could not be written (standard output, or a file such as\n"
+	                     "        --json)\n"
 	                     "  130   interrupted\n");
 	ck_assert_has(r.out, "  --skip LIST ");
 	ck_assert_has(r.out, "  --baseline FILE ");
@@ -315,6 +319,32 @@ START_TEST(cannot_run_exits_4)
 	run_verify(&r, ARGS, 5000);
 	ck_assert_int_eq(r.status, 4);
 	ck_assert_str_eq(r.err, "ratelab verify: cannot run '/nonexistent-dir/client': No such file or directory\n");
+	ck_assert_str_eq(r.out, "");
+	testutil_run_free(&r);
+}
+END_TEST
+
+/* --listen on a port another socket holds: the scenario server cannot start, which is 4 (could not run), not a grade. */
+START_TEST(listen_on_a_taken_port_exits_4)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char listen_at[32], want[128];
+	struct test_run r;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	snprintf(listen_at, sizeof(listen_at), "127.0.0.1:%u", ntohs(a.sin_port));
+	const char *const args[] = { "verify", "--scenario", "retry-after-seconds", "--listen", listen_at, "--timeout",
+		                     "2s", NULL };
+	run_verify(&r, args, 10000);
+	close(fd);
+	snprintf(want, sizeof(want), "ratelab verify: cannot listen on %s (address in use or not available)\n", listen_at);
+	ck_assert_msg(r.status == 4, "exit %d: %s%s", r.status, r.out, r.err);
+	ck_assert_str_eq(r.err, want);
 	ck_assert_str_eq(r.out, "");
 	testutil_run_free(&r);
 }
@@ -1580,6 +1610,7 @@ Suite *verify_suite(void)
 	tcase_add_test(cli, proxy_variables_are_not_inherited);
 	tcase_add_test(cli, only_the_commands_requests_count);
 	tcase_add_test(cli, cannot_run_exits_4);
+	tcase_add_test(cli, listen_on_a_taken_port_exits_4);
 	tcase_add_test(cli, detached_processes_are_stopped);
 	tcase_add_test(cli, thousand_detached_children_are_stopped);
 	tcase_add_loop_test(cli, counts_go_on_past_the_log, 0, (int)(sizeof(PAST_THE_LOG) / sizeof(PAST_THE_LOG[0])));

@@ -47,5 +47,36 @@ for c in $cmds; do
 		bad "$c --help and its option table differ: $(diff "$TMP/$c.table" "$TMP/$c.shown" | grep '^[<>]' | tr '\n' ' ')"
 	fi
 done
+# Results that cannot be written (a full disk: /dev/full) are a failure said in one line, exit 74, the
+# same for every command: its --help, a summary on standard output, a --json file.
+wfail() { # LABEL WANT-LINE COMMAND...: exit 74 and exactly WANT-LINE on stderr
+	label=$1 want=$2
+	shift 2
+	"$@" 2> "$TMP/w.err" > /dev/full
+	rc=$?
+	[ "$rc" -eq 74 ] || bad "$label: exit $rc, want 74"
+	[ "$(cat "$TMP/w.err")" = "$want" ] || bad "$label: stderr '$(cat "$TMP/w.err")', want '$want'"
+}
+full="No space left on device"
+for c in $cmds; do
+	wfail "$c --help >/dev/full" "ratelab $c: cannot write standard output: $full" "$BIN" "$c" --help
+done
+wfail "--version >/dev/full" "ratelab --version: cannot write standard output: $full" "$BIN" --version
+"$BIN" hammer --sim --requests 5 --quiet --json "$TMP/h.json" || bad "hammer --sim --json exit $?"
+wfail "hammer --sim >/dev/full" "ratelab hammer: cannot write standard output" "$BIN" hammer --sim --requests 5
+# --json -: the summary goes to stderr, the JSON to the full standard output, and the line follows the summary
+"$BIN" hammer --sim --requests 5 --json - > /dev/full 2> "$TMP/w.err"
+rc=$?
+[ "$rc" -eq 74 ] || bad "hammer --json - >/dev/full: exit $rc, want 74"
+[ "$(tail -n 1 "$TMP/w.err")" = "ratelab hammer: cannot write standard output: $full" ] ||
+	bad "hammer --json - >/dev/full: stderr ends '$(tail -n 1 "$TMP/w.err")'"
+[ "$(grep -c 'cannot write' "$TMP/w.err")" -eq 1 ] || bad "hammer --json - >/dev/full: not one line: $(cat "$TMP/w.err")"
+wfail "hammer --json /dev/full" "ratelab hammer: cannot write /dev/full: $full" \
+	sh -c '"$0" hammer --sim --requests 5 --quiet --json /dev/full >/dev/null' "$BIN"
+wfail "merge >/dev/full" "ratelab merge: cannot write standard output" "$BIN" merge "$TMP/h.json" "$TMP/h.json"
+wfail "merge --json /dev/full" "ratelab merge: cannot write /dev/full: $full" \
+	sh -c '"$0" merge "$1" --quiet --json /dev/full >/dev/null' "$BIN" "$TMP/h.json"
+wfail "cases >/dev/full" "ratelab cases: cannot write standard output: $full" "$BIN" cases "${RATELAB_ROOT:-.}/tests/retry-cases.json"
+
 echo "help: $(echo "$cmds" | wc -w) commands checked, $fail failures"
 [ "$fail" -eq 0 ]
