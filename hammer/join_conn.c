@@ -1,6 +1,7 @@
 /* A Redis connection with timeouts and jittered reconnects, for joined runs (join_conn.h). */
 #include "hammer/join_conn.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +30,55 @@ void join_conn_close(struct join_conn *c)
 	c->c = NULL;
 }
 
+/*
+ * hiredis 0.14 takes an array's length on trust: "*2147483647" is a 16 GiB
+ * calloc, walked again when freed, seconds of a core past any timeout.  A
+ * reply of a joined run reads is a few elements (TIME, an MGET of a node's two keys, at most JOIN_NODES_MAX results): past
+ * REPLY_ELEMENTS_MAX in one reply, nested arrays counted together, the read
+ * fails as a broken peer's does (hiredis says "Out of memory"; reply_refused
+ * names the cause).  Per thread: a connection is read by one thread, one
+ * reply at a time.
+ */
+#define REPLY_ELEMENTS_MAX 65536
+
+static _Thread_local size_t reply_elements;
+static _Thread_local bool reply_refused;
+static redisReplyObjectFunctions bounded_fns;
+static void *(*hiredis_create_array)(const redisReadTask *, int);
+static pthread_once_t bounded_once = PTHREAD_ONCE_INIT;
+
+static void *bounded_array(const redisReadTask *t, int n)
+{
+	if (t->parent == NULL)
+		reply_elements = 0;
+	reply_elements += n > 0 ? (size_t)n : 0;
+	if (reply_elements > REPLY_ELEMENTS_MAX) {
+		reply_refused = true;
+		return NULL;
+	}
+	return hiredis_create_array(t, n);
+}
+
+/* hiredis's own reply functions, with the array bounded. */
+static void bounded_init(void)
+{
+	redisReader *r = redisReaderCreate();
+
+	if (r == NULL)
+		return;
+	bounded_fns = *r->fn;
+	hiredis_create_array = bounded_fns.createArray;
+	bounded_fns.createArray = bounded_array;
+	redisReaderFree(r);
+}
+
+static void bound_replies(redisContext *c)
+{
+	pthread_once(&bounded_once, bounded_init);
+	if (hiredis_create_array != NULL)
+		c->reader->fn = &bounded_fns;
+}
+
 /* One connect attempt; 0, or -1 with c->why. */
 static int connect_once(struct join_conn *c)
 {
@@ -44,6 +94,7 @@ static int connect_once(struct join_conn *c)
 		join_conn_close(c);
 		return -1;
 	}
+	bound_replies(c->c);
 	c->backoff_ns = 0;
 	return 0;
 }
@@ -96,7 +147,9 @@ redisReply *join_conn_cmd(struct join_conn *c, uint64_t deadline, const char *fm
 			va_end(ap);
 			if (r != NULL)
 				return r;
-			snprintf(c->why, sizeof(c->why), "%s", c->c->errstr[0] ? c->c->errstr : "connection lost");
+			snprintf(c->why, sizeof(c->why), "%s", reply_refused ? "a reply of over 65536 elements"
+			         : c->c->errstr[0] ? c->c->errstr : "connection lost");
+			reply_refused = false;
 			join_conn_close(c);
 		}
 		if (!back_off(c, deadline))

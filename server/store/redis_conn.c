@@ -2,6 +2,8 @@
 #include "server/store/redis_conn.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,61 @@
 #define BACKOFF_MIN_NS   (10ULL * NS_PER_MS)
 #define BACKOFF_MAX_NS   (2ULL * NS_PER_SEC)
 
+/*
+ * hiredis 0.14 takes an array's length on trust: "*2147483647" is a 16 GiB
+ * calloc, walked again when freed, seconds of a core past any timeout.  A
+ * reply of the store reads is a few elements (a script's 8 or 9 integers, a SCAN page of about its COUNT, 1000): past
+ * REPLY_ELEMENTS_MAX in one reply, nested arrays counted together, the read
+ * fails as a broken peer's does (hiredis says "Out of memory"; reply_refused
+ * names the cause).  Per thread: a connection is read by one thread, one
+ * reply at a time.
+ */
+#define REPLY_ELEMENTS_MAX 65536
+
+static _Thread_local size_t reply_elements;
+static _Thread_local bool reply_refused;
+static redisReplyObjectFunctions bounded_fns;
+static void *(*hiredis_create_array)(const redisReadTask *, int);
+static pthread_once_t bounded_once = PTHREAD_ONCE_INIT;
+
+static void *bounded_array(const redisReadTask *t, int n)
+{
+	if (t->parent == NULL)
+		reply_elements = 0;
+	reply_elements += n > 0 ? (size_t)n : 0;
+	if (reply_elements > REPLY_ELEMENTS_MAX) {
+		reply_refused = true;
+		return NULL;
+	}
+	return hiredis_create_array(t, n);
+}
+
+/* hiredis's own reply functions, with the array bounded. */
+static void bounded_init(void)
+{
+	redisReader *r = redisReaderCreate();
+
+	if (r == NULL)
+		return;
+	bounded_fns = *r->fn;
+	hiredis_create_array = bounded_fns.createArray;
+	bounded_fns.createArray = bounded_array;
+	redisReaderFree(r);
+}
+
+static void bound_replies(redisContext *c)
+{
+	pthread_once(&bounded_once, bounded_init);
+	if (hiredis_create_array != NULL)
+		c->reader->fn = &bounded_fns;
+}
+
 void redis_conn_note_failure(struct store_redis *s, const char *why)
 {
+	if (reply_refused) {
+		reply_refused = false;
+		why = "a reply of over 65536 elements";
+	}
 	atomic_fetch_add(&s->errors, 1);
 	atomic_fetch_add(&s->outage_errors, 1);
 	if (atomic_exchange(&s->down, true) || s->o.quiet)
@@ -158,6 +213,7 @@ int redis_conn_ready(struct store_redis *s, struct redis_conn *c, const char **w
 		*why = "cannot set timeout";
 		goto fail;
 	}
+	bound_replies(c->c);
 	if (s->db != 0 && !redis_conn_reply_ok(redisCommand(c->c, "SELECT %d", s->db))) {
 		*why = "SELECT failed";
 		goto fail;

@@ -179,6 +179,43 @@ START_TEST(store_reply_shapes)
 }
 END_TEST
 
+/*
+ * An array as long as RESP allows (*2147483647): hiredis would calloc 16 GiB
+ * for it and walk it when freed, seconds of a core.  serve refuses the reply
+ * at once (503, closed) with its virtual memory far below that; a joined
+ * hammer whose TIME answers it exits 4, in one line that names the cause.
+ */
+START_TEST(huge_array_refused)
+{
+	struct redis_proc fake;
+	struct test_server s;
+	struct test_run r;
+	char target[96], url[96];
+	long status = 0, peak;
+
+	ck_assert_int_eq(fake_redis_start(&fake, (const char *[]){ "SCAN=*2\\r\\n$1\\r\\n0\\r\\n*0\\r\\n",
+	                                                           "EVALSHA=*2147483647\\r\\n", NULL }), 0);
+	ck_assert_int_eq(testutil_server_start(&s, (const char *[]){ "--store", fake.url, "--store-failure", "closed",
+	                                                             "--quiet", NULL }, 5000), 0);
+	snprintf(target, sizeof(target), "%s/x", s.url);
+	ck_assert_int_eq(testutil_http("GET", target, NULL, &status, NULL, NULL), 0);
+	ck_assert_int_eq(status, 503);
+	peak = testutil_proc_kb(s.pid, "VmPeak");
+	ck_assert_msg(!RSS_CHECKED || (peak > 0 && peak < 4L * 1024 * 1024), "serve's VmPeak %ld kB", peak);
+	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
+	redis_proc_stop(&fake);
+
+	ck_assert_int_eq(fake_redis_start(&fake, (const char *[]){ "TIME=*2147483647\\r\\n", NULL }), 0);
+	snprintf(url, sizeof(url), "%s/shape", fake.url);
+	testutil_run(&r, (const char *[]){ "hammer", "http://127.0.0.1:9/", "--join", url, "--nodes", "1",
+	                                   "--join-timeout", "2s", "--requests", "1", NULL }, NULL, 20000);
+	ck_assert_msg(r.status == 4 && testutil_one_line(r.err) &&
+	              strstr(r.err, "stopped answering (a reply of over 65536 elements)"), "exit %d: %s", r.status, r.err);
+	testutil_run_free(&r);
+	redis_proc_stop(&fake);
+}
+END_TEST
+
 /* ---- planted keys in a real Redis ---- */
 
 /* Redis TIME in seconds. */
@@ -542,6 +579,7 @@ Suite *hostile_redis_suite(void)
 	tcase_add_test(shapes, join_time_shapes);
 	tcase_add_test(shapes, merge_reply_shapes);
 	tcase_add_test(shapes, store_reply_shapes);
+	tcase_add_test(shapes, huge_array_refused);
 	suite_add_tcase(s, shapes);
 	tcase_add_unchecked_fixture(planted, real_up, real_down);
 	tcase_set_timeout(planted, 120);
