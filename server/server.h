@@ -211,6 +211,7 @@ struct server_config {
 	unsigned max_connections_per_ip; /* 0 (default): three quarters of max_connections */
 	uint64_t connection_timeout_ns;  /* idle timeout; default 30 s */
 	uint64_t header_timeout_ns;      /* a request head must be in within it; default 10 s */
+	uint64_t body_timeout_ns;        /* a request body must be in within it of its head; default 30 s */
 	size_t max_body;                 /* default 64 KiB; larger bodies get 413 */
 	struct faults faults;
 	bool query_faults;

@@ -37,6 +37,7 @@ void server_config_defaults(struct server_config *c)
 	c->max_key_memory = SERVER_KEY_MEMORY_DEFAULT;
 	c->connection_timeout_ns = 30 * NS_PER_SEC;
 	c->header_timeout_ns = 10 * NS_PER_SEC;
+	c->body_timeout_ns = 30 * NS_PER_SEC;
 	c->max_body = 64 * 1024;
 	c->upstream_max_conns = 64;
 	c->upstream_connect_timeout_ns = 5 * NS_PER_SEC;
@@ -276,6 +277,9 @@ const struct cli_option server_args_options[] = {
 	  .help = "a request head (request line and headers) must be in within DUR of the "
 	          "connection opening or of its previous answer, else the connection closes "
 	          "(default 10s)" },
+	{ "--body-timeout", CLI_DURATION, SA(cfg.body_timeout_ns), .min = NS_PER_MS, .max = 24 * 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "a request body must be in within DUR of its head, else it gets 408 and the "
+	          "connection closes (default 30s)" },
 	{ "--max-body", CLI_BYTES, SA(cfg.max_body), .max = 1ULL << 30, .section = CLI_SEC_ADVANCED, .arg = "SIZE",
 	  .help = "larger request bodies get 413, e.g. 64K, 1M (default 64K)" },
 	{ "--faults", CLI_CUSTOM, .fn = opt_faults, .section = CLI_SEC_DOES, .arg = "SPEC",

@@ -172,7 +172,7 @@ uint64_t stats_decisions(struct stats *s, int route, enum stats_decision d)
 }
 
 static const char *const REFUSAL_NAMES[STATS_REFUSALS] = {
-	"admin", "smuggling", "header_timeout", "per_ip", "connection_limit", "draining",
+	"admin", "smuggling", "header_timeout", "per_ip", "connection_limit", "draining", "body_timeout",
 };
 
 void stats_refused(struct stats *s, enum stats_refusal r)

@@ -31,6 +31,7 @@ enum stats_refusal {
 	STATS_REFUSED_PER_IP,           /* a connection past --max-connections-per-ip: closed at accept */
 	STATS_REFUSED_CONNECTION_LIMIT, /* a connection past --max-connections: closed at accept */
 	STATS_REFUSED_DRAINING,         /* a body still arriving when the drain began: 503, closed */
+	STATS_REFUSED_BODY_TIMEOUT,     /* a request body not in within --body-timeout of its head: 408, closed */
 	STATS_REFUSALS
 };
 

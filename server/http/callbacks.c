@@ -65,7 +65,8 @@ static void request_take_upload(struct request *rq, bool keep, size_t max_body, 
 		return;
 	}
 	if (keep && rq->body_len + n + 1 > rq->body_cap) {
-		size_t cap = (rq->body_len + n + 1) * 2;
+		/* doubled, but never past what --max-body lets in */
+		size_t cap = (rq->body_len + n + 1) * 2 < max_body + 1 ? (rq->body_len + n + 1) * 2 : max_body + 1;
 		char *nb = realloc(rq->body, cap);
 
 		if (!nb) {
@@ -139,7 +140,8 @@ static bool head_in(struct request *rq, bool answer_now, bool body)
 	if (!rq->pooled)
 		return true;
 	rq->body_pending = !answer_now && body;
-	return conns_head_done(&rq->tracked, rq->body_pending);
+	/* the clock only for a body's deadline: a GET's path reads none more */
+	return conns_head_done(&rq->tracked, rq->body_pending, rq->body_pending ? clock_monotonic_ns() : 0);
 }
 
 /* The answer a head gets before its body (judge_head's verdict v), counted. */
@@ -364,6 +366,20 @@ void callbacks_close_late(void *ctx, int fd)
 
 	/* Counted before the close: a client that sees its connection end finds it in /stats. */
 	stats_refused(s->stats, STATS_REFUSED_HEADER_TIMEOUT);
+	shutdown(fd, SHUT_RDWR);
+}
+
+void callbacks_answer_body_late(void *ctx, int fd)
+{
+	struct server *s = ctx;
+	size_t len;
+	const char *raw = responses_body_late_raw(&len);
+
+	/* Counted before the answer goes: a client that has it finds it in /stats. */
+	stats_record(s->stats, -1, MHD_HTTP_REQUEST_TIMEOUT, STATS_NONE, clock_monotonic_ns());
+	stats_refused(s->stats, STATS_REFUSED_BODY_TIMEOUT);
+	/* Only the request's head and part of its body came in: nothing of ours is on the wire yet. */
+	send(fd, raw, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_RDWR);
 }
 

@@ -41,7 +41,10 @@ void callbacks_connection(void *cls, struct MHD_Connection *c, void **socket_con
 /* The sweep's actions (conns.h), ctx the struct server: a head past its deadline is closed; */
 void callbacks_close_late(void *ctx, int fd);
 
-/* a request caught by the drain before its answer gets 503 and a close. */
+/* a request caught by the drain before its answer gets 503 and a close; */
 void callbacks_answer_drained(void *ctx, int fd);
+
+/* a body past its deadline gets 408 and a close. */
+void callbacks_answer_body_late(void *ctx, int fd);
 
 #endif

@@ -40,15 +40,21 @@ void conns_free(struct conns *cs)
 	free(cs);
 }
 
+/* The deadline of a stage (0: none). */
+static uint64_t stage_timeout(const struct conns *cs, int st)
+{
+	return st == CONNS_HEAD ? cs->cfg.header_timeout_ns : st == CONNS_BODY ? cs->cfg.body_timeout_ns : 0;
+}
+
 /* Take e (its stage to TAKEN) and act on it when its time (or the drain) says so; true when it did. */
 static bool take(struct conns *cs, struct conns_entry *e, uint64_t now_ns)
 {
 	int st = atomic_load(&e->stage);
-	uint64_t tmo = cs->cfg.header_timeout_ns, since = atomic_load(&e->since_ns);
-
+	uint64_t tmo = stage_timeout(cs, st), since = atomic_load(&e->since_ns);
 	/* A since_ns after now_ns was written after the caller read the clock: not late. */
-	if (st == CONNS_HEAD && tmo > 0 && since <= now_ns && now_ns - since >= tmo &&
-	    atomic_compare_exchange_strong(&e->stage, &st, CONNS_TAKEN)) {
+	bool late = tmo > 0 && since <= now_ns && now_ns - since >= tmo;
+
+	if (st == CONNS_HEAD && late && atomic_compare_exchange_strong(&e->stage, &st, CONNS_TAKEN)) {
 		cs->cfg.ops.late(cs->cfg.ops.ctx, e->fd);
 		return true;
 	}
@@ -57,27 +63,36 @@ static bool take(struct conns *cs, struct conns_entry *e, uint64_t now_ns)
 		cs->cfg.ops.drained(cs->cfg.ops.ctx, e->fd);
 		return true;
 	}
+	if (st == CONNS_BODY && late && atomic_compare_exchange_strong(&e->stage, &st, CONNS_TAKEN)) {
+		cs->cfg.ops.body_late(cs->cfg.ops.ctx, e->fd);
+		return true;
+	}
 	return false;
 }
 
 /*
  * A connection's timer, on the scheduler's thread with no lock held: take
- * it when its head is late or the drain caught its body, else look again
- * at its head's deadline.
+ * it when its head or body is late or the drain caught its body, else look
+ * again at its stage's deadline (a connection being served: a head timeout
+ * on, when it may wait for its next head).
  */
 static void entry_due(void *arg)
 {
 	struct conns_entry *e = arg;
 	struct conns *cs = e->owner;
-	uint64_t now = clock_monotonic_ns(), since = atomic_load(&e->since_ns);
+	uint64_t now = clock_monotonic_ns(), since = atomic_load(&e->since_ns), tmo;
 	int st;
 
 	if (take(cs, e, now))
 		return;
 	st = atomic_load(&e->stage);
-	if (st != CONNS_TAKEN && cs->cfg.header_timeout_ns > 0)
-		sched_arm(cs->cfg.sched, &e->timer,
-		          (st == CONNS_HEAD && since <= now ? since : now) + cs->cfg.header_timeout_ns);
+	tmo = stage_timeout(cs, st);
+	if (st == CONNS_TAKEN)
+		return;
+	if (tmo > 0)
+		sched_arm(cs->cfg.sched, &e->timer, (since <= now ? since : now) + tmo);
+	else if (cs->cfg.header_timeout_ns > 0)
+		sched_arm(cs->cfg.sched, &e->timer, now + cs->cfg.header_timeout_ns);
 }
 
 enum conns_verdict conns_admit(struct conns *cs, const struct sockaddr *sa)
@@ -133,17 +148,24 @@ void conns_close(struct conns *cs, struct conns_entry *e)
 	pthread_mutex_unlock(&cs->lock);
 }
 
-bool conns_head_done(struct conns_entry *e, bool body)
+bool conns_head_done(struct conns_entry *e, bool body, uint64_t now_ns)
 {
+	const struct conns *cs = e->owner;
 	int cur = atomic_load(&e->stage);
 
-	while (cur != CONNS_TAKEN)
+	while (cur != CONNS_TAKEN) {
+		/* since_ns before the stage: a timer that sees this BODY reads this since_ns (the head's, else). */
+		if (body && cur == CONNS_HEAD)
+			atomic_store(&e->since_ns, now_ns);
 		if (atomic_compare_exchange_weak(&e->stage, &cur, body ? CONNS_BODY : CONNS_SERVING)) {
-			/* The drain began: its timer answers it now, not when its body is in. */
-			if (body && atomic_load(&e->owner->draining) && e->owner->cfg.sched)
-				sched_arm(e->owner->cfg.sched, &e->timer, 0);
+			/* The drain began: its timer answers it now, not when its body is in; else at its deadline. */
+			if (body && cs->cfg.sched && atomic_load(&cs->draining))
+				sched_arm(cs->cfg.sched, &e->timer, 0);
+			else if (body && cs->cfg.sched && cs->cfg.body_timeout_ns > 0)
+				sched_arm(cs->cfg.sched, &e->timer, now_ns + cs->cfg.body_timeout_ns);
 			return true;
 		}
+	}
 	return false;
 }
 

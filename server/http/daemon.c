@@ -338,7 +338,9 @@ static int setup_conns(struct server *s, char *err, size_t errlen)
 {
 	char msg[256];
 	struct conns_config cc = { .header_timeout_ns = s->cfg.header_timeout_ns,
-		                   .ops = { callbacks_close_late, callbacks_answer_drained, s } };
+		                   .body_timeout_ns = s->cfg.body_timeout_ns,
+		                   .ops = { .late = callbacks_close_late, .drained = callbacks_answer_drained,
+		                            .body_late = callbacks_answer_body_late, .ctx = s } };
 	size_t slots;
 
 	/* A limit given over the open-file limit is the caller's to refuse (serve does); here it stands. */

@@ -346,6 +346,19 @@ const char *responses_draining_raw(size_t *len)
 	return raw;
 }
 
+const char *responses_body_late_raw(size_t *len)
+{
+	static const char raw[] = "HTTP/1.1 408 Request Timeout\r\n"
+	                          "Connection: close\r\n"
+	                          "Content-Type: text/plain\r\n"
+	                          "Content-Length: 40\r\n"
+	                          "\r\n"
+	                          "request body not in within its timeout\r\n";
+
+	*len = sizeof(raw) - 1;
+	return raw;
+}
+
 enum MHD_Result responses_bad_framing(struct MHD_Connection *c, const char *why)
 {
 	char body[160];

@@ -123,6 +123,9 @@ enum MHD_Result responses_fault(struct MHD_Connection *c, int status);
  */
 const char *responses_draining_raw(size_t *len);
 
+/* The answer to a body not in within --body-timeout, raw as above: 408, Connection: close, a text body. */
+const char *responses_body_late_raw(size_t *len);
+
 /* 400 for an ambiguous body framing (framing.h): "bad framing: WHY", Connection: close. */
 enum MHD_Result responses_bad_framing(struct MHD_Connection *c, const char *why);
 

@@ -398,6 +398,36 @@ START_TEST(header_deadline)
 END_TEST
 
 /*
+ * --body-timeout 300ms: a body that stops (or trickles) after its head gets
+ * 408 with Connection: close, however long libmicrohttpd's idle timeout
+ * (30 s); a body in time is served.  Waits on the answers, not a clock.
+ */
+START_TEST(body_deadline)
+{
+	static const char *const args[] = { "--limiter", "none", "--body-timeout", "300ms", NULL };
+	static const char head[] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789";
+	static const char whole[] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd";
+	struct test_server s;
+	int slow, quick;
+
+	testutil_start(&s, args);
+	slow = raw_connect(s.port);
+	quick = raw_connect(s.port);
+	ck_assert_int_eq(raw_send(slow, head, sizeof(head) - 1, 1000), 0);
+	ck_assert_int_eq(raw_send(quick, whole, sizeof(whole) - 1, 1000), 0);
+	ck_assert_int_eq(raw_status(quick, 5000), 200);
+	ck_assert_int_eq(raw_status(slow, 10000), 408);
+	ck_assert_msg(closed_within(slow, 5000) >= 0, "the late body's connection stayed open");
+	close(slow);
+	close(quick);
+	ck_assert_int_eq(stats_field(&s, "refused", "body_timeout"), 1);
+	ck_assert_int_eq(stats_field(&s, "refused", "header_timeout"), 0);
+	ck_assert_int_eq(stats_field(&s, "routes", "admitted"), 1);
+	still_up_then_stop(&s);
+}
+END_TEST
+
+/*
  * A connection from 127.0.0.<src> whose request req is answered 200, tried
  * again every 10 ms until the server has seen a close and has a slot free
  * (at most 100 tries); its fd, or -1.
@@ -886,7 +916,8 @@ END_TEST
 Suite *hostile_suite(void)
 {
 	const struct testutil_case tests[] = {
-		{ "slowloris", slowloris }, { "header_deadline", header_deadline }, { "per_address_cap", per_address_cap },
+		{ "slowloris", slowloris }, { "header_deadline", header_deadline }, { "body_deadline", body_deadline },
+		{ "per_address_cap", per_address_cap },
 		{ "connection_limit", connection_limit },
 		{ "oversized", oversized_requests }, { "garbage", garbage },
 		{ "key_flood", key_flood }, { "large_state_flood", large_state_flood },

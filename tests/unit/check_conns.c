@@ -12,8 +12,8 @@
 #include "server/http/conns.h"
 
 struct record {
-	int late[8], drained[8];
-	int nlate, ndrained;
+	int late[8], drained[8], body_late[8];
+	int nlate, ndrained, nbody_late;
 };
 
 static void on_late(void *ctx, int fd)
@@ -30,10 +30,17 @@ static void on_drained(void *ctx, int fd)
 	r->drained[r->ndrained++ % 8] = fd;
 }
 
+static void on_body_late(void *ctx, int fd)
+{
+	struct record *r = ctx;
+
+	r->body_late[r->nbody_late++ % 8] = fd;
+}
+
 static struct conns *table(struct record *r, uint64_t tmo_ns, unsigned per_ip)
 {
 	struct conns_config cfg = { .header_timeout_ns = tmo_ns, .per_ip = per_ip, .max_conns = 64,
-		                    .key = { 1, 2 }, .ops = { on_late, on_drained, r } };
+		                    .key = { 1, 2 }, .ops = { .late = on_late, .drained = on_drained, .ctx = r } };
 	struct conns *cs;
 
 	memset(r, 0, sizeof(*r));
@@ -68,7 +75,7 @@ START_TEST(late_head_closed)
 	ck_assert_int_eq(r.nlate, 1);
 	ck_assert_int_eq(r.late[0], 11);
 	/* taken: the head that comes in later is not served, and the sweep does not close it twice */
-	ck_assert(!conns_head_done(&e1, false));
+	ck_assert(!conns_head_done(&e1, false, S(111)));
 	ck_assert_uint_eq(conns_sweep(cs, S(114)), 0);
 	ck_assert_uint_eq(conns_sweep(cs, S(115)), 1);
 	ck_assert_int_eq(r.late[1], 12);
@@ -89,7 +96,7 @@ START_TEST(deadline_restarts_at_each_answer)
 	struct conns_entry e;
 
 	conns_open(cs, &e, SA(a), 7, S(0));
-	ck_assert(conns_head_done(&e, false));
+	ck_assert(conns_head_done(&e, false, S(1)));
 	/* deciding and answering take as long as they take */
 	ck_assert_uint_eq(conns_sweep(cs, S(60)), 0);
 	conns_wait_head(&e, S(60));
@@ -128,8 +135,8 @@ START_TEST(drain_answers_bodies)
 	conns_open(cs, &head, SA(a), 21, S(0));
 	conns_open(cs, &body, SA(a), 22, S(0));
 	conns_open(cs, &serving, SA(a), 23, S(0));
-	ck_assert(conns_head_done(&body, true));
-	ck_assert(conns_head_done(&serving, false));
+	ck_assert(conns_head_done(&body, true, S(0)));
+	ck_assert(conns_head_done(&serving, false, S(0)));
 	ck_assert_uint_eq(conns_sweep(cs, S(1)), 0);
 	conns_drain(cs, S(1));
 	ck_assert_int_eq(r.ndrained, 1);
@@ -142,6 +149,48 @@ START_TEST(drain_answers_bodies)
 	conns_close(cs, &head);
 	conns_close(cs, &body);
 	conns_close(cs, &serving);
+	conns_free(cs);
+}
+END_TEST
+
+/*
+ * A body not in within 30 s of its head is answered (408), once, at the first
+ * sweep past its deadline; the server's own answer then loses.  A body in
+ * time is the server's, and the next head's deadline is the head timeout's.
+ */
+START_TEST(late_body_answered)
+{
+	struct record r;
+	struct conns_config cfg = { .header_timeout_ns = S(10), .body_timeout_ns = S(30), .max_conns = 8,
+		                    .key = { 1, 2 },
+		                    .ops = { .late = on_late, .drained = on_drained, .body_late = on_body_late, .ctx = &r } };
+	struct conns *cs;
+	struct sockaddr_in a = addr4("127.0.0.1");
+	struct conns_entry slow, quick;
+
+	memset(&r, 0, sizeof(r));
+	cs = conns_new(&cfg);
+	ck_assert_ptr_nonnull(cs);
+	conns_open(cs, &slow, SA(a), 31, S(0));
+	conns_open(cs, &quick, SA(a), 32, S(0));
+	/* heads in at 5 s and 6 s: past the head timeout of their opening, a body is not a head */
+	ck_assert(conns_head_done(&slow, true, S(5)));
+	ck_assert(conns_head_done(&quick, true, S(6)));
+	ck_assert_uint_eq(conns_sweep(cs, S(34)), 0);
+	ck_assert(conns_body_done(&quick));
+	ck_assert_uint_eq(conns_sweep(cs, S(35)), 1);
+	ck_assert_int_eq(r.nbody_late, 1);
+	ck_assert_int_eq(r.body_late[0], 31);
+	ck_assert_int_eq(r.nlate + r.ndrained, 0);
+	ck_assert(!conns_body_done(&slow));
+	ck_assert_uint_eq(conns_sweep(cs, S(100)), 0);
+	conns_wait_head(&quick, S(100));
+	ck_assert_uint_eq(conns_sweep(cs, S(109)), 0);
+	ck_assert_uint_eq(conns_sweep(cs, S(110)), 1);
+	ck_assert_int_eq(r.nlate, 1);
+	ck_assert_int_eq(r.late[0], 32);
+	conns_close(cs, &slow);
+	conns_close(cs, &quick);
 	conns_free(cs);
 }
 END_TEST
@@ -190,7 +239,7 @@ START_TEST(total_cap)
 {
 	struct record r;
 	struct conns_config cfg = { .header_timeout_ns = S(10), .per_ip = 0, .max_conns = 2, .key = { 3, 4 },
-		                    .ops = { on_late, on_drained, &r } };
+		                    .ops = { .late = on_late, .drained = on_drained, .ctx = &r } };
 	struct conns *cs = conns_new(&cfg);
 	struct sockaddr_in a = addr4("192.0.2.7"), b = addr4("192.0.2.8");
 	struct conns_entry e1, e2;
@@ -216,6 +265,7 @@ Suite *conns_suite(void)
 	tcase_add_test(tc, late_head_closed);
 	tcase_add_test(tc, deadline_restarts_at_each_answer);
 	tcase_add_test(tc, since_after_now_not_late);
+	tcase_add_test(tc, late_body_answered);
 	tcase_add_test(tc, drain_answers_bodies);
 	tcase_add_test(tc, no_deadline);
 	tcase_add_test(tc, per_address_cap);
