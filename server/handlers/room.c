@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <netinet/in.h>
+
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/siphash.h"
 #include "server/clients.h"
 #include "server/live.h"
 #include "server/stats.h"
@@ -20,15 +23,62 @@ struct room {
 	struct room_run runs[ROOM_RUNS];   /* runs[0] the newest; id 0: empty */
 	struct room_tally base[ROOM_NAMES]; /* the server's counters when the armed herd was armed */
 	size_t nbase;
+	struct siphash_key key;             /* room_page_of's */
+	uint64_t starters[ROOM_PAGES];      /* the pages that started the armed herd */
+	uint32_t nstarters;
 };
 
 struct room *room_new(void)
 {
 	struct room *r = calloc(1, sizeof(*r));
 
-	if (r)
-		pthread_mutex_init(&r->lock, NULL);
+	if (!r)
+		return NULL;
+	if (siphash_key_random(&r->key) < 0) {
+		free(r);
+		return NULL;
+	}
+	pthread_mutex_init(&r->lock, NULL);
 	return r;
+}
+
+uint64_t room_page_of(const struct room *r, const char *name, const struct sockaddr *client)
+{
+	unsigned char in[1 + ROOM_NAME_LEN];
+	size_t n;
+	uint64_t h;
+
+	if (name && *name) {
+		n = strlen(name) < ROOM_NAME_LEN ? strlen(name) : ROOM_NAME_LEN;
+		in[0] = 'n';
+		memcpy(in + 1, name, n);
+	} else if (client && client->sa_family == AF_INET) {
+		in[0] = '4';
+		n = sizeof(struct in_addr);
+		memcpy(in + 1, &((const struct sockaddr_in *)client)->sin_addr, n);
+	} else if (client && client->sa_family == AF_INET6) {
+		in[0] = '6';
+		n = sizeof(struct in6_addr);
+		memcpy(in + 1, &((const struct sockaddr_in6 *)client)->sin6_addr, n);
+	} else {
+		return 0;
+	}
+	h = siphash13(&r->key, in, n + 1);
+	return h ? h : 1;
+}
+
+/* Whether page is in the n of set; if not, added when there is room.  0: counted; -1: seen already or full. */
+static int page_once(uint64_t *set, uint32_t *n, uint64_t page)
+{
+	if (page == 0)
+		return 0;
+	for (uint32_t i = 0; i < *n; i++)
+		if (set[i] == page)
+			return -1;
+	if (*n == ROOM_PAGES)
+		return -1;
+	set[(*n)++] = page;
+	return 0;
 }
 
 void room_free(struct room *r)
@@ -108,17 +158,19 @@ int room_arm(struct room *r, int64_t now_ms, int64_t lead_ms, const char *policy
 	r->v.concurrency = concurrency;
 	r->v.started = 0;
 	r->v.first_ms = r->v.last_ms = 0;
+	r->nstarters = 0;
 	pthread_mutex_unlock(&r->lock);
 	return 0;
 }
 
-bool room_started(struct room *r, uint64_t id, int64_t now_ms)
+bool room_started(struct room *r, uint64_t id, uint64_t page, int64_t now_ms)
 {
 	bool counted;
 
 	pthread_mutex_lock(&r->lock);
 	/* A page whose clock runs far off may start early; a second before the instant is its limit. */
-	counted = id != 0 && id == r->v.id && now_ms >= r->v.start_ms - 1000 && now_ms <= r->v.start_ms + ROOM_LATE_MS;
+	counted = id != 0 && id == r->v.id && now_ms >= r->v.start_ms - 1000 && now_ms <= r->v.start_ms + ROOM_LATE_MS &&
+	          page_once(r->starters, &r->nstarters, page) == 0;
 	if (counted) {
 		if (r->v.started == 0 || now_ms < r->v.first_ms)
 			r->v.first_ms = now_ms;
@@ -148,6 +200,7 @@ void room_reset(void *ctx)
 	memset(&r->v, 0, sizeof(r->v));
 	memset(r->runs, 0, sizeof(r->runs));
 	r->nbase = 0;                  /* the server's counters start again from 0 too */
+	r->nstarters = 0;
 	r->v.id = id;
 	pthread_mutex_unlock(&r->lock);
 }
@@ -174,6 +227,8 @@ int room_report(struct room *r, const struct room_report *rep)
 		return -1;
 	pthread_mutex_lock(&r->lock);
 	run = run_of(r, rep->id);
+	if (run && page_once(run->reporters, &run->nreporters, rep->page) != 0)
+		run = NULL;
 	if (run) {
 		run->pages++;
 		run->ok += rep->ok;
@@ -442,25 +497,26 @@ static int handle_room(struct server *s, void *ctx, const struct server_request 
 static int handle_start(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
 	const char *id = server_request_query(req, "id");
-	uint64_t n = 0;
+	uint64_t n = 0, page;
 	char why[80];
 
 	(void)s;
 	if (strcmp(req->method, "POST") != 0 || !id || parse_u64(id, 1, UINT64_MAX, &n, why, sizeof(why)) != 0)
 		return reply(out, 400, strdup("{\"error\":\"POST /room/start?id=N\"}\n"));
-	return reply(out, 200, strdup(room_started(ctx, n, wall_ms()) ? "{\"counted\":true}\n" : "{\"counted\":false}\n"));
+	page = room_page_of(ctx, server_request_header(req, "X-Client-Name"), req->client);
+	return reply(out, 200, strdup(room_started(ctx, n, page, wall_ms()) ? "{\"counted\":true}\n" : "{\"counted\":false}\n"));
 }
 
-/* The body's comma-separated milliseconds into ms (room for max); returns how many, or -1 when malformed. */
+/* The body's comma-separated milliseconds (digits only) into ms (room for max); returns how many, or -1 when malformed. */
 static long attempts_of(const char *body, uint32_t *ms, size_t max)
 {
 	size_t n = 0;
 
 	while (*body) {
 		char *end;
-		unsigned long v = strtoul(body, &end, 10);
+		unsigned long v = *body >= '0' && *body <= '9' ? strtoul(body, &end, 10) : 0;
 
-		if (end == body || n == max || (*end != ',' && *end != '\0'))
+		if (*body < '0' || *body > '9' || n == max || (*end != ',' && *end != '\0'))
 			return -1;
 		ms[n++] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 		body = *end ? end + 1 : end;
@@ -485,13 +541,17 @@ static int handle_report(struct server *s, void *ctx, const struct server_reques
 	f[5] = query_num(req, "done_ms", -1, 24LL * 3600 * 1000);
 	if (ms && strcmp(req->method, "POST") == 0)
 		n = attempts_of(req->body, ms, ROOM_REPORT_MAX);
-	if (n < 0 || f[0] < 1 || f[1] < 0 || f[2] < 0 || f[3] < 0 || f[4] < 0 || f[5] < 0) {
+	/* A page's figures add up: each request ends ok or failed after its retries, and each call is an attempt. */
+	if (n < 0 || f[0] < 1 || f[1] < 0 || f[2] < 0 || f[3] < 0 || f[4] < 0 || f[5] < 0 ||
+	    f[1] + f[2] + f[4] != f[3] || n != f[3]) {
 		free(ms);
-		return reply(out, 400, strdup("{\"error\":\"POST /room/report?id=&ok=&failed=&calls=&retries=&done_ms= with "
-		                              "the attempts' ms from the start, comma-separated, as the body\"}\n"));
+		return reply(out, 400, strdup("{\"error\":\"POST /room/report?id=&ok=&failed=&calls=&retries=&done_ms= "
+		                              "(calls = ok + failed + retries) with the attempts' ms from the start, "
+		                              "comma-separated, one a call, as the body\"}\n"));
 	}
 	rep = (struct room_report){ (uint64_t)f[0], (uint64_t)f[1], (uint64_t)f[2], (uint64_t)f[3], (uint64_t)f[4],
-	                            (uint64_t)f[5], ms, (size_t)n };
+	                            (uint64_t)f[5], ms, (size_t)n,
+	                            room_page_of(ctx, server_request_header(req, "X-Client-Name"), req->client) };
 	rc = room_report(ctx, &rep);
 	free(ms);
 	return reply(out, 200, strdup(rc == 0 ? "{\"counted\":true}\n" : "{\"counted\":false}\n"));

@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "server/server.h"
 
@@ -16,12 +17,15 @@
  * page estimates its clock's offset from the round trip) and the armed
  * herd: a page reads it when its stream (re)opens, and polls it only while
  * it has no stream.  Each page fires at the instant, corrected
- * for its offset, and first tells the server it started (POST
+ * for its offset, and right behind its first requests tells the server it started (POST
  * /room/start?id=N).  The server keeps, for the armed herd, how many pages
  * started and the spread of their arrivals on its own clock: the figure the
  * start's precision is judged by.  When its run is over a page reports it
  * (POST /room/report?id=N&ok=&failed=&calls=&retries=&done_ms= with its
- * attempts' milliseconds from the start, comma-separated, as the body); the
+ * attempts' milliseconds from the start, comma-separated, one a call, as
+ * the body: a report whose figures do not add up is a 400).  A page counts
+ * once per herd, by its X-Client-Name or else its address (room_page_of): a
+ * second start or report from it is answered {"counted":false}.  The
  * room sums the reports of each of the last ROOM_RUNS herds, so the
  * dashboard shows the runs side by side: pages, calls per request, the peak
  * attempts in any 100 ms, and the time until the last request was done.
@@ -42,6 +46,7 @@
 #define ROOM_BUCKETS 600                   /* 100 ms each: a run's first minute */
 #define ROOM_NAMES 64                      /* clients a run's tally keeps (the most active) */
 #define ROOM_NAME_LEN 48
+#define ROOM_PAGES 256                     /* pages one herd counts: a start and a report each */
 
 /* One client's counters as the server keeps them, or what it did during a run. */
 struct room_tally {
@@ -60,6 +65,8 @@ struct room_run {
 	struct room_tally seen[ROOM_NAMES];  /* the server's counts: each client with requests during the run */
 	size_t nseen;
 	bool closed;                       /* the next herd was armed: seen is final */
+	uint64_t reporters[ROOM_PAGES];    /* the pages (room_page_of) whose report counted */
+	uint32_t nreporters;
 };
 
 /* One page's report of its run of herd `id`. */
@@ -67,6 +74,7 @@ struct room_report {
 	uint64_t id, ok, failed, calls, retries, done_ms;
 	const uint32_t *attempts_ms;       /* each attempt's ms from the start */
 	size_t nattempts;
+	uint64_t page;                     /* who sent it (room_page_of); 0: any number of reports count */
 };
 
 struct room;
@@ -96,13 +104,28 @@ void room_free(struct room *r);
 int room_arm(struct room *r, int64_t now_ms, int64_t lead_ms, const char *policy, uint32_t requests,
              uint32_t concurrency, const struct room_tally *clients, size_t n);
 
-/* A page started herd id at now_ms: counted when id is the armed herd and now_ms is in its window.  True if counted. */
-bool room_started(struct room *r, uint64_t id, int64_t now_ms);
+/*
+ * Who a page is, for counting it once: its X-Client-Name (name, NULL when
+ * none), else its address (client, NULL when unknown: 0, not deduplicated).
+ * A keyed hash: a page cannot pick a name that collides with another's.
+ */
+uint64_t room_page_of(const struct room *r, const char *name, const struct sockaddr *client);
+
+/*
+ * Page `page` (room_page_of; 0: not deduplicated) started herd id at now_ms:
+ * counted when id is the armed herd, now_ms is in its window, and that page
+ * has not started it already (at most ROOM_PAGES pages).  True if counted.
+ */
+bool room_started(struct room *r, uint64_t id, uint64_t page, int64_t now_ms);
 
 /* The room as it is. */
 void room_view(struct room *r, struct room_view *out);
 
-/* Add a page's report to its herd's run (made when it is the first; the oldest run is then dropped). 0, or -1 (no such herd). */
+/*
+ * Add a page's report to its herd's run (made when it is the first; the
+ * oldest run is then dropped).  0, or -1 (no such herd, or rep->page has
+ * reported this run already, or ROOM_PAGES pages have).
+ */
 int room_report(struct room *r, const struct room_report *rep);
 
 /*

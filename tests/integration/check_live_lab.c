@@ -363,6 +363,91 @@ START_TEST(quiet_stream_gets_the_herd)
 }
 END_TEST
 
+static size_t collect(char *p, size_t size, size_t n, void *ud)
+{
+	char *buf = ud;
+	size_t have = strlen(buf), k = size * n < 255 - have ? size * n : 255 - have;
+
+	memcpy(buf + have, p, k);
+	buf[have + k] = '\0';
+	return size * n;
+}
+
+/* POST path?query to s with body and, unless NULL, X-Client-Name: name; the status, the answer's body in out[256]. */
+static long room_post(const struct test_server *s, const char *path, const char *name, const char *body, char *out)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = NULL;
+	char url[512], hdr[96];
+	long status = 0;
+
+	ck_assert_ptr_nonnull(c);
+	out[0] = '\0';
+	snprintf(url, sizeof(url), "%s%s", s->url, path);
+	if (name) {
+		snprintf(hdr, sizeof(hdr), "X-Client-Name: %s", name);
+		h = curl_slist_append(h, hdr);
+	}
+	h = curl_slist_append(h, "Content-Type: application/octet-stream");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return status;
+}
+
+/*
+ * A room's figures can be trusted as far as the server can see: a page's
+ * report counts once per herd (by its X-Client-Name, else its address), a
+ * report whose figures do not add up (calls = ok + failed + retries, one
+ * attempt a call, digits only) is a 400, and a start counts once per page.
+ */
+START_TEST(room_counts_each_page_once)
+{
+	const char *args[] = { "--quiet", NULL };
+	static const char *const q = "/room/report?id=1&ok=2&failed=0&calls=3&retries=1&done_ms=900";
+	struct test_server s;
+	char out[256], path[160], *body = NULL;
+	long status = 0;
+	json_t *room;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	ck_assert_int_eq(room_post(&s, "/room?in=0&policy=at-once", NULL, "", out), 200);
+	ck_assert_int_eq(room_post(&s, q, "ada", "0,120,700", out), 200);
+	ck_assert_str_eq(out, "{\"counted\":true}\n");
+	ck_assert_int_eq(room_post(&s, q, "ada", "0,120,700", out), 200);
+	ck_assert_str_eq(out, "{\"counted\":false}\n");
+	ck_assert_int_eq(room_post(&s, q, "bob", "0,120,700", out), 200);
+	ck_assert_str_eq(out, "{\"counted\":true}\n");
+	/* no name: the address is the page, once */
+	ck_assert_int_eq(room_post(&s, q, NULL, "0,120,700", out), 200);
+	ck_assert_str_eq(out, "{\"counted\":true}\n");
+	ck_assert_int_eq(room_post(&s, q, NULL, "0,120,700", out), 200);
+	ck_assert_str_eq(out, "{\"counted\":false}\n");
+	/* figures that do not add up, and attempts that are not plain digits */
+	ck_assert_int_eq(room_post(&s, "/room/report?id=1&ok=2&failed=0&calls=1&retries=0&done_ms=9", "cy", "0", out), 400);
+	ck_assert_int_eq(room_post(&s, q, "cy", "0,120", out), 400);
+	ck_assert_int_eq(room_post(&s, q, "cy", "0,-1,+4", out), 400);
+	ck_assert_int_eq(room_post(&s, q, "cy", "0, 120,700", out), 400);
+	snprintf(path, sizeof(path), "%s/room", s.url);
+	ck_assert_int_eq(testutil_http("GET", path, NULL, &status, NULL, &body), 0);
+	ck_assert_int_eq(status, 200);
+	room = json_loads(body, 0, NULL);
+	free(body);
+	ck_assert_ptr_nonnull(room);
+	ck_assert_int_eq(testutil_jint(json_array_get(json_object_get(room, "runs"), 0), "pages", NULL), 3);
+	ck_assert_int_eq(testutil_jint(json_array_get(json_object_get(room, "runs"), 0), "calls", NULL), 9);
+	json_decref(room);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 static long long sum_array(json_t *a)
 {
 	long long sum = 0;
@@ -622,6 +707,7 @@ Suite *live_lab_suite(void)
 	tcase_add_test(tc, events_outlive_the_header_deadline);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
 	tcase_add_test(tc, quiet_stream_gets_the_herd);
+	tcase_add_test(tc, room_counts_each_page_once);
 	tcase_add_test(tc, workshop_banner);
 	suite_add_tcase(s, tc);
 	/* Its own case, so `make bench` can run it alone with its latency goal (bench/run section 10). */
