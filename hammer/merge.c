@@ -117,6 +117,14 @@ static int parse(struct merge_opts *o, int argc, char **argv, char *err, size_t 
 			return cli_fail(err, errlen, "merge", "give one redis://HOST:PORT/RUNID, or files, not both");
 	if (!redis && o->round != NULL)
 		return cli_fail(err, errlen, "merge", "--round is for a redis:// run");
+	if (redis) {
+		char host[256], run[JOIN_RUN_MAX], why[200];
+		int port;
+
+		/* a malformed URL is a bad value (2), not an unreachable Redis (4) */
+		if (join_parse_url(o->inputs[0], host, sizeof(host), &port, run, sizeof(run), why, sizeof(why)) != 0)
+			return cli_fail(err, errlen, "merge", "'%.200s' %s", o->inputs[0], why);
+	}
 	if (cli_check_output(err, errlen, "merge", "--json", o->json_path) != 0 ||
 	    cli_check_output(err, errlen, "merge", "--timeline", o->timeline_path) != 0 ||
 	    cli_check_output(err, errlen, "merge", "--plot", o->plot_path) != 0)

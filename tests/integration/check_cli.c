@@ -346,6 +346,12 @@ START_TEST(merge_mistakes)
 		  "ratelab merge: --max-skew: 'abc' is not a duration such as 250ms, 2s or 1m\n" },
 		{ { "merge", "redis://127.0.0.1:1/x", "a.json", NULL },
 		  "ratelab merge: give one redis://HOST:PORT/RUNID, or files, not both\n" },
+		/* a malformed redis:// is a bad value (2), not an unreachable Redis (4) */
+		{ { "merge", "redis://", NULL },
+		  "ratelab merge: 'redis://' is not redis://HOST[:PORT]/RUNID (a RUNID of letters, digits, '.', '_' or '-', "
+		  "at most 63)\n" },
+		{ { "merge", "redis://127.0.0.1:70000/r", NULL },
+		  "ratelab merge: 'redis://127.0.0.1:70000/r' is not redis://HOST[:PORT]/RUNID (a port from 1 to 65535)\n" },
 		{ { "merge", "/nonexistent-dir/x.json", NULL },
 		  "ratelab merge: cannot read /nonexistent-dir/x.json: unable to open /nonexistent-dir/x.json: "
 		  "No such file or directory\n" },
