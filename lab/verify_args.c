@@ -153,18 +153,49 @@ static int parse_listen(struct verify_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The next item of a comma list at *p, cut in place (its comma becomes a
+ * NUL); NULL at the end.  A comma inside [...], {...} or a JSON string does
+ * not cut: an inline script such as [{"status":429},{"status":200}] is one
+ * item.  Empty items are skipped.
+ */
+static char *next_item(char **p)
+{
+	char *s = *p, *q;
+	int depth = 0;
+	bool in_str = false;
+
+	while (*s == ',')
+		s++;
+	if (*s == '\0')
+		return NULL;
+	for (q = s; *q && (in_str || depth > 0 || *q != ','); q++) {
+		if (in_str && *q == '\\' && q[1])
+			q++;
+		else if (*q == '"')
+			in_str = !in_str;
+		else if (!in_str && (*q == '[' || *q == '{'))
+			depth++;
+		else if (!in_str && (*q == ']' || *q == '}') && depth > 0)
+			depth--;
+	}
+	*p = *q ? q + 1 : q;
+	*q = '\0';
+	return s;
+}
+
 /* Append the comma list `arg` to names (copied into buf at *used); -1 naming flag when it is malformed or full. */
 static int add_names(struct verify_opts *o, const char *flag, const char *arg, const char **names, size_t *n,
                      size_t *used, char *err, size_t errlen)
 {
-	char *save = NULL, *copy = o->names_buf + *used;
+	char *rest = o->names_buf + *used;
 	size_t len = strlen(arg) + 1;
 
 	if (*used + len > sizeof(o->names_buf))
 		return cli_bad_value(err, errlen, "verify", flag, arg, "makes the list too long");
-	memcpy(copy, arg, len);
+	memcpy(rest, arg, len);
 	*used += len;
-	for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+	for (char *it = next_item(&rest); it; it = next_item(&rest)) {
 		for (size_t i = 0; i < *n; i++)
 			if (strcmp(names[i], it) == 0)
 				return cli_bad_value(err, errlen, "verify", flag, it, "is named twice");

@@ -177,6 +177,12 @@ struct scenario *scenario_new(const char *name_or_file, char *err, size_t errlen
 		sc->stop_when_settled = b->stop_when_settled;
 		return sc;
 	}
+	/* A script given inline, as JSON: "[{\"status\":429,...},...]" */
+	if (name_or_file[0] == '[') {
+		if (!(sc = scenario_parse(name_or_file, "script", why, sizeof(why))))
+			snprintf(err, errlen, "'%.60s%s': %s", name_or_file, strlen(name_or_file) > 60 ? "..." : "", why);
+		return sc;
+	}
 	if (!(text = read_file(name_or_file, err, errlen)))
 		return NULL;
 	sc = scenario_parse(text, name_or_file, why, sizeof(why));

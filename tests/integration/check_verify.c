@@ -324,6 +324,37 @@ START_TEST(cannot_run_exits_4)
 }
 END_TEST
 
+/*
+ * A script given inline, as --help shows it, is one scenario however many
+ * commas its JSON has, also in a list beside a built-in; malformed, it is a
+ * bad value naming it.
+ */
+START_TEST(inline_script_scenario)
+{
+	static const char *const ONE[] = { "verify", "--scenario", "[{\"status\":429,\"retry_after\":\"1\"},{\"status\":200}]",
+		                           "--expect", "succeeds", "--", "curl", "--retry", "2", "-s", "$RATELAB_URL/", NULL };
+	static const char *const TWO[] = { "verify", "--scenario", "[{\"status\":200}],post-503", "--expect", "succeeds",
+		                           "--", "curl", "-s", "-X", "$RATELAB_METHOD", "$RATELAB_URL/", NULL };
+	static const char *const BAD[] = { "verify", "--scenario", "[{\"status\":42", "--", "true", NULL };
+	struct test_run r;
+
+	run_verify(&r, ONE, 20000);
+	ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+	ck_assert_has(r.out, "scenario script: 2 arrivals;");
+	ck_assert_has(r.out, "PASS  succeeds ");
+	testutil_run_free(&r);
+	run_verify(&r, TWO, 20000);
+	ck_assert_has(r.out, "\nscript ");
+	ck_assert_has(r.out, "\npost-503 ");
+	testutil_run_free(&r);
+	run_verify(&r, BAD, 5000);
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_str_eq(r.err, "ratelab verify: --scenario: '[{\"status\":42': not JSON: '}' expected near end of file "
+	                        "(line 1)\n");
+	testutil_run_free(&r);
+}
+END_TEST
+
 /* --listen on a port another socket holds: the scenario server cannot start, which is 4 (could not run), not a grade. */
 START_TEST(listen_on_a_taken_port_exits_4)
 {
@@ -1611,6 +1642,7 @@ Suite *verify_suite(void)
 	tcase_add_test(cli, only_the_commands_requests_count);
 	tcase_add_test(cli, cannot_run_exits_4);
 	tcase_add_test(cli, listen_on_a_taken_port_exits_4);
+	tcase_add_test(cli, inline_script_scenario);
 	tcase_add_test(cli, detached_processes_are_stopped);
 	tcase_add_test(cli, thousand_detached_children_are_stopped);
 	tcase_add_loop_test(cli, counts_go_on_past_the_log, 0, (int)(sizeof(PAST_THE_LOG) / sizeof(PAST_THE_LOG[0])));
