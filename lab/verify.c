@@ -353,6 +353,13 @@ static int verify_scenarios(const struct verify_opts *o)
 		verify_report_text(report_file(o), &rs[0], o->quiet, o->strict);
 	else if (!single && (!verify_interrupted || o->listen))
 		verify_report_table(report_file(o), rs, p->n, o->strict);
+	if (!single && !o->listen && verify_interrupted) {
+		size_t graded = 0;
+
+		for (size_t i = 0; i < p->n; i++)
+			graded += rs[i].state != VERIFY_INTERRUPTED;
+		fprintf(stderr, "ratelab verify: interrupted: %zu of %zu scenarios had run to their end\n", graded, p->n);
+	}
 	if (single || o->listen)
 		for (size_t i = 0; i < p->n; i++)
 			explain(&rs[i]);

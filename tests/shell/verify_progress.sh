@@ -29,6 +29,21 @@ grep -q '^PASS  no-retry' "$TMP/out" || fail "no verdict: $(cat "$TMP/out")"
 ! grep -q 'clients done' "$TMP/out" "$TMP/err" || fail "a progress line went to a file: $(cat "$TMP/err")"
 ok "no progress line on a file"
 
+# Ctrl-C during several scenarios: exit 130 and one line saying how far it got (it printed nothing).  The
+# signal goes once both commands run (their sleeps are there), not after a pause.
+"$BIN" verify --scenario post-503,retry-after-seconds --jobs 2 -- sleep 29.75 >"$TMP/out" 2>"$TMP/err" &
+VPID=$!
+n=0
+sleeps() { for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done | grep -c '^sleep 29.75 $'; }
+while [ "$(sleeps)" -lt 2 ] && [ "$n" -lt 100 ]; do n=$((n + 1)); sleep 0.1; done
+kill -INT "$VPID"
+wait "$VPID"
+RC=$?
+[ "$RC" = 130 ] || fail "interrupted: exit $RC: $(cat "$TMP/out" "$TMP/err")"
+[ "$(cat "$TMP/err")" = "ratelab verify: interrupted: 0 of 2 scenarios had run to their end" ] ||
+	fail "interrupted: stderr '$(cat "$TMP/err")'"
+ok "Ctrl-C during two scenarios: exit 130 and one line"
+
 if ! command -v script >/dev/null 2>&1; then
 	echo "skip progress on a terminal: no script(1)"
 	echo "verify_progress: $passed passed"
