@@ -142,7 +142,7 @@ static pthread_once_t policy_list_once = PTHREAD_ONCE_INIT;
 
 static void build_policy_list(void)
 {
-	snprintf(policy_list, sizeof(policy_list), "%s, %s", HERD_DEFAULT_POLICIES, retry_preset_names());
+	cli_words_join(policy_list, sizeof(policy_list), HERD_DEFAULT_POLICIES, retry_preset_names());
 }
 
 /* The policies --policies takes (for completion and "did you mean"). */

@@ -461,6 +461,23 @@ START_TEST(usage_has_one_layout)
 }
 END_TEST
 
+/* Two word lists as one for a help's "One of:": each word once, ", " between, the first list's order first. */
+START_TEST(word_lists_join_without_repeats)
+{
+	char out[128], tiny[12];
+
+	cli_words_join(out, sizeof(out), "none,exponential,full", "none, lab, full, grpc");
+	ck_assert_str_eq(out, "none, exponential, full, lab, grpc");
+	cli_words_join(out, sizeof(out), "", "a, b");
+	ck_assert_str_eq(out, "a, b");
+	cli_words_join(out, sizeof(out), "a,,b, ", "");
+	ck_assert_str_eq(out, "a, b");
+	/* no room: whole words only */
+	cli_words_join(tiny, sizeof(tiny), "alpha,beta,gamma", "");
+	ck_assert_str_eq(tiny, "alpha");
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -471,6 +488,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, duration_bounds_read_exactly);
 	tcase_add_test(tc, values_are_quoted_on_one_line);
 	tcase_add_test(tc, positional_arguments);
+	tcase_add_test(tc, word_lists_join_without_repeats);
 	tcase_add_test(tc, one_file_and_a_command_after_dashdash);
 	tcase_add_test(tc, help_comes_first);
 	tcase_add_test(tc, groups_write_their_own_struct);
