@@ -317,10 +317,10 @@ static int set_u64(struct cli_state *st, const struct cli_option *o, void *base,
 
 static int set_duration(struct cli_state *st, const struct cli_option *o, void *base, const char *v)
 {
-	char lo[32], hi[32];
+	char lo[32], hi[32], why[96];
 	uint64_t ns;
 
-	if (parse_duration(v, &ns, NULL, 0) == 0 && ns >= o->min && ns <= o->max) {
+	if (parse_duration(v, &ns, why, sizeof(why)) == 0 && ns >= o->min && ns <= o->max) {
 		*(uint64_t *)((char *)base + o->at) = ns;
 		return 0;
 	}
@@ -328,6 +328,10 @@ static int set_duration(struct cli_state *st, const struct cli_option *o, void *
 		return unit_hint(st, o, v);
 	parse_format_exact_duration(o->min, lo, sizeof(lo));
 	parse_format_exact_duration(o->max, hi, sizeof(hi));
+	/* what is wrong: not a duration at all, one past what any duration can be, or one out of this flag's bounds */
+	if (parse_duration(v, &ns, why, sizeof(why)) != 0)
+		return strstr(why, "out of range") ? bad(st, o, v, "is longer than any duration (over 100,000 days)")
+		                                   : bad(st, o, v, "is not a duration such as 250ms, 2s or 1m");
 	if (o->min == 0 && o->max == UINT64_MAX)
 		return bad(st, o, v, "is not a duration such as 250ms, 2s or 1m");
 	if (o->max == UINT64_MAX)

@@ -420,7 +420,7 @@ START_TEST(bad_flags_exit_2)
 		{ "--limiter", "magic", "ratelab serve: --limiter: 'magic' is not one of token-bucket, leaky-bucket, "
 		                        "fixed-window, sliding-log, sliding-window, gcra, concurrency, layered, none\n" },
 		{ "--threads", "0", "ratelab serve: --threads: '0' is not a number from 1 to 64\n" },
-		{ "--connection-timeout", "soon", "ratelab serve: --connection-timeout: 'soon' is not a duration above 0\n" },
+		{ "--connection-timeout", "soon", "ratelab serve: --connection-timeout: 'soon' is not a duration such as 250ms, 2s or 1m\n" },
 		{ "--bind", "localhost", "ratelab serve: --bind: 'localhost' is not an IPv4 or IPv6 address\n" },
 		{ "--scenario=nope", NULL, "ratelab serve: --scenario: 'nope' is neither a built-in scenario "
 		                           "(ratelab verify --list names them) nor a readable file\n" },

@@ -136,7 +136,7 @@ START_TEST(usage_errors_exit_2)
 	static const char *const NAMED[] = {
 		"ratelab verify: unknown option '--bogus'\n",
 		"ratelab verify: --clients: '0' is not a number from 1 to 64\n",
-		"ratelab verify: --timeout: 'soon' is not a duration above 0\n",
+		"ratelab verify: --timeout: 'soon' is not a duration such as 250ms, 2s or 1m\n",
 		"ratelab verify: --expect: unknown expectation 'fast' (succeeds, honours-retry-after, honours-ratelimit, "
 		"max-attempts<=N, gives-up-within=DUR, no-retry-non-idempotent, no-retry, backs-off, jitter, "
 		"stops-after-attempts)\n",

@@ -166,6 +166,10 @@ START_TEST(mistakes_have_one_wording)
 	FAILS("ratelab test: --count needs a value before --wait", "--count", "--wait=1s");
 	FAILS("ratelab test: --timeout: '500us' is not a duration of at least 1ms", "--timeout", "500us");
 	FAILS("ratelab test: --window: '0' is not a duration above 0", "--window", "0");
+	/* not a duration at all, whatever the bounds; and one past any duration, not "at least 1ms" */
+	FAILS("ratelab test: --timeout: '1sec' is not a duration such as 250ms, 2s or 1m", "--timeout", "1sec");
+	FAILS("ratelab test: --timeout: '99999999999s' is longer than any duration (over 100,000 days)", "--timeout",
+	      "99999999999s");
 	FAILS("ratelab test: --rate: 'x' is not a rate such as 50, 2.5 or 30/1m (0.001 to 1e+07 per second)",
 	      "--rate", "x");
 	FAILS("ratelab test: --rate: '0' is not a rate such as 50, 2.5 or 30/1m (0.001 to 1e+07 per second)",
