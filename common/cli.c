@@ -23,6 +23,8 @@ struct cli_state {
 	size_t errlen;
 	bool dashdash;  /* "--" was seen: the rest is positional */
 	bool done;      /* a CLI_REST took the rest of argv */
+	const struct cli_option *given[64];  /* the flags given, each once (for `needs`) */
+	size_t ngiven;
 };
 
 typedef int (*cli_setter)(struct cli_state *st, const struct cli_option *o, void *base, const char *v);
@@ -454,10 +456,16 @@ static int apply(struct cli_state *st, const struct cli_option *o, size_t g, con
 {
 	void *base = st->groups[g].base;
 
+	size_t k = 0;
+
 	if (SETTERS[o->kind](st, o, base, v) != 0)
 		return -1;
 	if (o->given_at != 0)
 		*(bool *)((char *)base + o->given_at - 1) = true;
+	while (k < st->ngiven && st->given[k] != o)
+		k++;
+	if (k == st->ngiven && k < sizeof(st->given) / sizeof(st->given[0]))
+		st->given[st->ngiven++] = o;
 	return 0;
 }
 
@@ -535,6 +543,21 @@ static bool was_given(const struct cli_option *o, const void *base)
 	return o->kind == CLI_STRING && *(const char *const *)((const char *)base + o->at) != NULL;
 }
 
+/* Every flag given with the flag it goes with (cli_option.needs). */
+static int check_needs(struct cli_state *st)
+{
+	for (size_t i = 0; i < st->ngiven; i++) {
+		const char *needs = st->given[i]->needs;
+		bool found = needs == NULL;
+
+		for (size_t k = 0; !found && k < st->ngiven; k++)
+			found = strcmp(st->given[k]->name, needs) == 0;
+		if (!found)
+			return cli_fail(st->err, st->errlen, st->cmd->name, "%s goes with %s", st->given[i]->name, needs);
+	}
+	return 0;
+}
+
 /* Required flags given, and at least one positional argument when the command needs one. */
 static int check_required(struct cli_state *st, size_t nargs)
 {
@@ -554,7 +577,7 @@ static int check_required(struct cli_state *st, size_t nargs)
 int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, size_t ngroups,
               int argc, char **argv, char *err, size_t errlen)
 {
-	struct cli_state st = { cmd, groups, ngroups, err, errlen, false, false };
+	struct cli_state st = { .cmd = cmd, .groups = groups, .ngroups = ngroups, .err = err, .errlen = errlen };
 	size_t nargs = 0;
 
 	if (argc == 2 && strcmp(argv[1], "--cli-options") == 0)
@@ -579,7 +602,7 @@ int cli_parse(const struct cli_command *cmd, const struct cli_group *groups, siz
 		if (st.done)
 			break;
 	}
-	return check_required(&st, nargs);
+	return check_required(&st, nargs) != 0 ? -1 : check_needs(&st);
 }
 
 int cli_exit(const struct cli_command *cmd, int rc, const char *err)

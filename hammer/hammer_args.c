@@ -291,7 +291,7 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	          "--plot and --expect" },
 	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
 	  .help = "how many hammers --join waits for" },
-	{ "--join-timeout", DUR_MS(join_timeout_ns), .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	{ "--join-timeout", DUR_MS(join_timeout_ns), .needs = "--join", .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "the longest wait for the other nodes (default 30s)" },
 	{ "--sim", CLI_BOOL, HO(sim), .section = CLI_SEC_ADVANCED,
 	  .help = "run in exact virtual time against an in-process model of ratelab serve "
@@ -299,11 +299,11 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	          "sockets; the same --seed gives the same bytes (one loop: --threads changes nothing)" },
 	{ "--serve", CLI_STRING, HO(serve_flags), .section = CLI_SEC_ADVANCED, .arg = "'FLAGS'",
 	  .help = "with --sim: the model's serve flags, e.g. '--limiter gcra --limit 5'" },
-	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .needs = "--sim", .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
 	  .help = "with --sim: each message's one-way network delay, |N(MEAN, SD)| (default 100us)" },
-	{ "--sim-loss", CLI_DOUBLE, HO(simcfg.net.loss), .dmin = 0, .dmax = 1, .section = CLI_SEC_ADVANCED, .arg = "P",
+	{ "--sim-loss", CLI_DOUBLE, HO(simcfg.net.loss), .dmin = 0, .dmax = 1, .needs = "--sim", .section = CLI_SEC_ADVANCED, .arg = "P",
 	  .help = "with --sim: each message lost with probability P (0..1; the call times out)" },
-	{ "--sim-connect", CLI_DURATION, HO(simcfg.net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	{ "--sim-connect", CLI_DURATION, HO(simcfg.net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .needs = "--sim", .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "with --sim: a client's first call pays DUR to set its connection up (default 0)" },
 	{ NULL },
 };

@@ -197,7 +197,7 @@ static const struct cli_option HERD_OPTIONS[] = {
 	          "prints the merged table" },
 	{ "--nodes", CLI_U64, HO(nodes), .min = 1, .max = JOIN_NODES_MAX, .section = CLI_SEC_ADVANCED, .arg = "N",
 	  .help = "how many herds --join waits for" },
-	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	{ "--join-timeout", CLI_DURATION, HO(join_timeout_ns), .min = NS_PER_MS, .max = UINT64_MAX, .needs = "--join", .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "the longest wait for the other nodes (30s)" },
 	{ "--sim", CLI_BOOL, HO(sim), .section = CLI_SEC_ADVANCED,
 	  .help = "exact virtual time: the same engine and policies against an in-process model "

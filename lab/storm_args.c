@@ -173,11 +173,11 @@ static const struct cli_option STORM_OPTIONS[] = {
 	  .help = "with --sim: where the storm turns metastable: for each policy a grid of runs "
 	          "over offered load and trigger length, each cell the time to recover after the "
 	          "trigger (or no); --report DIR writes sweep.csv, sweep.json and sweep.svg" },
-	{ "--sweep-loads", CLI_CUSTOM, .fn = opt_sweep_loads, .section = CLI_SEC_ADVANCED, .arg = "LIST",
+	{ "--sweep-loads", CLI_CUSTOM, .fn = opt_sweep_loads, .needs = "--sweep", .section = CLI_SEC_ADVANCED, .arg = "LIST",
 	  .help = "offered load in % of the backend's capacity (default 50,60,70,80,90,95)" },
-	{ "--sweep-lengths", CLI_CUSTOM, .fn = opt_sweep_lengths, .section = CLI_SEC_ADVANCED, .arg = "LIST",
+	{ "--sweep-lengths", CLI_CUSTOM, .fn = opt_sweep_lengths, .needs = "--sweep", .section = CLI_SEC_ADVANCED, .arg = "LIST",
 	  .help = "trigger lengths (default 500ms,1s,2s,3s,5s)" },
-	{ "--sweep-after", CLI_CUSTOM, .fn = opt_sweep_after, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	{ "--sweep-after", CLI_CUSTOM, .fn = opt_sweep_after, .needs = "--sweep", .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "how long each run goes on after its trigger (default 10s)" },
 	{ NULL },
 };

@@ -205,6 +205,9 @@ START_TEST(hammer_mistakes)
 		  "ratelab hammer: --concurrency: '1000001' is not a number from 1 to 1000000\n" },
 		{ { "hammer", "--threads=0", NULL }, "ratelab hammer: --threads: '0' is not a number from 1 to 256\n" },
 		{ { "hammer", "--quiet=1", NULL }, "ratelab hammer: --quiet takes no value\n" },
+		/* a flag that only means something with another is not ignored without it */
+		{ { "hammer", "--sim-loss", "0.5", NULL }, "ratelab hammer: --sim-loss goes with --sim\n" },
+		{ { "hammer", "--join-timeout", "1s", NULL }, "ratelab hammer: --join-timeout goes with --join\n" },
 	};
 	/* CR or LF in a header, method or URL is refused before either transport sees it */
 	static const char *const TRANSPORT[] = { "wire", "curl" };
@@ -258,6 +261,7 @@ START_TEST(herd_mistakes)
 {
 	static const struct mistake M[] = {
 		{ { "herd", "--bogus", NULL }, "ratelab herd: unknown option '--bogus'\n" },
+		{ { "herd", "--join-timeout", "1s", NULL }, "ratelab herd: --join-timeout goes with --join\n" },
 		{ { "herd", "--clients", "5", "--seed", NULL }, "ratelab herd: --seed needs a value\n" },
 		/* the range is named, not just 'bad value' */
 		{ { "herd", "--clients", "0", NULL }, "ratelab herd: --clients: '0' is not a number from 1 to 1000000\n" },
@@ -329,6 +333,7 @@ START_TEST(storm_mistakes)
 		  "(item 1 'abc': 'abc' is not a rate such as 50, 2.5, 30/1m or 0)\n" },
 		{ { "storm", "--trigger", "25%@20s+2s", NULL },
 		  "ratelab storm: --trigger: '25%@20s+2s' ends at 22s, past the run (--duration 10s)\n" },
+		{ { "storm", "--sweep-after", "1s", NULL }, "ratelab storm: --sweep-after goes with --sweep\n" },
 	};
 
 	expect_mistakes(M, sizeof(M) / sizeof(M[0]));
