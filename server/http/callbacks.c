@@ -369,30 +369,32 @@ void callbacks_close_late(void *ctx, int fd)
 	shutdown(fd, SHUT_RDWR);
 }
 
-void callbacks_answer_body_late(void *ctx, int fd)
+/*
+ * Answer a request whose body is still arriving with raw (status, counted
+ * as refused for r) and close.  Counted before the answer goes: a client
+ * that has it finds it in /stats.  Only the request's head and part of its
+ * body came in: nothing of ours is on the wire yet.
+ */
+static void answer_raw(struct server *s, int fd, int status, enum stats_refusal r, const char *raw, size_t len)
 {
-	struct server *s = ctx;
-	size_t len;
-	const char *raw = responses_body_late_raw(&len);
-
-	/* Counted before the answer goes: a client that has it finds it in /stats. */
-	stats_record(s->stats, -1, MHD_HTTP_REQUEST_TIMEOUT, STATS_NONE, clock_monotonic_ns());
-	stats_refused(s->stats, STATS_REFUSED_BODY_TIMEOUT);
-	/* Only the request's head and part of its body came in: nothing of ours is on the wire yet. */
+	stats_record(s->stats, -1, status, STATS_NONE, clock_monotonic_ns());
+	stats_refused(s->stats, r);
 	send(fd, raw, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_RDWR);
 }
 
+void callbacks_answer_body_late(void *ctx, int fd)
+{
+	size_t len;
+	const char *raw = responses_body_late_raw(&len);
+
+	answer_raw(ctx, fd, MHD_HTTP_REQUEST_TIMEOUT, STATS_REFUSED_BODY_TIMEOUT, raw, len);
+}
+
 void callbacks_answer_drained(void *ctx, int fd)
 {
-	struct server *s = ctx;
 	size_t len;
 	const char *raw = responses_draining_raw(&len);
 
-	/* Counted before the answer goes: a client that has it finds it in /stats. */
-	stats_record(s->stats, -1, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_NONE, clock_monotonic_ns());
-	stats_refused(s->stats, STATS_REFUSED_DRAINING);
-	/* Only the request's head and body came in so far: nothing of ours is on the wire yet. */
-	send(fd, raw, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-	shutdown(fd, SHUT_RDWR);
+	answer_raw(ctx, fd, MHD_HTTP_SERVICE_UNAVAILABLE, STATS_REFUSED_DRAINING, raw, len);
 }
