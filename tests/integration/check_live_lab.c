@@ -175,6 +175,35 @@ START_TEST(client_named_others)
 }
 END_TEST
 
+/* An attendee named in their own letters is shown so in /stats and /metrics (it was "Jos?? ???"). */
+START_TEST(client_named_in_utf8)
+{
+	const char *args[] = { "--quiet", NULL };
+	struct test_server s;
+	struct test_reply rep;
+	char url[128], *metrics = NULL;
+	CURL *c = curl_easy_init();
+	long code = 0;
+	json_t *st, *row;
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	snprintf(url, sizeof(url), "%s/", s.url);
+	ck_assert_int_eq(testutil_fire(c, "GET", url, "X-Client-Name: Jos\xc3\xa9 \xe6\x9d\x8e", &rep), CURLE_OK);
+	ck_assert_int_eq(rep.status, 200);
+	curl_easy_cleanup(c);
+	st = testutil_stats(&s);
+	row = json_array_get(json_object_get(json_object_get(st, "clients"), "rows"), 0);
+	ck_assert_ptr_nonnull(row);
+	ck_assert_str_eq(json_string_value(json_object_get(row, "name")), "Jos\xc3\xa9 \xe6\x9d\x8e");
+	json_decref(st);
+	snprintf(url, sizeof(url), "%s/metrics", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &code, NULL, &metrics), 0);
+	ck_assert_ptr_nonnull(strstr(metrics, "\nratelab_client_requests_total{client=\"Jos\xc3\xa9 \xe6\x9d\x8e\"} 1\n"));
+	free(metrics);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 /* An /events reader: everything the stream sent in timeout_ms (at most 4 MB kept). */
 struct reader {
 	char url[128];
@@ -702,6 +731,7 @@ Suite *live_lab_suite(void)
 	tcase_add_test(tc, early_retries_exact);
 	tcase_add_test(tc, top_clients_in_stats_and_metrics);
 	tcase_add_test(tc, client_named_others);
+	tcase_add_test(tc, client_named_in_utf8);
 	tcase_add_test(tc, events_fair_share_per_address);
 	tcase_add_test(tc, events_four_a_second_under_load);
 	tcase_add_test(tc, events_outlive_the_header_deadline);

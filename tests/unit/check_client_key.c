@@ -34,6 +34,38 @@ START_TEST(global_and_header_keys)
 }
 END_TEST
 
+/*
+ * An attendee's name in their own letters: whole UTF-8 characters show as
+ * they are; a stray, cut or overlong byte, a surrogate or a C1 control is
+ * '?' a byte; a character that does not fit the buffer whole is left out.
+ */
+START_TEST(names_keep_their_letters)
+{
+	static const struct { const char *in, *want; } C[] = {
+		{ "Jos\xc3\xa9", "Jos\xc3\xa9" },                 /* José */
+		{ "\xe6\x9d\x8e", "\xe6\x9d\x8e" },                 /* 李 */
+		{ "\xf0\x9f\x90\xa2 go", "\xf0\x9f\x90\xa2 go" },     /* a four-byte one */
+		{ "Jos\xc3", "Jos?" },                           /* cut at the end */
+		{ "a\xc2\x80" "b", "a??b" },                        /* C1 control U+0080 */
+		{ "\xc0\xaf", "??" },                            /* overlong '/' */
+		{ "\xed\xa0\x80", "???" },                       /* a surrogate */
+		{ "\xf4\x90\x80\x80", "????" },                  /* past U+10FFFF */
+		{ "\xe9t\xe9", "?t?" },                          /* Latin-1, not UTF-8 */
+	};
+	char key[CLIENT_KEY_LEN], name[64], tiny[5];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(C) / sizeof(C[0]); i++) {
+		n = client_key_header(key, C[i].in, strlen(C[i].in));
+		name_of(key, n, name, sizeof(name));
+		ck_assert_msg(strcmp(name, C[i].want) == 0, "case %zu: '%s'", i, name);
+	}
+	n = client_key_header(key, "ab\xe6\x9d\x8e", 5);
+	name_of(key, n, tiny, sizeof(tiny));
+	ck_assert_str_eq(tiny, "ab");
+}
+END_TEST
+
 /* A value over 127 bytes keeps its head and ends in 16 hex digits of the whole value's hash. */
 START_TEST(long_header_values_end_in_a_hash)
 {
@@ -132,6 +164,7 @@ Suite *client_key_suite(void)
 	tcase_add_test(tc, ipv6_prefix_keys);
 	tcase_add_test(tc, long_header_values_end_in_a_hash);
 	tcase_add_test(tc, address_keys);
+	tcase_add_test(tc, names_keep_their_letters);
 	suite_add_tcase(s, tc);
 	return s;
 }
