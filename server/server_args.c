@@ -331,7 +331,7 @@ const struct cli_option server_args_options[] = {
 	          "the rest in one row (default 50)" },
 	{ "--max-subscribers", CLI_U64, SA(cfg.max_subscribers), .min = 1, .max = 1024, .section = CLI_SEC_ADVANCED, .arg = "N",
 	  .help = "/events streams (open dashboards) at once (default 32), a quarter of them from "
-	          "one address" },
+	          "one address; an eighth kept for admin clients (the projector's dashboard)" },
 	{ NULL },
 };
 

@@ -37,6 +37,7 @@ struct subscriber {
 	size_t head, len;           /* unsent bytes are buf[head .. head+len) */
 	bool keyed;                 /* its client's address is known: addr holds it */
 	bool quiet;                 /* ?only=announcements: no figures, only announcements and heartbeats */
+	bool admin;                 /* an admin client (the instructor's projector): may take the reserve */
 	unsigned char addr[ADDR_COUNT_KEY_LEN];
 };
 
@@ -47,6 +48,7 @@ struct events {
 	_Atomic unsigned fed;       /* streams fed now (changed under lock, read without) */
 	unsigned max;               /* the most fed at once */
 	unsigned share;             /* the most fed at once for one address */
+	unsigned reserve;           /* of max, kept for admin clients: a room's pages cannot take the projector's */
 	unsigned v6_prefix;
 	bool stopping;
 	struct live_totals samples[RATE_SAMPLES];
@@ -62,6 +64,7 @@ struct events *events_new(struct server *srv, unsigned max_subscribers, unsigned
 	ev->srv = srv;
 	ev->max = max_subscribers;
 	ev->share = max_subscribers / 4 ? max_subscribers / 4 : 1;
+	ev->reserve = max_subscribers >= 8 ? max_subscribers / 8 : max_subscribers >= 2 ? 1 : 0;
 	ev->v6_prefix = v6_prefix;
 	pthread_mutex_init(&ev->lock, NULL);
 	return ev;
@@ -316,10 +319,16 @@ static unsigned fed_for(const struct events *ev, const struct subscriber *sb)
 	return n;
 }
 
-/* Link and count sb, unless the hub is stopping, full, or its address has its share.  Locked. */
+/*
+ * Link and count sb, unless the hub is stopping, full (for a client that is
+ * not an admin, the reserve counts as full), or its address has its share.
+ * Locked.
+ */
 static bool sub_link(struct events *ev, struct subscriber *sb)
 {
-	if (ev->stopping || atomic_load(&ev->fed) >= ev->max || (sb->keyed && fed_for(ev, sb) >= ev->share))
+	unsigned room = sb->admin ? ev->max : ev->max - ev->reserve;
+
+	if (ev->stopping || atomic_load(&ev->fed) >= room || (sb->keyed && fed_for(ev, sb) >= ev->share))
 		return false;
 	sb->next = ev->subs;
 	ev->subs = sb;
@@ -334,7 +343,7 @@ static bool sub_link(struct events *ev, struct subscriber *sb)
  * or stopping, its address has its share, or out of memory.
  */
 static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn, const struct sockaddr *client,
-                                  bool quiet, const char *first, size_t n)
+                                  bool quiet, bool admin, const char *first, size_t n)
 {
 	struct subscriber *sb = calloc(1, sizeof(*sb));
 
@@ -349,6 +358,7 @@ static struct subscriber *sub_new(struct events *ev, struct MHD_Connection *conn
 	sb->conn = conn;
 	sb->keyed = addr_count_key(client, ev->v6_prefix, sb->addr);
 	sb->quiet = quiet;
+	sb->admin = admin;
 	memcpy(sb->buf, STREAM_HEAD, sizeof(STREAM_HEAD) - 1);
 	sb->len = sizeof(STREAM_HEAD) - 1;
 	if (first)
@@ -405,7 +415,7 @@ int events_subscribe(struct events *ev, const struct server_request *req, struct
 	struct subscriber *sb = NULL;
 	const char *only = server_request_query(req, "only");
 	bool quiet = only && strcmp(only, "announcements") == 0;
-	char why[128], *first = NULL;
+	char why[192], *first = NULL;
 	size_t n = 0;
 
 	if (only && !quiet)
@@ -414,12 +424,12 @@ int events_subscribe(struct events *ev, const struct server_request *req, struct
 	if (atomic_load(&ev->fed) < ev->max) {
 		if (!quiet)
 			first = history_text(ev, &n);
-		sb = sub_new(ev, conn, req->client, quiet, first, n);
+		sb = sub_new(ev, conn, req->client, quiet, server_admin_allowed(ev->srv, req, NULL, 0), first, n);
 		free(first);
 	}
 	if (!sb) {
-		snprintf(why, sizeof(why), "no room for another /events stream (at most %u, %u from one address; "
-		         "--max-subscribers)\n", ev->max, ev->share);
+		snprintf(why, sizeof(why), "no room for another /events stream (at most %u, %u from one address, %u kept "
+		         "for admin clients; --max-subscribers)\n", ev->max, ev->share, ev->reserve);
 		return refuse(out, why);
 	}
 	/* A healthy stream sends every EVENTS_PERIOD_NS (a quiet one every HEARTBEAT_TICKS of them): one that

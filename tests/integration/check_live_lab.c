@@ -522,13 +522,15 @@ START_TEST(late_subscriber_gets_the_last_minute)
 END_TEST
 
 /* A socket from 127.0.0.<src> that asks for /events and never reads: a receive buffer as small as the kernel allows. */
-static int idle_subscriber(int port, int src)
+static int subscriber_with(int port, int src, const char *origin)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	struct sockaddr_in from = { .sin_family = AF_INET };
 	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 1024;
-	static const char req[] = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-	char a[32];
+	char a[32], req[160];
+
+	snprintf(req, sizeof(req), "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%s%s\r\n", origin ? "Origin: " : "",
+	         origin ? origin : "", origin ? "\r\n" : "");
 
 	ck_assert_int_ge(fd, 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -537,8 +539,13 @@ static int idle_subscriber(int port, int src)
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
+	ck_assert_int_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
 	return fd;
+}
+
+static int idle_subscriber(int port, int src)
+{
+	return subscriber_with(port, src, NULL);
 }
 
 /* Poll /stats (at most 5 s) until it shows `subs` subscribers and `refused` 503s. */
@@ -615,6 +622,42 @@ START_TEST(events_fair_share_per_address)
 		close(fds[i]);
 	for (int i = 0; i < 2; i++)
 		close(other[i]);
+	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/*
+ * A room cannot take the projector's stream: with --max-subscribers 8, one
+ * slot is kept for admin clients (loopback, or the token).  Pages that are
+ * not admin (here a foreign Origin makes loopback one of them) get 7 of the
+ * 8, two an address; the instructor's dashboard gets the 8th, and then the
+ * hub is full for everyone.
+ */
+START_TEST(events_keep_a_stream_for_the_projector)
+{
+	const char *args[] = { "--max-subscribers", "8", "--quiet", NULL };
+	struct test_server s;
+	int page[8], admin[2];
+	char line[256];
+
+	ck_assert_int_eq(testutil_server_start(&s, args, 5000), 0);
+	for (int i = 0; i < 8; i++) {
+		page[i] = subscriber_with(s.port, 2 + i / 2, "http://attendee.example");
+		status_line(page[i], line, sizeof(line));
+		ck_assert_msg(strcmp(line, i < 7 ? "HTTP/1.1 200 OK" : "HTTP/1.1 503 Service Unavailable") == 0,
+		              "page %d: %s", i, line);
+	}
+	wait_subscribers(&s, 7, 1);
+	for (int i = 0; i < 2; i++) {
+		admin[i] = subscriber_with(s.port, 6 + i, NULL);
+		status_line(admin[i], line, sizeof(line));
+		ck_assert_str_eq(line, i == 0 ? "HTTP/1.1 200 OK" : "HTTP/1.1 503 Service Unavailable");
+	}
+	wait_subscribers(&s, 8, 2);
+	for (int i = 0; i < 8; i++)
+		close(page[i]);
+	for (int i = 0; i < 2; i++)
+		close(admin[i]);
 	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
 }
 END_TEST
@@ -733,6 +776,7 @@ Suite *live_lab_suite(void)
 	tcase_add_test(tc, client_named_others);
 	tcase_add_test(tc, client_named_in_utf8);
 	tcase_add_test(tc, events_fair_share_per_address);
+	tcase_add_test(tc, events_keep_a_stream_for_the_projector);
 	tcase_add_test(tc, events_four_a_second_under_load);
 	tcase_add_test(tc, events_outlive_the_header_deadline);
 	tcase_add_test(tc, late_subscriber_gets_the_last_minute);
