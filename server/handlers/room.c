@@ -288,15 +288,18 @@ static int64_t wall_ms(void)
 	return (int64_t)(clock_wall_ns() / NS_PER_MS);
 }
 
+/* The answer: body (malloc'd; NULL: out of memory), never cached, after the headers already in out (an Allow). */
 static int reply(struct server_reply *out, int status, char *body)
 {
+	size_t used = strnlen(out->headers, sizeof(out->headers));
+
 	if (!body)
 		return -1;
 	out->status = status;
 	out->content_type = "application/json";
 	out->body = body;
 	out->body_len = strlen(body);
-	snprintf(out->headers, sizeof(out->headers), "Cache-Control: no-store\n");
+	snprintf(out->headers + used, sizeof(out->headers) - used, "Cache-Control: no-store\n");
 	return 0;
 }
 
@@ -494,6 +497,16 @@ static int handle_room(struct server *s, void *ctx, const struct server_request 
 	return reply(out, 200, view_json(s, ctx));
 }
 
+/* 405 with Allow: POST, and what to send instead. */
+static int post_only(struct server_reply *out, const char *what)
+{
+	char body[160];
+
+	snprintf(out->headers, sizeof(out->headers), "Allow: POST\n");
+	snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", what);
+	return reply(out, 405, strdup(body));
+}
+
 static int handle_start(struct server *s, void *ctx, const struct server_request *req, struct server_reply *out)
 {
 	const char *id = server_request_query(req, "id");
@@ -501,7 +514,9 @@ static int handle_start(struct server *s, void *ctx, const struct server_request
 	char why[80];
 
 	(void)s;
-	if (strcmp(req->method, "POST") != 0 || !id || parse_u64(id, 1, UINT64_MAX, &n, why, sizeof(why)) != 0)
+	if (strcmp(req->method, "POST") != 0)
+		return post_only(out, "POST /room/start?id=N");
+	if (!id || parse_u64(id, 1, UINT64_MAX, &n, why, sizeof(why)) != 0)
 		return reply(out, 400, strdup("{\"error\":\"POST /room/start?id=N\"}\n"));
 	page = room_page_of(ctx, server_request_header(req, "X-Client-Name"), req->client);
 	return reply(out, 200, strdup(room_started(ctx, n, page, wall_ms()) ? "{\"counted\":true}\n" : "{\"counted\":false}\n"));
@@ -533,13 +548,17 @@ static int handle_report(struct server *s, void *ctx, const struct server_reques
 	int rc;
 
 	(void)s;
+	if (strcmp(req->method, "POST") != 0) {
+		free(ms);
+		return post_only(out, "POST /room/report?id=&ok=&failed=&calls=&retries=&done_ms=");
+	}
 	f[0] = query_num(req, "id", -1, INT64_MAX);
 	f[1] = query_num(req, "ok", -1, 1000000);
 	f[2] = query_num(req, "failed", -1, 1000000);
 	f[3] = query_num(req, "calls", -1, 1000000);
 	f[4] = query_num(req, "retries", -1, 1000000);
 	f[5] = query_num(req, "done_ms", -1, 24LL * 3600 * 1000);
-	if (ms && strcmp(req->method, "POST") == 0)
+	if (ms)
 		n = attempts_of(req->body, ms, ROOM_REPORT_MAX);
 	/* A page's figures add up: each request ends ok or failed after its retries, and each call is an attempt. */
 	if (n < 0 || f[0] < 1 || f[1] < 0 || f[2] < 0 || f[3] < 0 || f[4] < 0 || f[5] < 0 ||

@@ -473,6 +473,24 @@ START_TEST(room_counts_each_page_once)
 	ck_assert_int_eq(testutil_jint(json_array_get(json_object_get(room, "runs"), 0), "pages", NULL), 3);
 	ck_assert_int_eq(testutil_jint(json_array_get(json_object_get(room, "runs"), 0), "calls", NULL), 9);
 	json_decref(room);
+	/* another method: 405 with what the path takes */
+	{
+		static const char *const M[][3] = { { "GET", "/room/report", "POST" }, { "GET", "/room/start?id=1", "POST" },
+			                             { "PUT", "/room", "GET, HEAD, POST" } };
+		CURL *c = curl_easy_init();
+		struct test_reply rep;
+		char allow[64];
+
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(path, sizeof(path), "%s%s", s.url, M[i][1]);
+			ck_assert_int_eq(testutil_fire(c, M[i][0], path, NULL, &rep), CURLE_OK);
+			ck_assert_int_eq(rep.status, 405);
+			ck_assert_msg(testutil_header(rep.headers, "Allow", allow, sizeof(allow)), "%s %s: no Allow", M[i][0],
+			              M[i][1]);
+			ck_assert_str_eq(allow, M[i][2]);
+		}
+		curl_easy_cleanup(c);
+	}
 	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
 }
 END_TEST
