@@ -37,6 +37,10 @@ static int add_policies(struct herd_opts *o, const char *list, char *why, size_t
 		if (herd_policy(tok, &def, HERD_WORKLOAD_REQUEST, &probe, inner, sizeof(inner)) != 0)
 			return snprintf(why, wl, "names an unknown policy '%s' (%s, or a preset: %s)", tok,
 			                HERD_DEFAULT_POLICIES, retry_preset_names()), -1;
+		/* a policy run twice is the same run twice: one lane of the report drawn twice */
+		for (size_t i = 0; i < o->npolicies; i++)
+			if (strcmp(o->policies[i], tok) == 0)
+				return snprintf(why, wl, "names '%s' twice (it is in the list already)", tok), -1;
 		strcpy(o->policies[o->npolicies++], tok);
 	}
 	if (o->npolicies == before)

@@ -32,6 +32,9 @@ static int opt_policies(void *base, const struct cli_option *opt, const char *v,
 		if (strlen(tok) >= sizeof(o->policies[0]) || storm_policy(tok, &k, &probe, inner, sizeof(inner)) != 0)
 			return snprintf(why, wl, "names an unknown policy '%.31s' (%s, or a preset: %s)", tok,
 			                STORM_DEFAULT_POLICIES, retry_preset_names()), -1;
+		for (size_t i = 0; i < o->npolicies; i++)
+			if (strcmp(o->policies[i], tok) == 0)
+				return snprintf(why, wl, "names '%s' twice (it is in the list already)", tok), -1;
 		strcpy(o->policies[o->npolicies++], tok);
 	}
 	if (o->npolicies == 0)
