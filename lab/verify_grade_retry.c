@@ -59,7 +59,8 @@ void verify_grade_honours(const struct verify_grade_input *g, struct verify_grad
 			VERIFY_GRADE_DETAIL(&t, "%s%s: asked %.3fs%s, waited %.3fs%s", seen > 1 ? "; " : "",
 			                    g->log[i].client, verify_grade_secs(asked_ns(&g->log[p])),
 			                    g->log[p].wait_date ? " (date)" : "",
-			                    verify_grade_secs(verify_grade_gap_ns(g->log, p, i)), early ? " (too early)" : "");
+			                    verify_grade_secs(verify_grade_gap_ns(g->log, p, i) > 0 ? verify_grade_gap_ns(g->log, p, i) : 0),
+			                    early ? " (too early)" : "");
 	}
 	if (seen == 0) {
 		VERIFY_GRADE_SUMMARY(&t,

@@ -116,6 +116,42 @@ START_TEST(retry_after_tolerance_is_50ms_from_the_answer)
 }
 END_TEST
 
+/*
+ * A client that retries at once can be in again before the server stamps
+ * its previous answer as gone (the stamp comes from the thread that sent
+ * it): 1 ms "before" is still a retry, too early, waited 0; 51 ms before a
+ * sent answer's stamp, or any time before a held answer's send (planned or
+ * stamped), it is not.
+ */
+START_TEST(retry_before_the_answers_stamp)
+{
+	struct scenario_arrival log[3] = {
+		arrival("a", "GET", 0, 429, 2000), arrival("a", "GET", 1, 429, 2000), arrival("a", "GET", 2, 200, -1),
+	};
+	struct verify_grade_verdict v;
+
+	log[0].end = log[1].end = SCENARIO_END_SENT;
+	log[0].end_ns = MS(1) - 100;
+	log[1].end_ns = MS(3);                     /* stamped after the next arrival, at 2 ms */
+	v = grade("honours-retry-after", log, 3, &RUN_OK);
+	ck_assert_outcome(v, VERIFY_FAIL);
+	ck_assert_str_eq(v.evidence, "a: asked 2.000s, waited 0.000s (too early); a: asked 2.000s, waited 0.000s (too "
+	                             "early) [2 of 2 retries too early; tolerance 50ms]");
+	log[1].end_ns = MS(2) + MS(51);
+	v = grade("honours-retry-after", log, 3, &RUN_OK);
+	ck_assert_ptr_nonnull(strstr(v.evidence, "[1 of 1 retries too early"));
+	log[1].end = SCENARIO_END_PENDING;
+	log[1].delay_ns = MS(2);                   /* held: planned to go at 3 ms */
+	v = grade("honours-retry-after", log, 3, &RUN_OK);
+	ck_assert_ptr_nonnull(strstr(v.evidence, "[1 of 1 retries too early"));
+	/* held and sent at 3 ms (a drain lets held answers go): its stamp is when it went */
+	log[1].end = SCENARIO_END_SENT;
+	log[1].end_ns = MS(3);
+	v = grade("honours-retry-after", log, 3, &RUN_OK);
+	ck_assert_ptr_nonnull(strstr(v.evidence, "[1 of 1 retries too early"));
+}
+END_TEST
+
 /* Nothing to grade is not a pass: it says so, and what it did see. */
 START_TEST(no_retry_is_not_observed)
 {
@@ -776,6 +812,7 @@ Suite *verify_grade_suite(void)
 
 	tcase_add_test(tc, parse_lists_and_errors);
 	tcase_add_test(tc, retry_after_tolerance_is_50ms_from_the_answer);
+	tcase_add_test(tc, retry_before_the_answers_stamp);
 	tcase_add_test(tc, no_retry_is_not_observed);
 	tcase_add_test(tc, date_wait_runs_from_the_answer_to_the_date);
 	tcase_add_test(tc, attempts_and_exit);
