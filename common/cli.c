@@ -321,8 +321,9 @@ static int set_duration(struct cli_state *st, const struct cli_option *o, void *
 {
 	char lo[32], hi[32], why[96];
 	uint64_t ns;
+	int parsed = parse_duration(v, &ns, why, sizeof(why));
 
-	if (parse_duration(v, &ns, why, sizeof(why)) == 0 && ns >= o->min && ns <= o->max) {
+	if (parsed == 0 && ns >= o->min && ns <= o->max) {
 		*(uint64_t *)((char *)base + o->at) = ns;
 		return 0;
 	}
@@ -331,7 +332,7 @@ static int set_duration(struct cli_state *st, const struct cli_option *o, void *
 	parse_format_exact_duration(o->min, lo, sizeof(lo));
 	parse_format_exact_duration(o->max, hi, sizeof(hi));
 	/* what is wrong: not a duration at all, one past what any duration can be, or one out of this flag's bounds */
-	if (parse_duration(v, &ns, why, sizeof(why)) != 0)
+	if (parsed != 0)
 		return strstr(why, "out of range") ? bad(st, o, v, "is longer than any duration (over 100,000 days)")
 		                                   : bad(st, o, v, "is not a duration such as 250ms, 2s or 1m");
 	if (o->min == 0 && o->max == UINT64_MAX)
@@ -455,7 +456,6 @@ static bool nearest_flag(const struct cli_state *st, const char *name, char *out
 static int apply(struct cli_state *st, const struct cli_option *o, size_t g, const char *v)
 {
 	void *base = st->groups[g].base;
-
 	size_t k = 0;
 
 	if (SETTERS[o->kind](st, o, base, v) != 0)
