@@ -115,11 +115,6 @@ static int parse(struct merge_opts *o, int argc, char **argv, char *err, size_t 
 	for (uint32_t i = 1; i < o->ninputs; i++)
 		if (strncmp(o->inputs[i], "redis://", 8) == 0)
 			return cli_fail(err, errlen, "merge", "give one redis://HOST:PORT/RUNID, or files, not both");
-	/* one run's result given twice would count its requests twice */
-	for (uint32_t i = 1; i < o->ninputs; i++)
-		for (uint32_t k = 0; k < i; k++)
-			if (strcmp(o->inputs[i], o->inputs[k]) == 0)
-				return cli_bad_value(err, errlen, "merge", "INPUT", o->inputs[i], "is named twice");
 	if (!redis && o->round != NULL)
 		return cli_fail(err, errlen, "merge", "--round is for a redis:// run");
 	if (redis) {

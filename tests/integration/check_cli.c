@@ -355,7 +355,6 @@ START_TEST(merge_mistakes)
 		  "ratelab merge: --max-skew: 'abc' is not a duration such as 250ms, 2s or 1m\n" },
 		{ { "merge", "redis://127.0.0.1:1/x", "a.json", NULL },
 		  "ratelab merge: give one redis://HOST:PORT/RUNID, or files, not both\n" },
-		{ { "merge", "a.json", "b.json", "a.json", NULL }, "ratelab merge: INPUT: 'a.json' is named twice\n" },
 		/* a malformed redis:// is a bad value (2), not an unreachable Redis (4) */
 		{ { "merge", "redis://", NULL },
 		  "ratelab merge: 'redis://' is not redis://HOST[:PORT]/RUNID (a RUNID of letters, digits, '.', '_' or '-', "
