@@ -18,11 +18,12 @@
 #include "lab/verify_report.h"
 #include "lab/verify_run.h"
 
-static volatile sig_atomic_t verify_interrupted;
+/* Set by the signal handler, read by the copies' threads: a lock-free atomic, which a handler may store. */
+static atomic_int verify_interrupted;
 
 static void on_signal(int sig)
 {
-	verify_interrupted = sig;
+	atomic_store(&verify_interrupted, sig);
 }
 
 /* A --timeout shorter than a gives-up-within limit cannot fail the limit: say so before the run. */

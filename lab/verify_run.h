@@ -2,6 +2,7 @@
 #define RATELAB_VERIFY_RUN_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +37,7 @@ struct verify_run_opts {
 	unsigned clients;           /* copies of the command, 1..VERIFY_CHILD_MAX */
 	uint64_t timeout_ns;
 	bool quiet_command;         /* drop the command's output (else its stdout goes to stderr) */
-	volatile sig_atomic_t *interrupted;  /* non-zero: stop now */
+	atomic_int *interrupted;             /* non-zero: stop now (set by a signal handler) */
 	verify_progress_fn progress;         /* optional */
 	void *progress_ctx;
 	size_t index, total;        /* for progress */
@@ -48,7 +49,7 @@ struct verify_listen_opts {
 	unsigned port;              /* the first scenario's; 0: each its own free port; else PORT+i */
 	uint64_t idle_ns;           /* end once nothing arrived (and nothing was held) this long; 0: only a signal */
 	uint64_t timeout_ns;        /* end here at the latest */
-	volatile sig_atomic_t *interrupted;  /* non-zero: stop serving and grade */
+	atomic_int *interrupted;             /* non-zero: stop serving and grade (set by a signal handler) */
 	FILE *announce;             /* one "listening" line per scenario */
 	const char *upstream;       /* NULL: the scenarios answer; else 2xx steps pass to this URL (serve --upstream) */
 };

@@ -34,7 +34,7 @@ ok "no progress line on a file"
 "$BIN" verify --scenario post-503,retry-after-seconds --jobs 2 -- sleep 29.75 >"$TMP/out" 2>"$TMP/err" &
 VPID=$!
 n=0
-sleeps() { for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done | grep -c '^sleep 29.75 $'; }
+sleeps() { for f in /proc/[0-9]*/cmdline; do { tr '\0' ' ' <"$f"; } 2>/dev/null; echo; done | grep -c '^sleep 29.75 $'; }
 while [ "$(sleeps)" -lt 2 ] && [ "$n" -lt 100 ]; do n=$((n + 1)); sleep 0.1; done
 kill -INT "$VPID"
 wait "$VPID"
