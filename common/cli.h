@@ -189,12 +189,6 @@ bool cli_has_crlf(const char *s);
  */
 const char *cli_option_words(const struct cli_option *o, char *buf, size_t len);
 
-/*
- * Two comma lists of words (spaces after a comma or none) as one, into out:
- * "a, b, c", each word once, a's first.  For an option's `values`, such as
- * a command's own policies and the retry presets.
- */
-void cli_words_join(char *out, size_t len, const char *a, const char *b);
 
 /* True when o takes a value (every kind but CLI_BOOL and CLI_ACTION). */
 bool cli_option_takes_value(const struct cli_option *o);

@@ -145,3 +145,35 @@ void cli_help_write(FILE *out, const struct cli_help *h)
 		e += m + (e[m] == '\n');
 	}
 }
+
+/* Whether the comma list `list` (as cli_words_join writes it) has the word w of n bytes. */
+static bool words_have(const char *list, const char *w, size_t n)
+{
+	for (const char *p = list; *p != '\0';) {
+		size_t k = strcspn(p, ",");
+
+		if (k == n && strncmp(p, w, n) == 0)
+			return true;
+		p += k;
+		p += strspn(p, ", ");
+	}
+	return false;
+}
+
+void cli_words_join(char *out, size_t len, const char *a, const char *b)
+{
+	const char *lists[] = { a, b };
+	size_t used = 0;
+
+	if (len == 0)
+		return;
+	out[0] = '\0';
+	for (size_t i = 0; i < 2; i++)
+		for (const char *p = lists[i] + strspn(lists[i], ", "); *p != '\0'; p += strspn(p, ", ")) {
+			size_t n = strcspn(p, ", ");
+
+			if (!words_have(out, p, n) && used + n + 3 < len)
+				used += (size_t)snprintf(out + used, len - used, "%s%.*s", used ? ", " : "", (int)n, p);
+			p += n;
+		}
+}

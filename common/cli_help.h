@@ -32,4 +32,11 @@ void cli_help_write_wrapped(FILE *out, const char *lead, size_t col, const char 
  */
 int cli_help_write_options(FILE *out, const struct cli_option *const *tables);
 
+/*
+ * Two comma lists of words (spaces after a comma or none) as one, into out:
+ * "a, b, c", each word once, a's first.  For an option's `values`, such as
+ * a command's own policies and the retry presets.
+ */
+void cli_words_join(char *out, size_t len, const char *a, const char *b);
+
 #endif

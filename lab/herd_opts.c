@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cli.h"
+#include "common/cli_help.h"
 #include "common/clock.h"
 #include "hammer/join.h"
 #include "lab/herd_impl.h"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/cli.h"
+#include "common/cli_help.h"
 #include "common/clock.h"
 #include "common/parse.h"
 
