@@ -261,6 +261,25 @@ bool verify_children_exiting(const struct verify_children *c)
 	return true;
 }
 
+unsigned verify_children_take_exiting(struct verify_children *c)
+{
+	unsigned running = 0;
+
+	for (unsigned i = 0; i < c->n; i++) {
+		int st;
+
+		if (c->ch[i].done)
+			continue;
+		if (proc_threads_exiting(c->ch[i].pid, &st)) {
+			c->ch[i].done = true;
+			c->ch[i].status = decode_status(st);
+		} else {
+			running++;
+		}
+	}
+	return running;
+}
+
 int verify_children_status(const struct verify_children *c)
 {
 	for (unsigned i = 0; i < c->n; i++)
@@ -409,7 +428,9 @@ static size_t collect(const struct verify_children *c, pid_t *out, size_t max)
 	for (size_t i = 0; t && i < n && found < max; i++) {
 		if (t[i].pid == getpid())
 			continue;
-		if (c ? belongs(c, t, n, t[i].pid) : descends(t, n, t[i].pid, getpid()))
+		/* One in exit runs nothing more and no signal reaches it: the sweep does not wait on its teardown. */
+		if ((c ? belongs(c, t, n, t[i].pid) : descends(t, n, t[i].pid, getpid())) &&
+		    !proc_threads_exiting(t[i].pid, NULL))
 			out[found++] = t[i].pid;
 	}
 	free(t);
@@ -418,7 +439,10 @@ static size_t collect(const struct verify_children *c, pid_t *out, size_t max)
 
 /* ---- stopping ---- */
 
-/* Reap what is ours to reap among pids (orphans verify is subreaper of); count the ones still alive. */
+/*
+ * Reap what is ours to reap among pids (orphans verify is subreaper of); count
+ * the ones still alive (one in exit is not: only the kernel's teardown is left).
+ */
 static size_t alive(pid_t *pids, size_t n)
 {
 	size_t left = 0;
@@ -428,7 +452,8 @@ static size_t alive(pid_t *pids, size_t n)
 
 		if (pids[i] <= 0)
 			continue;
-		if (waitpid(pids[i], NULL, WNOHANG) == pids[i] || !proc_parent(pids[i], &pp))
+		if (waitpid(pids[i], NULL, WNOHANG) == pids[i] || !proc_parent(pids[i], &pp) ||
+		    proc_threads_exiting(pids[i], NULL))
 			pids[i] = 0;
 		else
 			left++;
@@ -465,14 +490,18 @@ void verify_children_kill(struct verify_children *c)
 
 		n = collect(c, pids, FOUND_MAX);
 		signal_all(c, pids, n, SIGKILL);
-		for (unsigned i = 0; i < c->n; i++)
-			if (!c->ch[i].done && waitpid(c->ch[i].pid, &c->ch[i].status, 0) == c->ch[i].pid) {
-				c->ch[i].done = true;
-				c->ch[i].status = decode_status(c->ch[i].status);
-			}
+		/* A copy is done once reaped, or once in exit (its status from /proc): its teardown is the kernel's. */
+		while (verify_children_reap(c) > 0 && verify_children_take_exiting(c) > 0 && clock_monotonic_ns() < until)
+			nanosleep(&ts, NULL);
 		while (alive(pids, n) > 0 && clock_monotonic_ns() < grace)
 			nanosleep(&ts, NULL);
 	} while (n > 0 && clock_monotonic_ns() < until);
+	/* Held in the kernel past every bound (SIGKILL sent, not yet in exit): it ends killed. */
+	for (unsigned i = 0; i < c->n; i++)
+		if (!c->ch[i].done) {
+			c->ch[i].done = true;
+			c->ch[i].status = 128 + SIGKILL;
+		}
 }
 
 /* Reap every child of verify that has ended (orphans it is subreaper of); for the sweep, when no set runs. */

@@ -58,6 +58,15 @@ unsigned verify_children_reap(struct verify_children *c);
 bool verify_children_exiting(const struct verify_children *c);
 
 /*
+ * Count as ended each copy not yet reaped that is in exit, with the exit
+ * status its threads agree on in /proc (reaped later, by the sweep); returns
+ * how many still run.  For a copy that has been in exit a while: the kernel's
+ * teardown of it is no part of the client, and can outlast any timeout on a
+ * busy machine.
+ */
+unsigned verify_children_take_exiting(struct verify_children *c);
+
+/*
  * Say on f what each copy not yet reaped is doing: every thread's name,
  * state letter and the kernel function it waits in (/proc), and for a thread
  * in uninterruptible sleep (D) its kernel stack where /proc lets us read it.
