@@ -232,16 +232,22 @@ static int decode_status(int st)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 }
 
-unsigned verify_children_reap(struct verify_children *c)
+/*
+ * Mark done each copy that ended: reaped by waitpid, or (in_exit) in exit
+ * with its status read from /proc, left for the sweep to reap.  Returns how
+ * many still run.
+ */
+static unsigned mark_ended(struct verify_children *c, bool in_exit)
 {
 	unsigned running = 0;
 
 	for (unsigned i = 0; i < c->n; i++) {
+		pid_t pid = c->ch[i].pid;
 		int st;
 
 		if (c->ch[i].done)
 			continue;
-		if (waitpid(c->ch[i].pid, &st, WNOHANG) == c->ch[i].pid) {
+		if (in_exit ? proc_threads_exiting(pid, &st) : waitpid(pid, &st, WNOHANG) == pid) {
 			c->ch[i].done = true;
 			c->ch[i].status = decode_status(st);
 		} else {
@@ -249,6 +255,16 @@ unsigned verify_children_reap(struct verify_children *c)
 		}
 	}
 	return running;
+}
+
+unsigned verify_children_reap(struct verify_children *c)
+{
+	return mark_ended(c, false);
+}
+
+unsigned verify_children_take_exiting(struct verify_children *c)
+{
+	return mark_ended(c, true);
 }
 
 static bool proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned *flags);
@@ -259,25 +275,6 @@ bool verify_children_exiting(const struct verify_children *c)
 		if (!c->ch[i].done && !proc_threads_exiting(c->ch[i].pid, NULL))
 			return false;
 	return true;
-}
-
-unsigned verify_children_take_exiting(struct verify_children *c)
-{
-	unsigned running = 0;
-
-	for (unsigned i = 0; i < c->n; i++) {
-		int st;
-
-		if (c->ch[i].done)
-			continue;
-		if (proc_threads_exiting(c->ch[i].pid, &st)) {
-			c->ch[i].done = true;
-			c->ch[i].status = decode_status(st);
-		} else {
-			running++;
-		}
-	}
-	return running;
 }
 
 int verify_children_status(const struct verify_children *c)
