@@ -396,7 +396,8 @@ int storm_main(int argc, char **argv)
 	rc = run_all(&o, pol, res, &done);
 	sigaction(SIGINT, &old_sa, NULL);
 	if (rc == 130)
-		printf("interrupted: %zu of %zu runs finished\n", done, o.npolicies + (o.control ? 1 : 0));
+		fprintf(stderr, "ratelab storm: interrupted: %zu of %zu runs finished\n", done,
+		        o.npolicies + (o.control ? 1 : 0));
 	if (o.report_dir != NULL && done > 0 && write_report(&o, res, done) != 0 && rc == 0)
 		rc = CLI_EXIT_WRITE;
 	for (size_t i = 0; i < done; i++)

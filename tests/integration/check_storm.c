@@ -190,6 +190,7 @@ START_TEST(sigint_keeps_what_finished)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
 		execl(testutil_bin(), "ratelab", "storm", "--policies", "naive,budget", "--duration", "2s", "--trigger",
 		      "50%@500ms+500ms", "--clients", "500", "--report", dir, (char *)NULL);
@@ -203,7 +204,7 @@ START_TEST(sigint_keeps_what_finished)
 	close(fds[0]);
 	ck_assert(WIFEXITED(status));
 	ck_assert_int_eq(WEXITSTATUS(status), 130);
-	ck_assert_msg(strstr(out, "interrupted: 1 of 2 runs finished\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "ratelab storm: interrupted: 1 of 2 runs finished\n") != NULL, "%s", out);
 	ck_assert_ptr_null(strstr(out, "\nbudget "));
 	snprintf(path, sizeof(path), "%s/results.json", dir);
 	doc = json_load_file(path, 0, &je);
