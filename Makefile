@@ -69,6 +69,7 @@ COMMON_SRC := \
 	common/siphash.c \
 	common/suggest.c \
 	common/svg.c \
+	common/text.c \
 	common/ticks.c \
 	common/timeline.c
 SERVER_SRC := \

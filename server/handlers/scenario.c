@@ -1,7 +1,6 @@
 /* Scripted scenarios: parse, answer per client, record every arrival. */
 #include "server/handlers/scenario.h"
 
-#include <ctype.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/httpdate.h"
+#include "common/text.h"
 #include "common/parse.h"
 #include "server/handlers/scenario_script.h"
 #include "server/http/client_key.h"
@@ -222,13 +222,10 @@ bool scenario_stops_when_settled(const struct scenario *sc)
 	return sc->stop_when_settled;
 }
 
-static void printable(const char *s, size_t n, char *buf, size_t len)
+/* What a client sent, kept to show and to put in the arrivals' JSON (jansson refuses a string that is not UTF-8). */
+static void shown(const char *s, char *buf, size_t len)
 {
-	size_t j = 0;
-
-	for (size_t i = 0; i < n && j + 1 < len; i++)
-		buf[j++] = isprint((unsigned char)s[i]) ? s[i] : '?';
-	buf[j] = '\0';
+	text_printable(s, strlen(s), buf, len);
 }
 
 void scenario_client_name(const char *key, size_t keylen, const char *path, char *buf, size_t len)
@@ -242,7 +239,7 @@ void scenario_client_name(const char *key, size_t keylen, const char *path, char
 		p = path + 8;
 		n = strspn(p, "0123456789");
 		if (n > 0 && n < 8) {
-			snprintf(buf, len, "%.40s/client-%.*s", who, (int)n, p);
+			snprintf(buf, len, "%.*s/client-%.*s", (int)text_fit(who, 40), who, (int)n, p);
 			return;
 		}
 	}
@@ -394,14 +391,13 @@ static uint64_t record(struct scenario *sc, const struct scenario_request *req, 
 	memset(e, 0, sizeof(*e));
 	e->t_ns = req->now_ns;
 	e->delay_ns = a->delay_ns;
-	snprintf(e->method, sizeof(e->method), "%s", req->method ? req->method : "?");
-	snprintf(e->path, sizeof(e->path), "%s", req->path ? req->path : "/");
+	shown(req->method ? req->method : "?", e->method, sizeof(e->method));
+	shown(req->path ? req->path : "/", e->path, sizeof(e->path));
 	snprintf(e->client, sizeof(e->client), "%s", client);
 	if (req->idempotency_key)
-		printable(req->idempotency_key, strlen(req->idempotency_key), e->idempotency_key,
-		          sizeof(e->idempotency_key));
+		shown(req->idempotency_key, e->idempotency_key, sizeof(e->idempotency_key));
 	if (req->traceparent)
-		printable(req->traceparent, strlen(req->traceparent), e->traceparent, sizeof(e->traceparent));
+		shown(req->traceparent, e->traceparent, sizeof(e->traceparent));
 	e->step = pos;
 	e->status = a->status;
 	e->fault = a->fault;

@@ -2,12 +2,12 @@
 #include "server/http/client_key.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "server/store/store.h"
 
 #define HASH_HEX 16
@@ -79,52 +79,6 @@ size_t client_key_address(char key[CLIENT_KEY_LEN], const struct sockaddr *sa, u
 	return key_set(key, 'i', "?", 1);
 }
 
-/*
- * The length of the well-formed UTF-8 character of a non-ASCII letter at
- * s (n bytes left), or 0: a stray or cut byte, an overlong form, a
- * surrogate, past U+10FFFF, or a C1 control (U+0080..U+009F).
- */
-static size_t utf8_char(const unsigned char *s, size_t n)
-{
-	size_t k = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : 0;
-	uint32_t c;
-
-	if (k == 0 || k > n)
-		return 0;
-	c = s[0] & (0xffu >> (k + 1));
-	for (size_t i = 1; i < k; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3fu);
-	}
-	if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff) ||
-	    c < 0xa0)
-		return 0;
-	return k;
-}
-
-/* s[0..n) as a name to show: printable ASCII and whole UTF-8 letters as they are (José, 李), any other byte '?'. */
-static void printable(const char *s, size_t n, char *buf, size_t len)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < n && j + 1 < len;) {
-		size_t k = (unsigned char)s[i] >= 0x80 ? utf8_char((const unsigned char *)s + i, n - i) : 0;
-
-		if (k > 0 && j + k < len) {
-			memcpy(buf + j, s + i, k);
-			j += k;
-			i += k;
-			continue;
-		}
-		if (k > 0)
-			break;
-		buf[j++] = isprint((unsigned char)s[i]) ? s[i] : '?';
-		i++;
-	}
-	buf[j] = '\0';
-}
-
 /* "2001:db8::/64": an IPv6 prefix's 16 bytes and its length. */
 static void prefix_name(const char *bytes, unsigned prefix, char *buf, size_t len)
 {
@@ -148,8 +102,8 @@ void client_key_name(const char *key, size_t keylen, char *buf, size_t len)
 	} else if (key[0] == 'i' && keylen == 18) {
 		prefix_name(key + 1, (unsigned char)key[17], buf, len);
 	} else if ((key[0] == 'h' || key[0] == 'i' || key[0] == 'n') && keylen > 1) {
-		printable(key + 1, keylen - 1, buf, len);
+		text_printable(key + 1, keylen - 1, buf, len);
 	} else {
-		printable(key, keylen, buf, len);
+		text_printable(key, keylen, buf, len);
 	}
 }

@@ -1,5 +1,6 @@
 /* Scripted scenarios: parsing, per-client steps, HTTP-date waits, the arrival log, serve --scenario. */
 #include <check.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -411,6 +412,48 @@ START_TEST(log_records_arrivals_and_bounds)
 }
 END_TEST
 
+/*
+ * What a client sends goes into the arrivals' JSON as text: a byte that is not
+ * UTF-8 (in the path, the method, the keys or the name) shows as '?', whole
+ * letters stay, and a long name is cut between letters.  One such request lost
+ * the whole log: jansson refuses a string that is not UTF-8.
+ */
+START_TEST(arrivals_keep_what_clients_send_as_text)
+{
+	static const char NAME[] = "nJos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9";
+	char err[300];
+	struct scenario *sc = scenario_new("persistent-429", err, sizeof(err));
+	struct scenario_request bad = { "G\x80T", "/caf\xe9", IP1, sizeof(IP1), "k-\xff", "00-\xfe-01", 5, WALL0, NULL };
+	struct scenario_request good = { "GET", "/caf\xc3\xa9", IP2, sizeof(IP2), NULL, NULL, 6, WALL0, NULL };
+	struct scenario_request named = { "GET", "/client-7", NAME, sizeof(NAME) - 1, NULL, NULL, 7, WALL0, NULL };
+	struct scenario_answer a;
+	json_error_t je;
+	json_t *log;
+	char *json;
+
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_int_eq(scenario_answer(sc, &bad, &a), 0);
+	ck_assert_int_eq(scenario_answer(sc, &good, &a), 0);
+	ck_assert_int_eq(scenario_answer(sc, &named, &a), 0);
+	json = scenario_arrivals_json(sc);
+	ck_assert_ptr_nonnull(json);
+	log = json_loads(json, 0, &je);
+	ck_assert_msg(log != NULL, "%s: %s", je.text, json);
+	ck_assert_uint_eq(json_array_size(log), 3);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(log, 0), "method")), "G?T");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(log, 0), "path")), "/caf?");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(log, 0), "idempotency_key")), "k-?");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(log, 0), "traceparent")), "00-?-01");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(log, 1), "path")), "/caf\xc3\xa9");
+	/* 40 bytes of the name end inside the seventh é: cut before it. */
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(log, 2), "client")),
+	                 "Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos\xc3\xa9 Jos/client-7");
+	json_decref(log);
+	free(json);
+	scenario_free(sc);
+}
+END_TEST
+
 START_TEST(client_names)
 {
 	static const char V6[] = { 'i', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
@@ -449,6 +492,40 @@ START_TEST(serve_answers_from_the_script)
 	ck_assert_ptr_nonnull(strstr(body, "\"status\": 503"));
 	ck_assert_ptr_nonnull(strstr(body, "\"path\": \"/orders\""));
 	ck_assert_ptr_nonnull(strstr(body, "\"method\": \"POST\""));
+	free(body);
+	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
+}
+END_TEST
+
+/* The real server: a path that is not UTF-8 is logged as text, and GET /scenario still answers with every arrival. */
+START_TEST(serve_logs_a_path_that_is_not_text)
+{
+	static const char *const ARGS[] = { "--scenario", "retry-after-seconds", "--quiet", NULL };
+	static const char REQ[] = "GET /caf\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct test_server s;
+	char url[128], reply[4096], *body = NULL;
+	long status = 0;
+	json_t *log;
+	int fd;
+
+	ck_assert_msg(testutil_server_start(&s, ARGS, 5000) == 0, "serve --scenario did not start");
+	snprintf(url, sizeof(url), "%s/first", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, NULL), 0);
+	ck_assert_int_eq(status, 429);
+	fd = testutil_raw_connect(s.port, 1);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, REQ, sizeof(REQ) - 1), (ssize_t)(sizeof(REQ) - 1));
+	testutil_raw_read(fd, reply, sizeof(reply), 5000);
+	close(fd);
+	ck_assert_msg(strncmp(reply, "HTTP/1.1 429", 12) == 0, "%s", reply);
+	snprintf(url, sizeof(url), "%s/scenario", s.url);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	ck_assert_int_eq(status, 200);
+	log = json_loads(body, 0, NULL);
+	ck_assert_msg(log != NULL, "%s", body);
+	ck_assert_uint_eq(json_array_size(log), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(log, 1), "path")), "/caf?");
+	json_decref(log);
 	free(body);
 	ck_assert_int_eq(testutil_server_stop(&s, 3000), 0);
 }
@@ -729,8 +806,10 @@ Suite *scenario_suite(void)
 	tcase_add_test(tc, script_errors_name_the_step);
 	tcase_add_test(tc, log_records_arrivals_and_bounds);
 	tcase_add_test(tc, client_names);
+	tcase_add_test(tc, arrivals_keep_what_clients_send_as_text);
 	suite_add_tcase(s, tc);
 	tcase_add_test(live, serve_answers_from_the_script);
+	tcase_add_test(live, serve_logs_a_path_that_is_not_text);
 	tcase_add_test(live, serve_reset_restarts_the_script);
 	tcase_add_test(live, serve_rejects_a_bad_scenario);
 	tcase_add_test(live, serve_delay_does_not_block_the_thread);

@@ -1,0 +1,24 @@
+#ifndef RATELAB_TEXT_H
+#define RATELAB_TEXT_H
+
+#include <stddef.h>
+
+/*
+ * Text that came from outside (a header, a path, a name) made fit to show
+ * and to put in JSON: printable ASCII and whole, well-formed UTF-8 letters
+ * stay as they are (José, 李); any other byte becomes '?'.  Pure.
+ */
+
+/* The length of the well-formed UTF-8 letter at s (n bytes left), or 0: ASCII,
+ * a stray or cut byte, an overlong form, a surrogate, past U+10FFFF, or a C1
+ * control (U+0080..U+009F). */
+size_t text_utf8_char(const char *s, size_t n);
+
+/* s[0..n) into buf (len bytes, always terminated when len > 0), cut before a
+ * letter that does not fit whole. */
+void text_printable(const char *s, size_t n, char *buf, size_t len);
+
+/* The bytes of s's head that fit in max bytes without cutting a UTF-8 letter. */
+size_t text_fit(const char *s, size_t max);
+
+#endif
