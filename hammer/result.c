@@ -39,12 +39,59 @@ static void add_array(uint64_t *dst, const uint64_t *src, size_t n)
 		dst[i] += src[i];
 }
 
-static void merge_servers(struct hammer_result *dst, const struct hammer_result *src)
+static bool same_url(const char *a, const char *b)
 {
-	if (src->nservers > dst->nservers)
-		dst->nservers = src->nservers;
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* How many of servers[0..n) have url as their URL. */
+static uint32_t earlier_with_url(const struct hammer_server *servers, uint32_t n, const char *url)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		k += same_url(servers[i].url, url);
+	return k;
+}
+
+/* The index of the k-th (0-based) of servers[0..n) whose URL is url, or n. */
+static uint32_t nth_with_url(const struct hammer_server *servers, uint32_t n, const char *url, uint32_t k)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (same_url(servers[i].url, url) && k-- == 0)
+			return i;
+	return n;
+}
+
+/*
+ * src's servers into dst's, paired by URL: the k-th of src's with a URL goes
+ * to the k-th of dst's with it, or to a new entry (one run's threads list the
+ * config's URLs alike; runs against other servers keep each its own).  0, or
+ * HAMMER_MERGE_TOO_MANY_URLS with dst unchanged.
+ */
+static int merge_servers(struct hammer_result *dst, const struct hammer_result *src)
+{
+	const struct hammer_server *first = &dst->servers[0];
+	/* init's one entry, with no URL and nothing counted, is free */
+	uint32_t have = dst->nservers == 1 && first->url == NULL && first->requests == 0 && first->calls == 0
+	                    ? 0
+	                    : dst->nservers;
+	uint32_t to[HAMMER_MAX_URLS], n = have;
+
+	if (src->nservers > HAMMER_MAX_URLS)
+		return HAMMER_MERGE_TOO_MANY_URLS;
 	for (uint32_t i = 0; i < src->nservers; i++) {
-		struct hammer_server *d = &dst->servers[i];
+		const char *url = src->servers[i].url;
+
+		to[i] = nth_with_url(dst->servers, have, url, earlier_with_url(src->servers, i, url));
+		if (to[i] == have) {
+			if (n == HAMMER_MAX_URLS)
+				return HAMMER_MERGE_TOO_MANY_URLS;
+			to[i] = n++;
+		}
+	}
+	for (uint32_t i = 0; i < src->nservers; i++) {
+		struct hammer_server *d = &dst->servers[to[i]];
 		const struct hammer_server *s = &src->servers[i];
 
 		if (d->url == NULL)
@@ -57,6 +104,9 @@ static void merge_servers(struct hammer_result *dst, const struct hammer_result 
 		d->calls += s->calls;
 		d->retries += s->retries;
 	}
+	if (n > 0)
+		dst->nservers = n;
+	return 0;
 }
 
 int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *src)
@@ -66,7 +116,10 @@ int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *s
 
 int hammer_result_merge_at(struct hammer_result *dst, const struct hammer_result *src, uint32_t shift)
 {
-	merge_servers(dst, src);
+	int rc = merge_servers(dst, src);
+
+	if (rc != 0)
+		return rc;
 	add_array(dst->status, src->status, RETRY_STATUS_MAX);
 	add_array(dst->attempt_status, src->attempt_status, RETRY_STATUS_MAX);
 	add_array(dst->final_errors, src->final_errors, HAMMER_ERR_KINDS);

@@ -65,14 +65,16 @@ struct hammer_result {
 int hammer_result_init(struct hammer_result *r, uint64_t interval_ns);
 /* Free what init allocated; r may be partly initialised. */
 void hammer_result_destroy(struct hammer_result *r);
-/* Add src's counts, histograms and timelines into dst.  Returns 0 or -1. */
+/* Add src's counts, histograms and timelines into dst.  Returns as hammer_result_merge_at. */
 int hammer_result_merge(struct hammer_result *dst, const struct hammer_result *src);
 
 /*
  * The same for a run that started `shift` timeline intervals after dst's:
- * src's rows land that much later.  Returns 0, or -1 (the intervals differ,
- * out of memory).
+ * src's rows land that much later.  Servers pair by URL.  Returns 0,
+ * HAMMER_MERGE_TOO_MANY_URLS (more than HAMMER_MAX_URLS servers in all), or
+ * -1 (the intervals differ, out of memory).
  */
+#define HAMMER_MERGE_TOO_MANY_URLS (-2)
 int hammer_result_merge_at(struct hammer_result *dst, const struct hammer_result *src, uint32_t shift);
 
 /* "none", "refused", "reset", "timeout", "other". */

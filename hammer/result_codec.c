@@ -432,9 +432,14 @@ int result_codec_add(struct hammer_result *dst, const json_t *raw, uint32_t shif
 		snprintf(err, errlen, "raw result: its by_start interval is not the others'");
 		goto destroy;
 	}
-	rc = hammer_result_merge_at(dst, &src, shift) != 0 || add_timelines(&rd, dst, raw, by_start, shift) != 0 ? -1 : 0;
-	if (rc != 0)
+	rc = hammer_result_merge_at(dst, &src, shift);
+	if (rc == HAMMER_MERGE_TOO_MANY_URLS)
+		snprintf(err, errlen, "the results name more than %d servers in all", HAMMER_MAX_URLS);
+	else if (rc != 0 || add_timelines(&rd, dst, raw, by_start, shift) != 0)
 		snprintf(err, errlen, "out of memory merging results");
+	else
+		goto destroy;
+	rc = -1;
 destroy:
 	hammer_result_destroy(&src);
 	return rc;
@@ -449,8 +454,12 @@ json_t *result_codec_kept(const json_t *raw, const struct hammer_result *dst)
 	json_array_foreach(servers, i, sv) {
 		json_t *url = json_object_get(sv, "url");
 
-		if (kept != NULL && i < dst->nservers && url != NULL && json_string_value(url) == dst->servers[i].url)
-			json_array_append(kept, url);
+		for (uint32_t k = 0; kept != NULL && url != NULL && k < dst->nservers; k++) {
+			if (json_string_value(url) == dst->servers[k].url) {
+				json_array_append(kept, url);
+				break;
+			}
+		}
 	}
 	return kept;
 }

@@ -34,8 +34,8 @@ json_t *result_codec_json(const struct hammer_result *r);
  * its timeline rows `shift` intervals later.  Returns 0, or -1 with a
  * one-line reason in err (not a raw object, a bad field, a count that is
  * negative or over RESULT_CODEC_MAX_COUNT, histogram buckets that do not add
- * up to its count, another interval than dst's or one under 1 ms, out of
- * memory).  raw is checked whole before anything is added: dst is untouched
+ * up to its count, another interval than dst's or one under 1 ms, more than
+ * HAMMER_MAX_URLS servers with dst's, out of memory).  raw is checked whole before anything is added: dst is untouched
  * on -1, but when memory ran out on the way.  The server URLs dst takes from
  * raw point into it: keep raw (or result_codec_kept) while dst lives.
  */

@@ -282,6 +282,67 @@ START_TEST(text_is_squeezed)
 }
 END_TEST
 
+/*
+ * Runs against other servers, merged, keep each server's own figures: the
+ * second run's servers pair with the first's by URL, not by place (merge
+ * credited b's requests to a); past HAMMER_MAX_URLS in all, merging refuses.
+ */
+START_TEST(add_pairs_servers_by_url)
+{
+	static const char *const NEW_URLS[14] = { "http://n0/", "http://n1/", "http://n2/",  "http://n3/",  "http://n4/",
+		                                  "http://n5/", "http://n6/", "http://n7/",  "http://n8/",  "http://n9/",
+		                                  "http://nA/", "http://nB/", "http://nC/", "http://nD/" };
+	struct hammer_result r1, r2, sum;
+	json_t *raw1, *raw2, *k1, *k2, *k3, *kept;
+	char err[256] = "", *text;
+
+	busy_result(&r1); /* a: 40 requests, b: 37 */
+	busy_result(&r2);
+	r2.servers[0].url = "http://c/";
+	r2.servers[1].url = "http://a/";
+	ck_assert_int_eq(hammer_result_init(&sum, 100 * NS_PER_MS), 0);
+	raw1 = result_codec_json(&r1);
+	raw2 = result_codec_json(&r2);
+	ck_assert_int_eq(read_back(raw1, &sum, 0, &k1), 0);
+	ck_assert_int_eq(read_back(raw2, &sum, 0, &k2), 0);
+	ck_assert_uint_eq(sum.nservers, 3);
+	ck_assert_str_eq(sum.servers[0].url, "http://a/");
+	ck_assert_uint_eq(sum.servers[0].requests, 40 + 37);
+	ck_assert_uint_eq(sum.servers[0].calls, 50 + 56);
+	ck_assert_str_eq(sum.servers[1].url, "http://b/");
+	ck_assert_uint_eq(sum.servers[1].requests, 37);
+	ck_assert_str_eq(sum.servers[2].url, "http://c/");
+	ck_assert_uint_eq(sum.servers[2].requests, 40);
+	ck_assert_uint_eq(sum.servers[2].status[200], 38);
+	/* c's URL is taken from the second result, and kept with it */
+	kept = result_codec_kept(k2, &sum);
+	ck_assert_int_eq(json_array_size(kept), 1);
+	ck_assert_ptr_eq(json_string_value(json_array_get(kept, 0)), sum.servers[2].url);
+	json_decref(kept);
+	/* 3 + 14 new servers are 17: refused, and nothing is added */
+	r2.nservers = 14;
+	for (uint32_t i = 0; i < 14; i++)
+		r2.servers[i] = (struct hammer_server){ .url = NEW_URLS[i], .requests = 1 };
+	json_decref(raw2);
+	raw2 = result_codec_json(&r2);
+	text = json_dumps(raw2, JSON_COMPACT);
+	k3 = json_loads(text, 0, NULL);
+	free(text);
+	ck_assert_int_eq(result_codec_add(&sum, k3, 0, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "the results name more than 16 servers in all");
+	ck_assert_uint_eq(sum.nservers, 3);
+	ck_assert_uint_eq(sum.servers[0].requests, 77);
+	json_decref(k1);
+	json_decref(k2);
+	json_decref(k3);
+	json_decref(raw1);
+	json_decref(raw2);
+	hammer_result_destroy(&r1);
+	hammer_result_destroy(&r2);
+	hammer_result_destroy(&sum);
+}
+END_TEST
+
 /* What a merged result points into is kept: the URLs it took from the first raw, none from the second. */
 START_TEST(kept_is_what_dst_uses)
 {
@@ -338,6 +399,7 @@ Suite *result_codec_suite(void)
 
 	tcase_add_test(tc, round_trip_is_exact);
 	tcase_add_test(tc, add_merges_and_shifts);
+	tcase_add_test(tc, add_pairs_servers_by_url);
 	tcase_add_test(tc, bad_raw_is_refused);
 	tcase_add_test(tc, parse_is_bounded);
 	tcase_add_test(tc, kept_is_what_dst_uses);
