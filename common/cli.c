@@ -511,7 +511,18 @@ static bool was_given(const struct cli_option *o, const void *base)
 	return o->kind == CLI_STRING && *(const char *const *)((const char *)base + o->at) != NULL;
 }
 
-/* Every flag given with the flag it goes with (cli_option.needs). */
+/* Whether list ("--sim" or "--sim or --compare") names the flag name. */
+static bool names_flag(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+			return true;
+	return false;
+}
+
+/* Every flag given with a flag it goes with (cli_option.needs). */
 static int check_needs(struct cli_state *st)
 {
 	for (size_t i = 0; i < st->ngiven; i++) {
@@ -519,7 +530,7 @@ static int check_needs(struct cli_state *st)
 		bool found = needs == NULL;
 
 		for (size_t k = 0; !found && k < st->ngiven; k++)
-			found = strcmp(st->given[k]->name, needs) == 0;
+			found = names_flag(needs, st->given[k]->name);
 		if (!found)
 			return cli_fail(st->err, st->errlen, st->cmd->name, "%s goes with %s", st->given[i]->name, needs);
 	}

@@ -94,7 +94,8 @@ struct cli_option {
 	const char *(*values)(void);  /* the words the flag takes ("a, b, c"), for completion and
 	                            * (CLI_CUSTOM) "did you mean", item by item of a comma
 	                            * list; NULL: free-form or CLI_CHOICE's words */
-	const char *needs;         /* a flag this one goes with ("--sim"): given alone, a usage error; NULL: none */
+	const char *needs;         /* the flag this one goes with ("--sim", or "--sim or --compare"): given
+	                            * without it, a usage error; NULL: none */
 	const char *arg;           /* --help: the value's name ("N", "DUR", "a|b"); NULL: no value */
 	const char *help;          /* --help: what the flag does, wrapped at 80 columns ('\n'
 	                            * breaks a line); the words it takes are appended unless

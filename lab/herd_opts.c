@@ -208,12 +208,12 @@ static const struct cli_option HERD_OPTIONS[] = {
 	  .help = "exact virtual time: the same engine and policies against an in-process model "
 	          "of the server (its limiter, /occ and --delay), no sockets; up to 1,000,000 "
 	          "clients; same --seed, same bytes" },
-	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
-	  .help = "with --sim: each message's one-way network delay (default 100us)" },
-	{ "--sim-loss", CLI_DOUBLE, HO(net.loss), .dmin = 0, .dmax = 1, .section = CLI_SEC_ADVANCED, .arg = "P",
-	  .help = "with --sim: each message lost with probability P (0..1)" },
-	{ "--sim-connect", CLI_DURATION, HO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
-	  .help = "with --sim: a client's first call pays DUR to connect (default 0)" },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .needs = "--sim or --compare", .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
+	  .help = "with --sim or --compare: each message's one-way network delay (default 100us)" },
+	{ "--sim-loss", CLI_DOUBLE, HO(net.loss), .dmin = 0, .dmax = 1, .needs = "--sim or --compare", .section = CLI_SEC_ADVANCED, .arg = "P",
+	  .help = "with --sim or --compare: each message lost with probability P (0..1)" },
+	{ "--sim-connect", CLI_DURATION, HO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .needs = "--sim or --compare", .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "with --sim or --compare: a client's first call pays DUR to connect (default 0)" },
 	{ "--compare", CLI_BOOL, HO(compare), .section = CLI_SEC_ADVANCED,
 	  .help = "each policy both ways, on the in-process server and in virtual time (the "
 	          "--sim-* flags apply): the two rows and the gap per column (virtual minus real); "

@@ -163,12 +163,12 @@ static const struct cli_option STORM_OPTIONS[] = {
 	{ "--sim", CLI_BOOL, SO(sim), .section = CLI_SEC_ADVANCED,
 	  .help = "exact virtual time: the same engine, policies and capacity model against an "
 	          "in-process model of the server, no sockets; the same --seed gives the same bytes" },
-	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
-	  .help = "with --sim: each message's one-way network delay (default 100us)" },
-	{ "--sim-loss", CLI_DOUBLE, SO(net.loss), .dmin = 0, .dmax = 1, .section = CLI_SEC_ADVANCED, .arg = "P",
-	  .help = "with --sim: each message lost with probability P (0..1)" },
-	{ "--sim-connect", CLI_DURATION, SO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
-	  .help = "with --sim: a new connection's set-up before its first request (default 0)" },
+	{ "--sim-delay", CLI_CUSTOM, .fn = opt_sim_delay, .needs = "--sim or --compare", .section = CLI_SEC_ADVANCED, .arg = "MEAN[±SD]",
+	  .help = "with --sim or --compare: each message's one-way network delay (default 100us)" },
+	{ "--sim-loss", CLI_DOUBLE, SO(net.loss), .dmin = 0, .dmax = 1, .needs = "--sim or --compare", .section = CLI_SEC_ADVANCED, .arg = "P",
+	  .help = "with --sim or --compare: each message lost with probability P (0..1)" },
+	{ "--sim-connect", CLI_DURATION, SO(net.connect_ns), .min = 0, .max = 3600 * NS_PER_SEC, .needs = "--sim or --compare", .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	  .help = "with --sim or --compare: a new connection's set-up before its first request (default 0)" },
 	{ "--compare", CLI_BOOL, SO(compare), .section = CLI_SEC_ADVANCED,
 	  .help = "each run on the in-process server, then in virtual time (the --sim-* flags "
 	          "apply): the two rows and the gap per column (virtual minus real); --report "

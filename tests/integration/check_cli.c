@@ -262,6 +262,7 @@ START_TEST(herd_mistakes)
 	static const struct mistake M[] = {
 		{ { "herd", "--bogus", NULL }, "ratelab herd: unknown option '--bogus'\n" },
 		{ { "herd", "--join-timeout", "1s", NULL }, "ratelab herd: --join-timeout goes with --join\n" },
+		{ { "herd", "--sim-loss", "0.9", NULL }, "ratelab herd: --sim-loss goes with --sim or --compare\n" },
 		{ { "herd", "--policies", "full", "--policy", "full", NULL },
 		  "ratelab herd: --policy: 'full' names 'full' twice (it is in the list already)\n" },
 		{ { "herd", "--clients", "5", "--seed", NULL }, "ratelab herd: --seed needs a value\n" },
@@ -336,6 +337,7 @@ START_TEST(storm_mistakes)
 		{ { "storm", "--trigger", "25%@20s+2s", NULL },
 		  "ratelab storm: --trigger: '25%@20s+2s' ends at 22s, past the run (--duration 10s)\n" },
 		{ { "storm", "--sweep-after", "1s", NULL }, "ratelab storm: --sweep-after goes with --sweep\n" },
+		{ { "storm", "--sim-delay", "1s", NULL }, "ratelab storm: --sim-delay goes with --sim or --compare\n" },
 		{ { "storm", "--policies", "naive,budget,naive", NULL },
 		  "ratelab storm: --policies: 'naive,budget,naive' names 'naive' twice (it is in the list already)\n" },
 	};
