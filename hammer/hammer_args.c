@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/cli.h"
@@ -46,6 +47,9 @@ static int opt_method(void *base, const struct cli_option *o, const char *v, cha
 }
 
 /* --header 'Name: value': one header line; a CR or LF would smuggle in a second one. */
+/* A header name's characters (RFC 9110's token). */
+static const char HEADER_NAME[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~";
+
 static int opt_header(void *base, const struct cli_option *o, const char *v, char *why, size_t wl)
 {
 	struct hammer_opts *h = base;
@@ -53,8 +57,11 @@ static int opt_header(void *base, const struct cli_option *o, const char *v, cha
 	(void)o;
 	if (cli_has_crlf(v))
 		return snprintf(why, wl, "contains a CR or LF"), -1;
-	if (strchr(v, ':') == NULL || v[0] == ':')
-		return snprintf(why, wl, "is not a header such as 'Name: value'"), -1;
+	if (strchr(v, ':') == NULL || v[0] == ':' || strspn(v, HEADER_NAME) != (size_t)(strchr(v, ':') - v))
+		return snprintf(why, wl, "is not a header such as 'Name: value' (a name is letters, digits and "
+		                "!#$%%&'*+-.^_`|~)"), -1;
+	if (strncasecmp(v, "Content-Length:", 15) == 0 || strncasecmp(v, "Transfer-Encoding:", 18) == 0)
+		return snprintf(why, wl, "frames the body, which hammer does from --data"), -1;
 	if (h->cfg.nheaders == MAX_HEADERS)
 		return snprintf(why, wl, "is one too many (at most %d headers)", MAX_HEADERS), -1;
 	h->headers[h->cfg.nheaders++] = v;

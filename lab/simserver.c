@@ -64,6 +64,8 @@ static int check_config(const struct server_config *cfg, char *err, size_t errle
 		return snprintf(err, errlen, "--sim models one client address: --key global or ip"), -1;
 	if (cfg->query_faults)
 		return snprintf(err, errlen, "--sim does not model --query-faults (give the faults to --faults)"), -1;
+	if (cfg->upstream[0] != '\0')
+		return snprintf(err, errlen, "--sim does not model an --upstream (its answers are the model's)"), -1;
 	if (!faults_empty(&cfg->faults) && cfg->routes[0].capacity.workers > 0)
 		return snprintf(err, errlen, "--sim does not model --faults in front of a --capacity backend"), -1;
 	return 0;

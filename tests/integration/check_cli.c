@@ -208,6 +208,14 @@ START_TEST(hammer_mistakes)
 		/* a flag that only means something with another is not ignored without it */
 		{ { "hammer", "--sim-loss", "0.5", NULL }, "ratelab hammer: --sim-loss goes with --sim\n" },
 		{ { "hammer", "--join-timeout", "1s", NULL }, "ratelab hammer: --join-timeout goes with --join\n" },
+		/* a header is a name and a value; the body's framing is hammer's own */
+		{ { "hammer", "--header", "X y: z", NULL },
+		  "ratelab hammer: --header: 'X y: z' is not a header such as 'Name: value' (a name is letters, digits "
+		  "and !#$%&'*+-.^_`|~)\n" },
+		{ { "hammer", "--header", "content-length: 5", NULL },
+		  "ratelab hammer: --header: 'content-length: 5' frames the body, which hammer does from --data\n" },
+		{ { "hammer", "--header", "Transfer-Encoding: chunked", NULL },
+		  "ratelab hammer: --header: 'Transfer-Encoding: chunked' frames the body, which hammer does from --data\n" },
 	};
 	/* CR or LF in a header, method or URL is refused before either transport sees it */
 	static const char *const TRANSPORT[] = { "wire", "curl" };

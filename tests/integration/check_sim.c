@@ -285,6 +285,8 @@ START_TEST(bad_flags)
 		  "ratelab hammer: --sim-delay: '5' needs a unit, e.g. 5ms or 5s (ns, us, ms, s, m, h, d)\n" },
 		{ { "hammer", "--sim", "--serve", "--query-faults", NULL },
 		  "ratelab hammer: --serve: --sim does not model --query-faults (give the faults to --faults)\n" },
+		{ { "hammer", "--sim", "--serve", "--upstream http://127.0.0.1:1/", NULL },
+		  "ratelab hammer: --serve: --sim does not model an --upstream (its answers are the model's)\n" },
 		{ { "hammer", "--serve", "--limit 3", NULL },
 		  "ratelab hammer: --serve configures the model of --sim: give --sim too\n" },
 		{ { "herd", "--sim", "--url", "http://127.0.0.1:1/", NULL },
