@@ -136,6 +136,31 @@ int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag
 	                     path[0] == '\0' ? "an empty path" : strerror(errno));
 }
 
+int cli_check_outputs(char *err, size_t errlen, const char *cmd, const struct cli_output *outs, size_t n)
+{
+	const char *first = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (cli_check_output(err, errlen, cmd, outs[i].flag, outs[i].path) != 0)
+			return -1;
+		if (outs[i].path == NULL || strcmp(outs[i].path, "-") != 0)
+			continue;
+		if (first != NULL)
+			return cli_fail(err, errlen, cmd, "%s and %s both write to standard output ('-')", first,
+			                outs[i].flag);
+		first = outs[i].flag;
+	}
+	return 0;
+}
+
+bool cli_outputs_take_stdout(const struct cli_output *outs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (outs[i].path != NULL && strcmp(outs[i].path, "-") == 0)
+			return true;
+	return false;
+}
+
 bool cli_has_crlf(const char *s)
 {
 	return s != NULL && strpbrk(s, "\r\n") != NULL;

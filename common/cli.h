@@ -181,6 +181,22 @@ int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...) __
  */
 int cli_check_output(char *err, size_t errlen, const char *cmd, const char *flag, const char *path);
 
+/* A command's result file: its flag and the path given (NULL: not given; "-": standard output). */
+struct cli_output {
+	const char *flag;
+	const char *path;
+};
+
+/*
+ * cli_check_output for each of outs[0..n), and at most one of them "-": two
+ * documents on standard output cannot be read apart.  Returns 0, or -1 with
+ * "ratelab CMD: --json and --junit both write to standard output ('-')".
+ */
+int cli_check_outputs(char *err, size_t errlen, const char *cmd, const struct cli_output *outs, size_t n);
+
+/* Whether one of outs[0..n) is standard output: then the command's text goes to stderr. */
+bool cli_outputs_take_stdout(const struct cli_output *outs, size_t n);
+
 /* True when s holds a CR or an LF (a header, method or URL must not). */
 bool cli_has_crlf(const char *s);
 

@@ -53,11 +53,14 @@ static void write_outputs(const struct hammer_opts *o, const struct hammer_resul
 	                            o->cfg.threads, o->cfg.seed, o->cfg.rate, o->cfg.herd, js ? js->json : NULL,
 	                            o->cfg.schedule };
 	char err[ERRLEN], title[160], how[300], subtitle[360];
-	bool json_stdout = o->json_path != NULL && strcmp(o->json_path, "-") == 0;
+	struct cli_output outs[HAMMER_OUTPUTS];
+	FILE *text;
 
+	hammer_outputs(o, outs);
+	text = cli_outputs_take_stdout(outs, HAMMER_OUTPUTS) ? stderr : stdout;
 	if (!o->quiet) {
-		report_text(json_stdout ? stderr : stdout, r);
-		join_lines(json_stdout ? stderr : stdout, o, js);
+		report_text(text, r);
+		join_lines(text, o, js);
 	}
 	fflush(stdout);
 	if (o->json_path != NULL && report_write_json(o->json_path, r, &info, err, sizeof(err)) != 0) {

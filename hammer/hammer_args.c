@@ -278,7 +278,8 @@ static const struct cli_option HAMMER_OPTIONS[] = {
 	{ "--json", CLI_STRING, HO(json_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
 	  .help = "the figures as JSON (with -, the summary goes to stderr)" },
 	{ "--junit", CLI_STRING, HO(junit_path), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
-	  .help = "the --expect checks as JUnit XML for CI, one testcase per check" },
+	  .help = "the --expect checks as JUnit XML for CI, one testcase per check (with -, the "
+	          "summary goes to stderr)" },
 	{ "--timeline", CLI_STRING, HO(timeline_path), .section = CLI_SEC_OUTPUT, .arg = "FILE.csv",
 	  .help = "per-interval counts" },
 	{ "--interval", DUR_MS(cfg.interval_ns), .section = CLI_SEC_OUTPUT, .arg = "DUR",
@@ -377,17 +378,25 @@ static int check_url(const char *url, char *err, size_t errlen)
 }
 
 /* The URLs and result files, checked before anything runs. */
+void hammer_outputs(const struct hammer_opts *o, struct cli_output out[HAMMER_OUTPUTS])
+{
+	out[0] = (struct cli_output){ "--json", o->json_path };
+	out[1] = (struct cli_output){ "--timeline", o->timeline_path };
+	out[2] = (struct cli_output){ "--plot", o->plot_path };
+	out[3] = (struct cli_output){ "--junit", o->junit_path };
+}
+
 static int check_targets(struct hammer_opts *o, char *err, size_t errlen)
 {
+	struct cli_output outs[HAMMER_OUTPUTS];
+
 	if (o->cfg.nurls == 0)
 		o->urls[o->cfg.nurls++] = "http://127.0.0.1:8080/";
 	for (uint32_t i = 0; i < o->cfg.nurls; i++)
 		if (check_url(o->urls[i], err, errlen) != 0)
 			return -1;
-	if (cli_check_output(err, errlen, "hammer", "--json", o->json_path) != 0 ||
-	    cli_check_output(err, errlen, "hammer", "--timeline", o->timeline_path) != 0 ||
-	    cli_check_output(err, errlen, "hammer", "--plot", o->plot_path) != 0 ||
-	    cli_check_output(err, errlen, "hammer", "--junit", o->junit_path) != 0)
+	hammer_outputs(o, outs);
+	if (cli_check_outputs(err, errlen, "hammer", outs, HAMMER_OUTPUTS) != 0)
 		return -1;
 	if (o->junit_path && !o->expect)
 		return cli_fail(err, errlen, "hammer", "--junit needs --expect (its checks are the testcases)");

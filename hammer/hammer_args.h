@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cli.h"
 #include "common/retry/retry.h"
 #include "hammer/engine.h"
 #include "hammer/expect.h"
@@ -58,6 +59,10 @@ struct hammer_opts {
  * / 1 (--help) for hammer_args_exit, with err filled.  o->expect is the
  * caller's to free, also on an error.
  */
+/* The result files o names (--json, --timeline, --plot, --junit), for cli_check_outputs. */
+#define HAMMER_OUTPUTS 4
+void hammer_outputs(const struct hammer_opts *o, struct cli_output out[HAMMER_OUTPUTS]);
+
 int hammer_args_parse(struct hammer_opts *o, int argc, char **argv, atomic_int *cancel, char *err, size_t errlen);
 
 /* The exit code and message of a parse that returned rc (cli_exit's wording): 2 for a usage error, 0 for --help. */

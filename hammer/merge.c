@@ -97,8 +97,18 @@ static const struct cli_help MERGE_HELP = {
 
 static const struct cli_command MERGE_CLI = { "merge", NULL, &MERGE_HELP };
 
+#define MERGE_OUTPUTS 3
+
+static void merge_outputs(const struct merge_opts *o, struct cli_output out[MERGE_OUTPUTS])
+{
+	out[0] = (struct cli_output){ "--json", o->json_path };
+	out[1] = (struct cli_output){ "--timeline", o->timeline_path };
+	out[2] = (struct cli_output){ "--plot", o->plot_path };
+}
+
 static int parse(struct merge_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
+	struct cli_output outs[MERGE_OUTPUTS];
 	struct cli_group g = { MERGE_OPTIONS, o };
 	bool redis;
 	int rc;
@@ -125,11 +135,8 @@ static int parse(struct merge_opts *o, int argc, char **argv, char *err, size_t 
 		if (join_parse_url(o->inputs[0], host, sizeof(host), &port, run, sizeof(run), why, sizeof(why)) != 0)
 			return cli_fail(err, errlen, "merge", "'%.200s' %s", o->inputs[0], why);
 	}
-	if (cli_check_output(err, errlen, "merge", "--json", o->json_path) != 0 ||
-	    cli_check_output(err, errlen, "merge", "--timeline", o->timeline_path) != 0 ||
-	    cli_check_output(err, errlen, "merge", "--plot", o->plot_path) != 0)
-		return -1;
-	return 0;
+	merge_outputs(o, outs);
+	return cli_check_outputs(err, errlen, "merge", outs, MERGE_OUTPUTS);
 }
 
 /* ---- from Redis ---- */
@@ -359,10 +366,12 @@ static int merge_files(const struct merge_opts *o, struct file_in *f, struct mer
 
 static int write_outputs(const struct merge_opts *o, struct merged *m, char *err, size_t errlen)
 {
-	bool json_stdout = o->json_path != NULL && strcmp(o->json_path, "-") == 0;
-	FILE *text = json_stdout ? stderr : stdout;
+	struct cli_output outs[MERGE_OUTPUTS];
+	FILE *text;
 	char title[200], subtitle[400];
 
+	merge_outputs(o, outs);
+	text = cli_outputs_take_stdout(outs, MERGE_OUTPUTS) ? stderr : stdout;
 	m->info.join = m->join;
 	if (!o->quiet) {
 		report_text(text, &m->r);

@@ -278,7 +278,8 @@ static const struct cli_option CASES_OPTIONS[] = {
 	  .help = "replay with RNG seed N instead of the table's \"rng_seed\" (default 1): a row "
 	          "whose wait bounds are right passes under any seed" },
 	{ "--junit", CLI_STRING, CLI_FIELD(struct cases_opts, junit), .arg = "FILE|-", .section = CLI_SEC_OUTPUT,
-	  .help = "the rows as JUnit XML for CI: one testcase per row" },
+	  .help = "the rows as JUnit XML for CI: one testcase per row (with -, the rows' lines go to "
+	          "stderr)" },
 	{ "FILE", CLI_STRING, CLI_FIELD(struct cases_opts, path), .required = true },
 	{ NULL },
 };
@@ -313,6 +314,8 @@ int cases_main(int argc, char **argv)
 	unsigned passed = 0, failed = 0;
 	char err[1024], why[512];
 	int rc = cli_parse(&CASES_CLI, &g, 1, argc, argv, err, sizeof(err));
+	/* --junit - takes standard output: the rows' lines go to stderr */
+	FILE *text = o.junit && strcmp(o.junit, "-") == 0 ? stderr : stdout;
 
 	if (rc == 0)
 		rc = cli_check_output(err, sizeof(err), "cases", "--junit", o.junit);
@@ -322,9 +325,9 @@ int cases_main(int argc, char **argv)
 		fprintf(stderr, "ratelab cases: out of memory\n");
 		return 1;
 	}
-	if (cases_run_junit(o.path, o.seed_given ? (int64_t)o.seed : -1, stdout, j, &passed, &failed, why,
+	if (cases_run_junit(o.path, o.seed_given ? (int64_t)o.seed : -1, text, j, &passed, &failed, why,
 	                    sizeof(why)) != 0) {
-		fflush(stdout);
+		fflush(text);
 		junit_free(j);
 		return cli_exit(&CASES_CLI, cli_fail(err, sizeof(err), "cases", "%s", why), err);
 	}

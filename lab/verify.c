@@ -126,10 +126,13 @@ static void explain(const struct verify_result *r)
 		fprintf(stderr, "ratelab verify: interrupted\n");
 }
 
-/* Where the verdicts go: stdout, unless --json takes it. */
+/* Where the verdicts go: stdout, unless --json or --junit takes it. */
 static FILE *report_file(const struct verify_opts *o)
 {
-	return o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
+	struct cli_output outs[VERIFY_OUTPUTS];
+
+	verify_outputs(o, outs);
+	return cli_outputs_take_stdout(outs, VERIFY_OUTPUTS) ? stderr : stdout;
 }
 
 static json_t *all_json(const struct verify_opts *o, const struct verify_result *rs, size_t n, int rc)

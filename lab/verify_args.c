@@ -43,9 +43,9 @@ static const struct cli_option VERIFY_OPTIONS[] = {
 	{ "--expect", CLI_STRING, CLI_FIELD(struct verify_opts, expect), .values = verify_grade_names, .section = CLI_SEC_DOES, .arg = "LIST",
 	  .help = "comma-separated expectations (default: the scenario's own list)." },
 	{ "--json", CLI_STRING, CLI_FIELD(struct verify_opts, json), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
-	  .help = "verdicts, evidence and arrivals as JSON" },
+	  .help = "verdicts, evidence and arrivals as JSON (with -, the verdicts go to stderr)" },
 	{ "--junit", CLI_STRING, CLI_FIELD(struct verify_opts, junit), .section = CLI_SEC_OUTPUT, .arg = "FILE|-",
-	  .help = "JUnit XML for CI: one testcase per expectation" },
+	  .help = "JUnit XML for CI: one testcase per expectation (with -, the verdicts go to stderr)" },
 	{ "--baseline", CLI_STRING, CLI_FIELD(struct verify_opts, baseline), .section = CLI_SEC_OUTPUT, .arg = "FILE",
 	  .help = "compare with the verdicts FILE accepts: exit 0 unless one got worse (pass > not "
 	          "observed > fail); says what got better and worse" },
@@ -98,8 +98,16 @@ static const struct cli_help VERIFY_HELP = {
 static const struct cli_command VERIFY_CLI = { "verify", NULL, &VERIFY_HELP };
 
 /* What cli_parse cannot check: which flags go together. */
+void verify_outputs(const struct verify_opts *o, struct cli_output out[VERIFY_OUTPUTS])
+{
+	out[0] = (struct cli_output){ "--json", o->json };
+	out[1] = (struct cli_output){ "--junit", o->junit };
+}
+
 static int check_combination(const struct verify_opts *o, char *err, size_t errlen)
 {
+	struct cli_output outs[VERIFY_OUTPUTS];
+
 	if (o->list)
 		return 0;
 	if (!o->nscenario_args && !o->all)
@@ -122,11 +130,10 @@ static int check_combination(const struct verify_opts *o, char *err, size_t errl
 		return cli_fail(err, errlen, "verify", "--clients does not go with --listen");
 	if (!o->listen && (!o->cmd || !o->cmd[0]))
 		return cli_fail(err, errlen, "verify", "missing COMMAND after --");
-	if (cli_check_output(err, errlen, "verify", "--json", o->json) < 0)
-		return -1;
 	if (o->write_baseline && cli_check_output(err, errlen, "verify", "--baseline", o->baseline) < 0)
 		return -1;
-	return cli_check_output(err, errlen, "verify", "--junit", o->junit);
+	verify_outputs(o, outs);
+	return cli_check_outputs(err, errlen, "verify", outs, VERIFY_OUTPUTS);
 }
 
 /* --listen ADDR:PORT into o->bind, o->port ("[::1]:0" for IPv6). */

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cli.h"
+
 /* ratelab verify's flags: what a run is asked to do, parsed, checked and resolved. */
 
 #define VERIFY_MAX_JOBS 32         /* --jobs at most */
@@ -46,6 +48,10 @@ struct verify_opts {
  * code in *exit_code: 0 after --help (usage on stdout), 2 after a one-line
  * message on stderr.
  */
+/* The result files o names (--json, --junit), for cli_check_outputs. */
+#define VERIFY_OUTPUTS 2
+void verify_outputs(const struct verify_opts *o, struct cli_output out[VERIFY_OUTPUTS]);
+
 int verify_args_parse(struct verify_opts *o, int argc, char **argv, int *exit_code);
 
 #endif

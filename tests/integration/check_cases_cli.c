@@ -106,6 +106,8 @@ START_TEST(junit_one_testcase_per_row)
 	int fd = mkstemp(xml_path);
 	const char *a[] = { "cases", wrong, "--junit", xml_path, NULL };
 	const char *unwritable[] = { "cases", wrong, "--junit", "/nonexistent-dir/c.xml", NULL };
+	const char *to_stdout[] = { "cases", wrong, "--junit", "-", NULL };
+	FILE *f;
 	struct test_run r;
 	char *xml = NULL;
 
@@ -122,6 +124,19 @@ START_TEST(junit_one_testcase_per_row)
 	ck_assert_msg(strstr(xml, " | pass | \n") != NULL, "%s", xml);
 	ck_assert_msg(strstr(xml, " | failure | expected ") != NULL && strstr(xml, " got ") != NULL, "%s", xml);
 	ck_assert_msg(strstr(xml, " | ratelab.cases.") != NULL, "%s", xml);
+	free(xml);
+	/* --junit -: standard output holds the XML alone, the rows' lines go to stderr */
+	ck_assert_int_eq(testutil_run(&r, to_stdout, NULL, 10000), 0);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strncmp(r.out, "<?xml", 5) == 0, "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.err, "1 passed, 1 failed\n"));
+	ck_assert_ptr_nonnull(f = fopen(xml_path, "w"));
+	fputs(r.out, f);
+	fclose(f);
+	testutil_run_free(&r);
+	ck_assert_msg(testutil_junit_read(xml_path, &xml) == 0, "not JUnit XML: %s", xml);
+	unlink(xml_path);
+	ck_assert_msg(strstr(xml, "suites=1 tests=2 failures=1 skipped=0 errors=0\n") != NULL, "%s", xml);
 	free(xml);
 	ck_assert_int_eq(testutil_run(&r, unwritable, NULL, 10000), 0);
 	ck_assert_int_eq(r.status, 2);

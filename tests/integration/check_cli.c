@@ -118,6 +118,8 @@ START_TEST(verify_mistakes)
 		/* a result file that cannot be written stops the run before it starts */
 		{ { "verify", "--scenario", "post-503", "--json", "/nonexistent-dir/x.json", "--", "true", NULL },
 		  "ratelab verify: --json: '/nonexistent-dir/x.json' cannot be written (No such file or directory)\n" },
+		{ { "verify", "--scenario", "post-503", "--json", "-", "--junit", "-", "--", "true", NULL },
+		  "ratelab verify: --json and --junit both write to standard output ('-')\n" },
 	};
 	char json_path[] = "/tmp/ratelab-cli-XXXXXX", json_flag[64];
 	int fd = mkstemp(json_path);
@@ -214,6 +216,11 @@ START_TEST(hammer_mistakes)
 		  "and !#$%&'*+-.^_`|~)\n" },
 		{ { "hammer", "--header", "content-length: 5", NULL },
 		  "ratelab hammer: --header: 'content-length: 5' frames the body, which hammer does from --data\n" },
+		/* two documents on standard output cannot be read apart */
+		{ { "hammer", "--sim", "--expect", "ok>=1", "--json", "-", "--junit", "-", NULL },
+		  "ratelab hammer: --json and --junit both write to standard output ('-')\n" },
+		{ { "hammer", "--sim", "--timeline=-", "--plot=-", NULL },
+		  "ratelab hammer: --timeline and --plot both write to standard output ('-')\n" },
 		{ { "hammer", "--header", "Transfer-Encoding: chunked", NULL },
 		  "ratelab hammer: --header: 'Transfer-Encoding: chunked' frames the body, which hammer does from --data\n" },
 	};
@@ -366,6 +373,8 @@ START_TEST(merge_mistakes)
 		{ { "merge", "redis://127.0.0.1:1/x", "a.json", NULL },
 		  "ratelab merge: give one redis://HOST:PORT/RUNID, or files, not both\n" },
 		/* a malformed redis:// is a bad value (2), not an unreachable Redis (4) */
+		{ { "merge", "a.json", "--json", "-", "--plot", "-", NULL },
+		  "ratelab merge: --json and --plot both write to standard output ('-')\n" },
 		{ { "merge", "redis://", NULL },
 		  "ratelab merge: 'redis://' is not redis://HOST[:PORT]/RUNID (a RUNID of letters, digits, '.', '_' or '-', "
 		  "at most 63)\n" },
