@@ -124,6 +124,9 @@ static void explain(const struct verify_result *r)
 		        "$RATELAB_URL? (proxy variables are unset for it)\n");
 	else if (r->state == VERIFY_INTERRUPTED)
 		fprintf(stderr, "ratelab verify: interrupted\n");
+	else if (r->state == VERIFY_GRADED && r->n == 0)
+		fprintf(stderr, "ratelab verify: the command had not reached the server when verify stopped it (0 arrivals) "
+		        "at %.2fs\n", (double)r->run.wall_ns / 1e9);
 }
 
 /* Where the verdicts go: stdout, unless --json or --junit takes it. */

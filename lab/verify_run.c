@@ -186,13 +186,19 @@ static int run_command(struct run *rn, const char *host, struct server *srv, str
 	return 0;
 }
 
-/* Grade what the server saw (after it stopped: every held answer has left or failed by then). */
+/*
+ * Grade what the server saw (after it stopped: every held answer has left or
+ * failed by then).  A command that ended, or was killed at the timeout, with
+ * no arrival never reached the server; one that verify stopped early (a
+ * verdict settled: gives-up-within passed by) is graded as it stood, since
+ * it may only have been slow to start.
+ */
 static void grade(struct scenario *sc, struct verify_result *r)
 {
 	r->n = scenario_arrivals(sc, r->log, SCENARIO_LOG_MAX, &r->run.dropped);
 	r->run.ncounts = scenario_counts(sc, r->counts, SCENARIO_MAX_CLIENTS);
 	r->run.counts = r->counts;
-	r->state = r->n == 0 ? VERIFY_NO_ARRIVALS : VERIFY_GRADED;
+	r->state = r->n == 0 && !r->run.stopped ? VERIFY_NO_ARRIVALS : VERIFY_GRADED;
 	for (size_t i = 0; i < r->nex; i++) {
 		verify_grade_one(&r->ex[i], r->log, r->n, &r->run, &r->v[i]);
 		if (r->state == VERIFY_NO_ARRIVALS) {

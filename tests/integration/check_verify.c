@@ -262,6 +262,30 @@ START_TEST(never_reaching_the_server_exits_4)
 }
 END_TEST
 
+/*
+ * A command that verify stops early (gives-up-within passed by) before it
+ * reached the server is graded as it stood, not as one that never could: it
+ * may only have been slow to start (a busy machine held a hammer's start for
+ * 6 s).  Exit 1, and a line that says so.
+ */
+START_TEST(stopped_before_reaching_the_server_is_graded)
+{
+	static const char *const SLOW[] = { "verify", "--scenario", "slow-get", "--expect", "succeeds,gives-up-within=1s",
+		                            "--", "sleep", "30", NULL };
+	struct test_run r;
+
+	run_verify(&r, SLOW, 20000);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_has(r.out, "scenario slow-get: 0 arrivals; command stopped after ");
+	ck_assert_has(r.out, "N/O   succeeds                 still running when verify stopped it at ");
+	ck_assert_has(r.out, "FAIL  gives-up-within=1s       still running when verify stopped it at ");
+	ck_assert_has(r.out, "0 of 2 expectations hold, 1 not observed\n");
+	ck_assert_has(r.err, "ratelab verify: the command had not reached the server when verify stopped it (0 arrivals) "
+	                     "at ");
+	testutil_run_free(&r);
+}
+END_TEST
+
 /* The client does not inherit a proxy: with http_proxy set to a dead port, curl still reaches the scenario. */
 START_TEST(proxy_variables_are_not_inherited)
 {
@@ -1639,6 +1663,7 @@ Suite *verify_suite(void)
 	tcase_add_test(cli, help_and_list_go_to_stdout);
 	tcase_add_test(cli, timeout_kills_the_command);
 	tcase_add_test(cli, never_reaching_the_server_exits_4);
+	tcase_add_test(cli, stopped_before_reaching_the_server_is_graded);
 	tcase_add_test(cli, proxy_variables_are_not_inherited);
 	tcase_add_test(cli, only_the_commands_requests_count);
 	tcase_add_test(cli, cannot_run_exits_4);
