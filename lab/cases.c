@@ -237,8 +237,13 @@ int cases_run_junit(const char *path, int64_t seed_given, FILE *out, struct juni
 		goto free_text;
 	}
 	rows = table_rows(root, seed_given, &seed);
-	if (rows == NULL || json_array_size(rows) == 0 || json_array_size(rows) > CASES_MAX_ROWS) {
+	if (rows == NULL || json_array_size(rows) == 0) {
 		snprintf(err, errlen, "%s:1: want a non-empty array of rows, or {\"cases\": [...]}", path);
+		goto free_root;
+	}
+	if (json_array_size(rows) > CASES_MAX_ROWS) {
+		snprintf(err, errlen, "%s:1: %zu rows, more than the %u a table may have", path, json_array_size(rows),
+		         CASES_MAX_ROWS);
 		goto free_root;
 	}
 	if (cases_row_lines_scan(text, &rl) != 0 || (junit && junit_suite(junit, path, 0) != 0)) {

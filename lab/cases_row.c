@@ -21,8 +21,8 @@
 static int row_lines_push(struct row_lines *rl, unsigned line)
 {
 	if (rl->n == rl->cap) {
-		size_t cap = rl->cap ? rl->cap * 2 : 64;
-		unsigned *nl = cap > CASES_MAX_ROWS ? NULL : realloc(rl->line, cap * sizeof(*nl));
+		size_t cap = rl->cap == 0 ? 64 : rl->cap * 2 < CASES_MAX_ROWS ? rl->cap * 2 : CASES_MAX_ROWS;
+		unsigned *nl = rl->cap == CASES_MAX_ROWS ? NULL : realloc(rl->line, cap * sizeof(*nl));
 
 		if (nl == NULL)
 			return -1;
@@ -288,6 +288,8 @@ static int parse_expect(json_t *row, struct case_row *c, char *why, size_t wl)
 	           json_is_number(json_array_get(w, 1))) {
 		c->wait_lo_ms = json_number_value(json_array_get(w, 0));
 		c->wait_hi_ms = json_number_value(json_array_get(w, 1));
+		if (c->wait_lo_ms > c->wait_hi_ms)
+			return cases_row_err(why, wl, "%s", "\"wait_ms\" [lo, hi] has lo over hi");
 	} else if (w != NULL) {
 		return cases_row_err(why, wl, "%s", "\"wait_ms\" must be a number or [lo, hi]");
 	}

@@ -92,6 +92,50 @@ START_TEST(malformed_table_names_file_and_line)
 }
 END_TEST
 
+/* A table of n rows that each pass (lab, 429 on a first attempt: retry), written to path. */
+static void write_rows(const char *path, unsigned n, const char *first_expect)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs("[\n", f);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "{\"id\": \"r%u\", \"policy\": \"lab\", \"status\": 429, \"attempt\": 1, \"expect\": %s}%s\n", i,
+		        i == 0 && first_expect ? first_expect : "{\"retry\": true}", i + 1 < n ? "," : "");
+	fputs("]\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * A table's size and its rows' bounds: any table up to 100,000 rows replays
+ * (65,537 said "out of memory"), one past it is named as too long, and a
+ * wait range whose low bound is over its high one is malformed (exit 2), not
+ * a row that fails.
+ */
+START_TEST(table_bounds_are_named)
+{
+	char path[] = "/tmp/ratelab-cases-XXXXXX", err[512] = "", want[640];
+	unsigned passed = 0, failed = 0;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	write_rows(path, 70000, NULL);
+	ck_assert_msg(cases_run_file(path, -1, NULL, &passed, &failed, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(passed, 70000);
+	ck_assert_uint_eq(failed, 0);
+	write_rows(path, 100001, NULL);
+	ck_assert_int_eq(cases_run_file(path, -1, NULL, &passed, &failed, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:1: 100001 rows, more than the 100000 a table may have", path);
+	ck_assert_str_eq(err, want);
+	write_rows(path, 2, "{\"retry\": true, \"wait_ms\": [300, 100]}");
+	ck_assert_int_eq(cases_run_file(path, -1, NULL, &passed, &failed, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:2: row 1: \"wait_ms\" [lo, hi] has lo over hi", path);
+	ck_assert_str_eq(err, want);
+	unlink(path);
+}
+END_TEST
+
 /* The table's output (its FAIL lines show the waits drawn) with seed_given. */
 static char *replay_text(const char *path, int64_t seed_given)
 {
@@ -143,6 +187,7 @@ Suite *cases_suite(void)
 	tcase_add_test(tc, replays_the_project_table);
 	tcase_add_test(tc, wrong_row_is_one_failure);
 	tcase_add_test(tc, malformed_table_names_file_and_line);
+	tcase_add_test(tc, table_bounds_are_named);
 	tcase_add_test(tc, given_seed_replaces_the_tables);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
