@@ -9,18 +9,26 @@ enum { COL_ATTEMPTS, COL_RETRIES, COL_ERRORS, COL_OTHER, COL_CODES };
 
 struct timeline {
 	struct series *rows;
+	uint32_t max_rows;               /* TIMELINE_MAX_ROWS but in tests */
+	bool clipped;                    /* an event past the last row was counted in it */
 	unsigned ncodes;
 	int codes[TIMELINE_MAX_CODES];
 };
 
 struct timeline *timeline_new(uint64_t interval_ns)
 {
+	return timeline_new_rows(interval_ns, TIMELINE_MAX_ROWS);
+}
+
+struct timeline *timeline_new_rows(uint64_t interval_ns, uint32_t max_rows)
+{
 	struct series_params p = { .shape = SERIES_FROM_START, .interval_ns = interval_ns,
-	                           .max_rows = TIMELINE_MAX_ROWS, .width = COL_CODES + TIMELINE_MAX_CODES };
+	                           .max_rows = max_rows, .width = COL_CODES + TIMELINE_MAX_CODES };
 	struct timeline *t;
 
-	if (interval_ns == 0 || (t = calloc(1, sizeof(*t))) == NULL)
+	if (interval_ns == 0 || max_rows == 0 || max_rows > TIMELINE_MAX_ROWS || (t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
+	t->max_rows = max_rows;
 	if ((t->rows = series_new(&p)) == NULL) {
 		free(t);
 		return NULL;
@@ -53,9 +61,12 @@ static int column_of(struct timeline *t, int code)
 	return (int)t->ncodes++;
 }
 
-static uint64_t row_of(const struct timeline *t, uint64_t offset_ns)
+static uint64_t row_of(struct timeline *t, uint64_t offset_ns)
 {
-	return series_row_of(t->rows, offset_ns);
+	uint64_t row = series_row_of(t->rows, offset_ns);
+
+	t->clipped = t->clipped || row >= t->max_rows;
+	return row;
 }
 
 void timeline_sent(struct timeline *t, uint64_t offset_ns)
@@ -90,13 +101,15 @@ int timeline_merge_shifted(struct timeline *dst, const struct timeline *src, uin
 		return -1;
 	/* dst grows once, to what it needs, rather than by doubling */
 	if (timeline_rows(src) > 0 &&
-	    timeline_reserve(dst, (uint32_t)((uint64_t)timeline_rows(src) + shift < TIMELINE_MAX_ROWS
-	                                     ? timeline_rows(src) + shift : TIMELINE_MAX_ROWS)) != 0)
+	    timeline_reserve(dst, (uint32_t)((uint64_t)timeline_rows(src) + shift < dst->max_rows
+	                                     ? timeline_rows(src) + shift : dst->max_rows)) != 0)
 		return -1;
+	dst->clipped = dst->clipped || src->clipped;
 	for (uint32_t r = 0; r < timeline_rows(src); r++) {
 		uint64_t d = (uint64_t)r + shift;
 
-		if (timeline_add_row(dst, (uint32_t)(d < TIMELINE_MAX_ROWS ? d : TIMELINE_MAX_ROWS - 1),
+		dst->clipped = dst->clipped || d >= dst->max_rows;
+		if (timeline_add_row(dst, (uint32_t)(d < dst->max_rows ? d : dst->max_rows - 1),
 		                     timeline_attempts(src, r), timeline_retries(src, r), timeline_errors(src, r),
 		                     timeline_other(src, r)) < 0)
 			return -1;
@@ -174,11 +187,17 @@ uint64_t timeline_class(const struct timeline *t, uint32_t row, int c)
 	return n;
 }
 
+bool timeline_clipped(const struct timeline *t)
+{
+	return t->clipped;
+}
+
 uint64_t timeline_peak_attempts(const struct timeline *t)
 {
 	uint64_t peak = 0;
+	uint32_t rows = timeline_rows(t) - (t->clipped && timeline_rows(t) > 0 ? 1 : 0);
 
-	for (uint32_t r = 0; r < timeline_rows(t); r++)
+	for (uint32_t r = 0; r < rows; r++)
 		if (timeline_attempts(t, r) > peak)
 			peak = timeline_attempts(t, r);
 	return peak;

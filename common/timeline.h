@@ -1,6 +1,7 @@
 #ifndef RATELAB_TIMELINE_H
 #define RATELAB_TIMELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,6 +21,8 @@ struct timeline;
 
 /* A new empty timeline, or NULL (also when interval_ns is 0). */
 struct timeline *timeline_new(uint64_t interval_ns);
+/* The same with max_rows rows (1 .. TIMELINE_MAX_ROWS) in place of TIMELINE_MAX_ROWS: for tests of the last row. */
+struct timeline *timeline_new_rows(uint64_t interval_ns, uint32_t max_rows);
 void timeline_free(struct timeline *t);
 
 /*
@@ -74,7 +77,13 @@ uint64_t timeline_other(const struct timeline *t, uint32_t row);
 /* Answers of status class c (2 for 2xx, ...) in a row. */
 uint64_t timeline_class(const struct timeline *t, uint32_t row, int c);
 
-/* The largest per-row attempt count. */
+/*
+ * Whether the run went past the last row (TIMELINE_MAX_ROWS intervals), so
+ * that row counts everything later too.
+ */
+bool timeline_clipped(const struct timeline *t);
+
+/* The largest per-row attempt count (of a clipped timeline, not counting its last row). */
 uint64_t timeline_peak_attempts(const struct timeline *t);
 
 /*

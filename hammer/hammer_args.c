@@ -450,6 +450,10 @@ int hammer_args_parse(struct hammer_opts *o, int argc, char **argv, atomic_int *
 		o->cfg.method = o->cfg.data != NULL ? "POST" : "GET";
 	if (!o->requests_given && o->cfg.duration_ns == 0)
 		o->cfg.requests = 40;
+	if (o->cfg.duration_ns / o->cfg.interval_ns > TIMELINE_MAX_ROWS)
+		return cli_fail(err, errlen, "hammer", "--duration is %llu intervals of --interval, more than the %u rows a "
+		                "timeline holds: give a longer --interval",
+		                (unsigned long long)(o->cfg.duration_ns / o->cfg.interval_ns), TIMELINE_MAX_ROWS);
 	if (o->cfg.rate > 0 && !o->concurrency_given)
 		o->cfg.concurrency = 256;
 	/* Without --seed every run draws its own jitter (two hammers started

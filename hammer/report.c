@@ -92,6 +92,9 @@ void report_text(FILE *f, const struct hammer_result *r)
 	}
 	parse_format_duration(timeline_interval_ns(r->timeline), iv, sizeof(iv));
 	fprintf(f, "peak %llu attempts per %s\n", (unsigned long long)timeline_peak_attempts(r->timeline), iv);
+	if (timeline_clipped(r->timeline))
+		fprintf(f, "timeline: the run outlasted its %u rows of %s; its last row counts everything later "
+		        "(a longer --interval keeps them apart)\n", TIMELINE_MAX_ROWS, iv);
 	if (r->interrupted)
 		fprintf(f, "interrupted: %llu requests unfinished\n", (unsigned long long)(r->unfinished + r->dropped));
 	else if (r->unfinished || r->dropped)

@@ -216,6 +216,10 @@ START_TEST(hammer_mistakes)
 		  "and !#$%&'*+-.^_`|~)\n" },
 		{ { "hammer", "--header", "content-length: 5", NULL },
 		  "ratelab hammer: --header: 'content-length: 5' frames the body, which hammer does from --data\n" },
+		/* a run known to outlast the timeline's rows asks for a longer interval */
+		{ { "hammer", "--sim", "--duration", "30m", "--rate", "1", "--interval", "1ms", NULL },
+		  "ratelab hammer: --duration is 1800000 intervals of --interval, more than the 1048576 rows a timeline holds: "
+		  "give a longer --interval\n" },
 		/* two documents on standard output cannot be read apart */
 		{ { "hammer", "--sim", "--expect", "ok>=1", "--json", "-", "--junit", "-", NULL },
 		  "ratelab hammer: --json and --junit both write to standard output ('-')\n" },

@@ -196,6 +196,47 @@ START_TEST(merge_shifted_and_rows_added)
 END_TEST
 
 /* Room reserved is no rows yet; rows filled into it and past it are kept, zero between. */
+/*
+ * A run that outlasts TIMELINE_MAX_ROWS rows is counted in the last one, and
+ * the timeline says so: its peak leaves that row out (a 1 req/s run at 1ms
+ * rows showed "peak 751 attempts per 1ms"), and a merge carries it over.
+ */
+START_TEST(past_the_last_row_is_clipped)
+{
+	struct timeline *t = timeline_new_rows(NS_PER_MS, 10), *sum = timeline_new_rows(NS_PER_MS, 10);
+	struct timeline *late = timeline_new_rows(NS_PER_MS, 10);
+
+	timeline_sent(t, 5 * NS_PER_MS);
+	timeline_sent(t, 5 * NS_PER_MS);
+	timeline_sent(t, 9 * NS_PER_MS);
+	ck_assert(!timeline_clipped(t));
+	for (uint64_t i = 0; i < 3; i++)
+		timeline_sent(t, (10 + i * 1000) * NS_PER_MS);
+	ck_assert(timeline_clipped(t));
+	ck_assert_uint_eq(timeline_rows(t), 10);
+	ck_assert_uint_eq(timeline_attempts(t, 9), 4);
+	ck_assert_uint_eq(timeline_peak_attempts(t), 2);
+	ck_assert_int_eq(timeline_merge(sum, t), 0);
+	ck_assert(timeline_clipped(sum));
+	ck_assert_uint_eq(timeline_peak_attempts(sum), 2);
+	/* a run merged in later than the last row clips it too */
+	timeline_sent(late, 0);
+	ck_assert(!timeline_clipped(late));
+	ck_assert_int_eq(timeline_merge_shifted(late, late, 0), 0);
+	ck_assert(!timeline_clipped(late));
+	timeline_free(sum);
+	sum = timeline_new_rows(NS_PER_MS, 10);
+	ck_assert_int_eq(timeline_merge_shifted(sum, late, 12), 0);
+	ck_assert(timeline_clipped(sum));
+	ck_assert_uint_eq(timeline_attempts(sum, 9), 2);
+	ck_assert(timeline_new_rows(NS_PER_MS, 0) == NULL);
+	ck_assert(timeline_new_rows(NS_PER_MS, TIMELINE_MAX_ROWS + 1) == NULL);
+	timeline_free(t);
+	timeline_free(sum);
+	timeline_free(late);
+}
+END_TEST
+
 START_TEST(reserve_adds_no_rows)
 {
 	struct timeline *t = timeline_new(100 * NS_PER_MS), *far = timeline_new(100 * NS_PER_MS);
@@ -230,6 +271,7 @@ Suite *timeline_suite(void)
 	tcase_add_test(tc, merge_is_exact);
 	tcase_add_test(tc, merge_shifted_and_rows_added);
 	tcase_add_test(tc, reserve_adds_no_rows);
+	tcase_add_test(tc, past_the_last_row_is_clipped);
 	tcase_add_test(tc, csv);
 	suite_add_tcase(s, tc);
 	return s;
