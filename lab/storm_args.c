@@ -266,6 +266,10 @@ static int settle_window(struct storm_opts *o, char *err, size_t errlen)
 		if (o->window.end_ns > o->duration_ns)
 			return cli_bad_value(err, errlen, "storm", "--trigger", o->trigger_spec,
 			                     "ends at %s, past the run (--duration %s)", end, dur);
+		if (o->window.end_ns + NS_PER_SEC > o->duration_ns)
+			return cli_bad_value(err, errlen, "storm", "--trigger", o->trigger_spec,
+			                     "ends at %s, less than the second before the run's end (--duration %s) that "
+			                     "recovery is judged on", end, dur);
 		return 0;
 	}
 	if (!schedule_spike(&o->schedule, o->duration_ns, &o->window))
@@ -276,6 +280,9 @@ static int settle_window(struct storm_opts *o, char *err, size_t errlen)
 	if (o->window.end_ns > o->duration_ns)
 		return cli_fail(err, errlen, "storm", "--rate: the spike ends at %s, past the run (--duration %s)",
 		                o->window.end_ns == RATE_SCHEDULE_OPEN ? "the end of time" : end, dur);
+	if (o->window.end_ns + NS_PER_SEC > o->duration_ns)
+		return cli_fail(err, errlen, "storm", "--rate: the spike ends at %s, less than the second before the run's "
+		                "end (--duration %s) that recovery is judged on", end, dur);
 	snprintf(o->window_what, sizeof(o->window_what), "a load spike to %g/s", rate_schedule_peak(&o->schedule));
 	return 0;
 }

@@ -355,6 +355,9 @@ START_TEST(storm_mistakes)
 		  "(item 1 'abc': 'abc' is not a rate such as 50, 2.5, 30/1m or 0)\n" },
 		{ { "storm", "--trigger", "25%@20s+2s", NULL },
 		  "ratelab storm: --trigger: '25%@20s+2s' ends at 22s, past the run (--duration 10s)\n" },
+		{ { "storm", "--duration", "2s", "--trigger", "25%@1s+500ms", NULL },
+		  "ratelab storm: --trigger: '25%@1s+500ms' ends at 1500ms, less than the second before the run's end "
+		  "(--duration 2s) that recovery is judged on\n" },
 		{ { "storm", "--sweep-after", "1s", NULL }, "ratelab storm: --sweep-after goes with --sweep\n" },
 		{ { "storm", "--sim-delay", "1s", NULL }, "ratelab storm: --sim-delay goes with --sim or --compare\n" },
 		{ { "storm", "--policies", "naive,budget,naive", NULL },
