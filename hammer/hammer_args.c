@@ -57,9 +57,10 @@ static int opt_header(void *base, const struct cli_option *o, const char *v, cha
 	(void)o;
 	if (cli_has_crlf(v))
 		return snprintf(why, wl, "contains a CR or LF"), -1;
-	if (strchr(v, ':') == NULL || v[0] == ':' || strspn(v, HEADER_NAME) != (size_t)(strchr(v, ':') - v))
-		return snprintf(why, wl, "is not a header such as 'Name: value' (a name is letters, digits and "
-		                "!#$%%&'*+-.^_`|~)"), -1;
+	if (strchr(v, ':') == NULL || v[0] == ':')
+		return snprintf(why, wl, "is not a header such as 'Name: value'"), -1;
+	if (strspn(v, HEADER_NAME) != (size_t)(strchr(v, ':') - v))
+		return snprintf(why, wl, "has a name that is not letters, digits and !#$%%&'*+-.^_`|~"), -1;
 	if (strncasecmp(v, "Content-Length:", 15) == 0 || strncasecmp(v, "Transfer-Encoding:", 18) == 0)
 		return snprintf(why, wl, "frames the body, which hammer does from --data"), -1;
 	if (h->cfg.nheaders == MAX_HEADERS)
