@@ -16,6 +16,7 @@
 #                                     use single quotes inside, no double quotes)
 #   cdp_until 'EXPRESSION' WANT [S]   poll EXPRESSION every 0.1 s, at most S seconds (10),
 #                                     until it is WANT; print its last value
+#   (after one command goes unanswered, every later one fails at once)
 #   cdp_stop                          close the browser
 
 cdp_find_chromium() {
@@ -28,6 +29,7 @@ cdp_find_chromium() {
 cdp_start() {
 	CDP_DIR=$1
 	cdp_find_chromium || return 1
+	rm -f "$CDP_DIR/cdp.dead"
 	mkfifo "$CDP_DIR/cdp.in"
 	: >"$CDP_DIR/cdp.out"
 	echo 0 >"$CDP_DIR/cdp.id"
@@ -51,8 +53,15 @@ cdp_send() {
 	fi
 }
 
-# cdp_wait ID: print the answer to command ID (waiting at most 20 s); fail without one.
+# cdp_wait ID: print the answer to command ID (waiting at most 20 s); fail without one.  Once a
+# command went unanswered (the browser, or its page's renderer, is gone or stuck), every later
+# wait fails at once: a test's remaining steps (cdp_until polls for seconds) must not each wait
+# out 20 s more.
 cdp_wait() {
+	if [ -e "$CDP_DIR/cdp.dead" ]; then
+		echo "cdp: no answer to command $1 (command $(cat "$CDP_DIR/cdp.dead") went unanswered)" >&2
+		return 1
+	fi
 	_n=0
 	while [ "$_n" -lt 400 ]; do
 		_line=$(tr '\000' '\n' <"$CDP_DIR/cdp.out" | grep "^{\"id\":$1," | tail -1 || true)
@@ -64,6 +73,7 @@ cdp_wait() {
 		sleep 0.05
 	done
 	echo "cdp: no answer to command $1" >&2
+	echo "$1" >"$CDP_DIR/cdp.dead"
 	tail -5 "$CDP_DIR/chromium.err" >&2
 	return 1
 }
@@ -96,6 +106,7 @@ cdp_until() {
 	while :; do
 		_until_v=$(cdp_eval "$1")
 		[ "$_until_v" = "$2" ] && break
+		[ ! -e "$CDP_DIR/cdp.dead" ] || break
 		_until_n=$((_until_n - 1))
 		[ "$_until_n" -gt 0 ] || break
 		sleep 0.1
