@@ -242,7 +242,8 @@ const struct cli_option server_args_options[] = {
 	{ "--status", CLI_CUSTOM, .fn = opt_status, .values = status_words, .section = CLI_SEC_DOES, .arg = "429|503",
 	  .help = "rejection status (default 429)" },
 	{ "--retry-after", CLI_CHOICE, SA(cfg.retry_after), .words = RETRY_AFTER_WORDS, .section = CLI_SEC_DOES, .arg = "seconds|http-date|none",
-	  .help = "the Retry-After of a rejection (default seconds: the wait rounded up, never 0)" },
+	  .help = "the Retry-After of a rejection (default seconds: the wait rounded up, never 0; "
+	          "http-date: the first whole second at or after the wait ends)" },
 	{ "--headers", CLI_CUSTOM, .fn = opt_headers, .values = headers_words, .section = CLI_SEC_DOES, .arg = "LIST",
 	  .help = "rate-limit fields, a comma list of ietf (RateLimit-Policy and RateLimit, t = "
 	          "seconds until more quota), draft-03 (RateLimit-Limit/-Remaining/-Reset), "

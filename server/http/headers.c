@@ -216,7 +216,7 @@ static size_t trio(struct headers_field *out, const char *const names[3], const 
 }
 
 size_t headers_fields(enum headers_mode mode, const struct limiter_params *p, bool layered, const char *policy,
-                      const struct limiter_decision *d, int64_t now_wall_s, struct headers_field *out)
+                      const struct limiter_decision *d, uint64_t now_wall_ns, struct headers_field *out)
 {
 	static const char *const draft03[3] = { "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset" };
 	static const char *const envoy[3] = { "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset" };
@@ -241,7 +241,7 @@ size_t headers_fields(enum headers_mode mode, const struct limiter_params *p, bo
 		field_u64(&out[n++], "X-RateLimit-Limit", d->limit);
 		field_u64(&out[n++], "X-RateLimit-Remaining", d->remaining);
 		field_u64(&out[n++], "X-RateLimit-Used", d->limit > d->remaining ? d->limit - d->remaining : 0);
-		field_u64(&out[n++], "X-RateLimit-Reset", (uint64_t)now_wall_s + headers_reset_secs(d));
+		field_u64(&out[n++], "X-RateLimit-Reset", headers_github_reset(d, now_wall_ns));
 		out[n].name = "X-RateLimit-Resource";
 		headers_policy_name(p, layered, d->layer, out[n].buf, sizeof(out[n].buf));
 		out[n].value = out[n].buf;
@@ -266,8 +266,26 @@ int headers_ratelimit(const struct limiter_params *p, bool layered, const struct
 	return b.over ? -1 : 0;
 }
 
-bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, int64_t now_wall_s,
-                         char *buf, size_t len)
+uint64_t headers_wall_second_after(uint64_t now_wall_ns, uint64_t after_ns)
+{
+	return (now_wall_ns + after_ns + NS_PER_SEC - 1) / NS_PER_SEC;
+}
+
+uint64_t headers_github_reset(const struct limiter_decision *d, uint64_t now_wall_ns)
+{
+	return d->admitted ? headers_wall_second_after(now_wall_ns, d->reset_ns)
+	                   : headers_retry_after_date(d->wait_ns, now_wall_ns);
+}
+
+uint64_t headers_retry_after_date(uint64_t wait_ns, uint64_t now_wall_ns)
+{
+	uint64_t at = headers_wall_second_after(now_wall_ns, wait_ns), next = now_wall_ns / NS_PER_SEC + 1;
+
+	return at > next ? at : next;
+}
+
+bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, uint64_t now_wall_ns, char *buf,
+                         size_t len)
 {
 	uint64_t s = headers_retry_after_secs(wait_ns);
 	char date[HTTPDATE_LEN];
@@ -277,7 +295,7 @@ bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, int64_
 		headers_format_u64(s, buf, len);
 		return true;
 	case HEADERS_RA_HTTPDATE:
-		httpdate_format((time_t)(now_wall_s + (int64_t)s), date);
+		httpdate_format((time_t)headers_retry_after_date(wait_ns, now_wall_ns), date);
 		snprintf(buf, len, "%s", date);
 		return true;
 	case HEADERS_RA_NONE:

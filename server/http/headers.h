@@ -63,11 +63,21 @@ int headers_parse_dialects(const char *list, enum headers_mode *mode, char *why,
 /*
  * The rate-limit fields of `mode` for decision d into out[0..HEADERS_MAX_FIELDS):
  * `policy` is the route's RateLimit-Policy text, `resource` the policy name
- * GitHub's X-RateLimit-Resource gives, now_wall_s the wall clock (only github
+ * GitHub's X-RateLimit-Resource gives, now_wall_ns the wall clock (only github
  * reads it).  Returns how many were filled.
  */
 size_t headers_fields(enum headers_mode mode, const struct limiter_params *p, bool layered, const char *policy,
-                      const struct limiter_decision *d, int64_t now_wall_s, struct headers_field *out);
+                      const struct limiter_decision *d, uint64_t now_wall_ns, struct headers_field *out);
+
+/*
+ * The Unix second at which after_ns from now_wall_ns has passed: the first
+ * whole second at or after that instant, so that a client that waits until
+ * it is never early.
+ */
+uint64_t headers_wall_second_after(uint64_t now_wall_ns, uint64_t after_ns);
+
+/* GitHub's X-RateLimit-Reset for d at now_wall_ns: when the quota is back (a rejection: when its wait ends). */
+uint64_t headers_github_reset(const struct limiter_decision *d, uint64_t now_wall_ns);
 
 enum headers_retry_after {
 	HEADERS_RA_SECONDS,
@@ -112,10 +122,15 @@ uint64_t headers_next_secs(const struct limiter_decision *d);
 
 /*
  * The Retry-After value for a rejection: delta-seconds, or the HTTP-date of
- * now_wall_s + those seconds.  Returns false for HEADERS_RA_NONE (no header).
+ * the first whole second at or after the wait's end (now_wall_ns + wait_ns,
+ * and at least the next second).  Returns false for HEADERS_RA_NONE (no
+ * header).
  */
-bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, int64_t now_wall_s,
-                         char *buf, size_t len);
+bool headers_retry_after(enum headers_retry_after mode, uint64_t wait_ns, uint64_t now_wall_ns, char *buf,
+                         size_t len);
+
+/* The HTTP-date form's second, as headers_retry_after writes it. */
+uint64_t headers_retry_after_date(uint64_t wait_ns, uint64_t now_wall_ns);
 
 /*
  * The application/problem+json body of a rejection: type, title, status,

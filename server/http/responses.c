@@ -89,17 +89,23 @@ void responses_rejection_destroy(struct responses_rejection *rj)
 	rj->r = NULL;
 }
 
-/* The wall clock's second for an epoch reset (github), else 0: the clock is read only when it is said. */
-static int64_t fields_wall_s(const struct responses *rs)
+/* The wall clock for an epoch reset (github), else 0: the clock is read only when it is said. */
+static uint64_t fields_wall_ns(const struct responses *rs)
 {
-	return rs->headers & HEADERS_GITHUB ? (int64_t)(clock_wall_ns() / NS_PER_SEC) : 0;
+	return rs->headers & HEADERS_GITHUB ? clock_wall_ns() : 0;
+}
+
+/* d's X-RateLimit-Reset at wall_ns when github is said, else 0: a kept response's key. */
+static uint64_t github_reset(const struct responses *rs, const struct limiter_decision *d, uint64_t wall_ns)
+{
+	return rs->headers & HEADERS_GITHUB ? headers_github_reset(d, wall_ns) : 0;
 }
 
 static void add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
-                          int64_t wall_s, struct MHD_Response *r)
+                          uint64_t wall_ns, struct MHD_Response *r)
 {
 	struct headers_field f[HEADERS_MAX_FIELDS];
-	size_t n = headers_fields(rs->headers, &rt->params, rt->ops->layered, rt->policy, d, wall_s, f);
+	size_t n = headers_fields(rs->headers, &rt->params, rt->ops->layered, rt->policy, d, wall_ns, f);
 
 	for (size_t i = 0; i < n; i++)
 		MHD_add_response_header(r, f[i].name, f[i].value);
@@ -108,7 +114,7 @@ static void add_ratelimit(const struct responses *rs, const struct route *rt, co
 void responses_add_ratelimit(const struct responses *rs, const struct route *rt, const struct limiter_decision *d,
                              struct MHD_Response *r)
 {
-	add_ratelimit(rs, rt, d, fields_wall_s(rs), r);
+	add_ratelimit(rs, rt, d, fields_wall_ns(rs), r);
 }
 
 /* This thread's admitted-response slot for rs, or NULL past RESPONSES_CACHE_SLOTS threads. */
@@ -126,29 +132,29 @@ static struct responses_slot *thread_slot(struct responses *rs)
 enum MHD_Result responses_admitted(struct responses *rs, struct MHD_Connection *c, const struct route *rt,
                                    int route, const struct limiter_decision *d)
 {
-	uint64_t reset_s = headers_reset_secs(d), next_s = headers_next_secs(d);
-	int64_t wall_s;
+	uint64_t reset_s = headers_reset_secs(d), next_s = headers_next_secs(d), wall_ns, gh;
 	struct responses_slot *sl;
 	struct MHD_Response *r;
 
 	if ((rs->headers & ~(unsigned)HEADERS_SILENT) == HEADERS_NONE)
 		return MHD_queue_response(c, MHD_HTTP_OK, rs->ok);
-	wall_s = fields_wall_s(rs);
+	wall_ns = fields_wall_ns(rs);
+	gh = github_reset(rs, d, wall_ns);
 	sl = thread_slot(rs);
 	if (sl && sl->r && sl->route == route && sl->layer == d->layer && sl->remaining == d->remaining &&
-	    sl->reset_s == reset_s && sl->next_s == next_s && sl->wall_s == wall_s)
+	    sl->reset_s == reset_s && sl->next_s == next_s && sl->github_reset == gh)
 		return MHD_queue_response(c, MHD_HTTP_OK, sl->r);
 	r = MHD_create_response_from_buffer(sizeof(OK_BODY) - 1, (void *)OK_BODY, MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-	add_ratelimit(rs, rt, d, wall_s, r);
+	add_ratelimit(rs, rt, d, wall_ns, r);
 	if (!sl)
 		return responses_send(c, MHD_HTTP_OK, r);
 	if (sl->r)
 		MHD_destroy_response(sl->r);
 	*sl = (struct responses_slot){ .r = r, .route = route, .layer = d->layer, .remaining = d->remaining,
-	                               .reset_s = reset_s, .next_s = next_s, .wall_s = wall_s };
+	                               .reset_s = reset_s, .next_s = next_s, .github_reset = gh };
 	return MHD_queue_response(c, MHD_HTTP_OK, r);
 }
 
@@ -159,24 +165,22 @@ static bool rejection_retry_after(const struct responses *rs, const struct respo
 	/* The wall clock is read only for the HTTP-date form. */
 	return !v->no_retry_after &&
 	       headers_retry_after(rs->retry_after, v->d->wait_ns,
-	                           rs->retry_after == HEADERS_RA_HTTPDATE ? (int64_t)(clock_wall_ns() / NS_PER_SEC) : 0,
-	                           ra, len);
+	                           rs->retry_after == HEADERS_RA_HTTPDATE ? clock_wall_ns() : 0, ra, len);
 }
 
 uint64_t responses_announced_ns(const struct responses *rs, const struct responses_verdict *v, uint64_t wall_ns)
 {
-	uint64_t secs = headers_retry_after_secs(v->d->wait_ns) * NS_PER_SEC;
-
 	if (v->no_retry_after || rs->retry_after == HEADERS_RA_NONE)
 		return 0;
-	/* The date names whole seconds after the current wall second began. */
-	return rs->retry_after == HEADERS_RA_HTTPDATE ? secs - wall_ns % NS_PER_SEC : secs;
+	/* The date names the first whole second at or after the wait's end. */
+	return rs->retry_after == HEADERS_RA_HTTPDATE ? headers_retry_after_date(v->d->wait_ns, wall_ns) * NS_PER_SEC - wall_ns
+	                                              : headers_retry_after_secs(v->d->wait_ns) * NS_PER_SEC;
 }
 
 /* A rejection response over body (len bytes, kept or copied per mode), with its headers. */
 static struct MHD_Response *rejection_new(const struct responses *rs, const struct route *rt,
                                           const struct limiter_decision *d, char *body, size_t len,
-                                          const char *ra, int64_t wall_s, enum MHD_ResponseMemoryMode mode)
+                                          const char *ra, uint64_t wall_ns, enum MHD_ResponseMemoryMode mode)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
 
@@ -185,7 +189,7 @@ static struct MHD_Response *rejection_new(const struct responses *rs, const stru
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
 	if (ra)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
-	add_ratelimit(rs, rt, d, wall_s, r);
+	add_ratelimit(rs, rt, d, wall_ns, r);
 	return r;
 }
 
@@ -208,10 +212,10 @@ static bool rejection_head_kept(const struct responses_rejection *rj, int route,
 
 /* The kept response can go out again: same head, same headers, same body length. */
 static bool rejection_reusable(const struct responses_rejection *rj, int route, const struct limiter_decision *d,
-                               uint64_t reset_s, int64_t wall_s, size_t len, bool has_ra, const char *ra)
+                               uint64_t reset_s, uint64_t gh, size_t len, bool has_ra, const char *ra)
 {
-	/* An epoch reset (github) changes with the wall second, which fields_wall_s gives: compare it too. */
-	return rejection_head_kept(rj, route, d) && rj->reset_s == reset_s && rj->wall_s == wall_s && rj->len == len &&
+	/* An epoch reset (github) changes with the wall clock: compare it too. */
+	return rejection_head_kept(rj, route, d) && rj->reset_s == reset_s && rj->github_reset == gh && rj->len == len &&
 	       rj->has_ra == has_ra && (!has_ra || strcmp(rj->ra, ra) == 0);
 }
 
@@ -264,7 +268,7 @@ static enum MHD_Result rejected_alone(struct responses *rs, struct MHD_Connectio
 	if (len < 0)
 		return MHD_NO;
 	return responses_send(c, (unsigned)rs->reject_status,
-	                      rejection_new(rs, rt, v->d, own, (size_t)len, ra, fields_wall_s(rs),
+	                      rejection_new(rs, rt, v->d, own, (size_t)len, ra, fields_wall_ns(rs),
 	                                    MHD_RESPMEM_MUST_COPY));
 }
 
@@ -273,7 +277,7 @@ enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *
 {
 	char ra[40];
 	bool has_ra = rejection_retry_after(rs, v, ra, sizeof(ra));
-	int64_t wall_s = fields_wall_s(rs);
+	uint64_t wall_ns = fields_wall_ns(rs), gh = github_reset(rs, v->d, wall_ns);
 	uint64_t reset_s = headers_reset_secs(v->d);
 	struct responses_rejection *rj = v->kept;
 	struct MHD_Response *r;
@@ -294,17 +298,17 @@ enum MHD_Result responses_rejected(struct responses *rs, struct MHD_Connection *
 		rejection_pad(rj->body, (size_t)len, rj->len);
 		len = (int)rj->len;
 	}
-	if (!rejection_reusable(rj, v->route, v->d, reset_s, wall_s, (size_t)len, has_ra, ra)) {
+	if (!rejection_reusable(rj, v->route, v->d, reset_s, gh, (size_t)len, has_ra, ra)) {
 		int slack = len + REJECTION_SLACK < HEADERS_BODY_LEN ? REJECTION_SLACK : 0;
 
 		rejection_pad(rj->body, (size_t)len, (size_t)(len + slack));
 		len += slack;
-		r = rejection_new(rs, rt, v->d, rj->body, (size_t)len, has_ra ? ra : NULL, wall_s,
+		r = rejection_new(rs, rt, v->d, rj->body, (size_t)len, has_ra ? ra : NULL, wall_ns,
 		                  MHD_RESPMEM_PERSISTENT);
 		if (!r)
 			return MHD_NO;
 		rejection_keep(rj, r, v, reset_s, (size_t)len, has_ra, ra);
-		rj->wall_s = wall_s;
+		rj->github_reset = gh;
 	}
 	return MHD_queue_response(c, (unsigned)rs->reject_status, rj->r);
 }

@@ -32,7 +32,7 @@ struct responses_slot {
 	_Alignas(64) struct MHD_Response *r;
 	int route, layer;
 	uint64_t remaining, reset_s, next_s;
-	int64_t wall_s;                      /* the wall second of an epoch reset (github), else 0 */
+	uint64_t github_reset;               /* X-RateLimit-Reset, the Unix second (github), else 0 */
 };
 
 /*
@@ -49,7 +49,7 @@ struct responses_rejection {
 	int route, layer;
 	bool has_ra;
 	uint64_t limit, remaining, reset_s, window_ns;
-	int64_t wall_s;                      /* as in responses_slot */
+	uint64_t github_reset;               /* as in responses_slot */
 	size_t len, head_len;
 	char ra[40];
 	char body[HEADERS_BODY_LEN];

@@ -80,9 +80,35 @@ START_TEST(retry_after_forms)
 	ck_assert_str_eq(buf, "2");
 	ck_assert(headers_retry_after(HEADERS_RA_SECONDS, 1, 784111777, buf, sizeof(buf)));
 	ck_assert_str_eq(buf, "1");
-	ck_assert(headers_retry_after(HEADERS_RA_HTTPDATE, 1500 * NS_PER_MS, 784111777, buf, sizeof(buf)));
+	ck_assert(headers_retry_after(HEADERS_RA_HTTPDATE, 1500 * NS_PER_MS, 784111777 * NS_PER_SEC, buf, sizeof(buf)));
 	ck_assert_str_eq(buf, "Sun, 06 Nov 1994 08:49:39 GMT");
-	ck_assert(!headers_retry_after(HEADERS_RA_NONE, NS_PER_SEC, 784111777, buf, sizeof(buf)));
+	ck_assert(!headers_retry_after(HEADERS_RA_NONE, NS_PER_SEC, 784111777 * NS_PER_SEC, buf, sizeof(buf)));
+}
+END_TEST
+
+/*
+ * The HTTP-date names the first whole second at or after the wait's end, so
+ * a client that waits until it is never early: at .8 s past a second, a
+ * 1.5 s wait ends at .3 s two seconds on, and the date is the second after
+ * that (it named the earlier one, and such a client got another 429); the
+ * date is always a later second than now.  GitHub's X-RateLimit-Reset alike.
+ */
+START_TEST(retry_after_date_is_never_early)
+{
+	static const uint64_t NOW = 784111777 * NS_PER_SEC;
+	struct limiter_decision rej = { .admitted = false, .wait_ns = 2900 * NS_PER_MS };
+	struct limiter_decision adm = { .admitted = true, .reset_ns = 2 * NS_PER_SEC };
+	char buf[64];
+
+	ck_assert_uint_eq(headers_retry_after_date(1500 * NS_PER_MS, NOW + 800 * NS_PER_MS), 784111780);
+	ck_assert(headers_retry_after(HEADERS_RA_HTTPDATE, 1500 * NS_PER_MS, NOW + 800 * NS_PER_MS, buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "Sun, 06 Nov 1994 08:49:40 GMT");
+	ck_assert_uint_eq(headers_retry_after_date(1500 * NS_PER_MS, NOW + 400 * NS_PER_MS), 784111779);
+	ck_assert_uint_eq(headers_retry_after_date(1, NOW), 784111778);
+	ck_assert_uint_eq(headers_retry_after_date(0, NOW + 999 * NS_PER_MS), 784111778);
+	ck_assert_uint_eq(headers_github_reset(&rej, NOW + 330 * NS_PER_MS), 784111781);
+	ck_assert_uint_eq(headers_github_reset(&adm, NOW + 330 * NS_PER_MS), 784111780);
+	ck_assert_uint_eq(headers_github_reset(&adm, NOW), 784111779);
 }
 END_TEST
 
@@ -236,7 +262,7 @@ START_TEST(dialect_fields)
 	size_t n;
 
 	n = headers_fields(HEADERS_IETF | HEADERS_DRAFT03 | HEADERS_GITHUB, &p, false, "\"default\";q=60;w=60", &d,
-	                   1700000000, f);
+	                   1700000000 * NS_PER_SEC, f);
 	all[0] = '\0';
 	for (size_t i = 0; i < n; i++)
 		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s: %s\n", f[i].name, f[i].value);
@@ -264,6 +290,7 @@ Suite *headers_suite(void)
 	tcase_add_test(tc, policy_single_and_layered);
 	tcase_add_test(tc, ratelimit_field);
 	tcase_add_test(tc, retry_after_forms);
+	tcase_add_test(tc, retry_after_date_is_never_early);
 	tcase_add_test(tc, problem_body_text_and_tail);
 	tcase_add_test(tc, wait_ms_is_exact);
 	tcase_add_test(tc, problem_body_fields);
