@@ -2,6 +2,7 @@
 #include "common/text.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -44,6 +45,24 @@ void text_printable(const char *s, size_t n, char *buf, size_t len)
 			break;
 		buf[j++] = isprint((unsigned char)s[i]) ? s[i] : '?';
 		i++;
+	}
+	buf[j] = '\0';
+}
+
+void text_label_value(const char *v, char *buf, size_t len)
+{
+	size_t j = 0;
+
+	if (len == 0)
+		return;
+	for (; *v; v++) {
+		bool esc = *v == '\\' || *v == '"' || *v == '\n';
+
+		if (j + 1 + esc >= len)
+			break;
+		if (esc)
+			buf[j++] = '\\';
+		buf[j++] = *v == '\n' ? 'n' : *v;
 	}
 	buf[j] = '\0';
 }

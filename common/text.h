@@ -18,6 +18,13 @@ size_t text_utf8_char(const char *s, size_t n);
  * letter that does not fit whole. */
 void text_printable(const char *s, size_t n, char *buf, size_t len);
 
+/*
+ * v as a Prometheus label value into buf (len bytes, always terminated when
+ * len > 0): backslash, double quote and newline escaped.  A value cut to fit
+ * is cut before an escape, never inside one; 2 * strlen(v) + 1 bytes always fit.
+ */
+void text_label_value(const char *v, char *buf, size_t len);
+
 /* The bytes of s's head that fit in max bytes without cutting a UTF-8 letter. */
 size_t text_fit(const char *s, size_t max);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/text.h"
 #include "server/proxy/upstream.h"
 
 #define LIVE_MAX_BUCKETS STATS_BUCKETS
@@ -128,16 +129,6 @@ free_root:
 	return text;
 }
 
-/* A Prometheus label value: backslash, double quote and newline escaped. */
-static void label_value(FILE *f, const char *v)
-{
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fputc('\\', f);
-		fputc(*v == '\n' ? 'n' : *v, f);
-	}
-}
-
 /* One per-client counter: a field of struct clients_row, a count or nanoseconds shown as seconds. */
 struct client_metric {
 	const char *name, *help;
@@ -148,6 +139,7 @@ struct client_metric {
 static void metric_rows(FILE *f, const struct clients_snapshot *snap, const struct client_metric *m)
 {
 	const char *name = m->name;
+	char label[2 * CLIENTS_NAME_LEN + 1];
 
 	fprintf(f, "# HELP ratelab_client_%s %s\n# TYPE ratelab_client_%s counter\n", name, m->help, name);
 	for (size_t i = 0; i <= snap->n; i++) {
@@ -157,8 +149,8 @@ static void metric_rows(FILE *f, const struct clients_snapshot *snap, const stru
 		if (i == snap->n && r->clients == 0)
 			continue;
 		memcpy(&v, (const char *)r + m->field, sizeof(v));
-		fprintf(f, "ratelab_client_%s{client=\"", name);
-		label_value(f, r->name);
+		text_label_value(r->name, label, sizeof(label));
+		fprintf(f, "ratelab_client_%s{client=\"%s", name, label);
 		if (m->seconds)
 			fprintf(f, "\"} %.6f\n", (double)v / 1e9);
 		else

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/series.h"
+#include "common/text.h"
 
 #define STATS_SHARDS 16
 #define STATS_NSTATUS 600
@@ -473,14 +474,34 @@ static void metrics_backends(struct strbuf *b, const struct stats_route_info *ri
 char *stats_metrics(struct stats *s, uint64_t now_ns, const struct stats_route_info *ri, size_t n)
 {
 	struct strbuf b = { NULL, 0, 0, 0 };
+	/* the routes with their prefixes as label values (a prefix may hold '"' or '\\') */
+	struct stats_route_info *lr = calloc(n ? n : 1, sizeof(*lr));
+	size_t room = 0, at = 0;
+	char *labels;
 
+	for (size_t i = 0; i < n; i++)
+		room += 2 * strlen(ri[i].prefix) + 1;
+	labels = malloc(room ? room : 1);
+	if (lr == NULL || labels == NULL) {
+		free(lr);
+		free(labels);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		lr[i] = ri[i];
+		lr[i].prefix = labels + at;
+		text_label_value(ri[i].prefix, labels + at, 2 * strlen(ri[i].prefix) + 1);
+		at += 2 * strlen(ri[i].prefix) + 1;
+	}
 	sb_printf(&b, "# HELP ratelab_uptime_seconds Seconds since the server started.\n"
 	              "# TYPE ratelab_uptime_seconds gauge\nratelab_uptime_seconds %.3f\n",
 	          (double)(now_ns - s->start_ns) / 1e9);
 	metrics_status(&b, s);
 	metrics_refused(&b, s);
-	metrics_routes(&b, s, ri, n);
-	metrics_backends(&b, ri, n);
+	metrics_routes(&b, s, lr, n);
+	metrics_backends(&b, lr, n);
+	free(lr);
+	free(labels);
 	if (b.failed) {
 		free(b.p);
 		return NULL;

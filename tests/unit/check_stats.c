@@ -224,12 +224,33 @@ START_TEST(metrics_lines)
 }
 END_TEST
 
+/* A route prefix is a label value like any: a '"', '\\' or newline in it is escaped (it was printed raw). */
+START_TEST(metrics_escape_route_prefixes)
+{
+	static const struct stats_route_info ODD[2] = {
+		{ "/q\"x", "token-bucket", { 1, 0, 0, 0, 0 }, NULL, NULL, false, { 0 } },
+		{ "/b\\s\n", "gcra", { 2, 0, 0, 0, 0 }, NULL, NULL, false, { 0 } },
+	};
+	struct stats *s = sample();
+	char *m = stats_metrics(s, T0 + 2500 * MS, ODD, 2);
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(strstr(m, "\nratelab_live_keys{route=\"/q\\\"x\"} 1\n") != NULL, "%s", m);
+	ck_assert_msg(strstr(m, "\nratelab_live_keys{route=\"/b\\\\s\\n\"} 2\n") != NULL, "%s", m);
+	ck_assert_ptr_nonnull(
+		strstr(m, "\nratelab_decisions_total{route=\"/q\\\"x\",limiter=\"token-bucket\",decision=\"rejected\"} 2\n"));
+	free(m);
+	stats_free(s);
+}
+END_TEST
+
 Suite *stats_suite(void)
 {
 	Suite *s = suite_create("stats");
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, counts_per_status_and_route);
+	tcase_add_test(tc, metrics_escape_route_prefixes);
 	tcase_add_test(tc, timeline_buckets_by_injected_now);
 	tcase_add_test(tc, buckets_faults_and_ranges);
 	tcase_add_test(tc, json_fields);
