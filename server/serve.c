@@ -1,4 +1,4 @@
-/* `ratelab serve`: parse, start, wait for SIGINT/SIGTERM, drain, summarise. */
+/* `ratelab serve`: parse, start, wait for SIGINT/SIGTERM/SIGHUP, drain, summarise. */
 #include "server/serve.h"
 
 #include <arpa/inet.h>
@@ -83,12 +83,12 @@ static const struct cli_help SERVE_HELP = {
 	         "the dashboard's URL (with --bind 0.0.0.0 or ::, first one URL per LAN address for "
 	         "the attendees, their /play page).",
 	.tables = SERVE_TABLES,
-	.notes = "SIGINT or SIGTERM drains: no new connections, requests in flight answered (a\n"
-	         "body still arriving gets 503), at most 5 s.\n",
+	.notes = "SIGINT, SIGTERM or SIGHUP (the terminal closed) drains: no new connections,\n"
+	         "requests in flight answered (a body still arriving gets 503), at most 5 s.\n",
 	.exits = "0\tafter the drain\n"
 	         "1\tthe server cannot start\n"
 	         "2\ta bad flag or value\n"
-	         SERVE_STR(SERVE_EXIT_FORCED) "\ta second SIGINT or SIGTERM cut the drain short\n"
+	         SERVE_STR(SERVE_EXIT_FORCED) "\ta second signal cut the drain short\n"
 	         CLI_EXIT_WRITE_LINE,
 };
 
@@ -246,7 +246,7 @@ static void banner(const struct server_config *cfg, int port)
 /* True from the first signal until the drain is done: a second signal then forces the exit. */
 static _Atomic bool draining;
 
-/* During the drain: a second SIGINT or SIGTERM ends the process at once.  After it, one is ignored. */
+/* During the drain: a second SIGINT, SIGTERM or SIGHUP ends the process at once.  After it, one is ignored. */
 static void *second_signal(void *arg)
 {
 	static const char msg[] = "ratelab serve: second signal, exiting without waiting for the drain\n";
@@ -257,6 +257,7 @@ static void *second_signal(void *arg)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	sigwait(&set, &sig);
 	if (!atomic_load(&draining))
 		return NULL;
@@ -265,7 +266,7 @@ static void *second_signal(void *arg)
 	_exit(SERVE_EXIT_FORCED);
 }
 
-/* Start, say where, wait for SIGINT/SIGTERM, drain and summarise; the exit code. */
+/* Start, say where, wait for SIGINT/SIGTERM/SIGHUP, drain and summarise; the exit code. */
 static int run(const struct server_config *cfg)
 {
 	struct server *srv;
@@ -279,6 +280,7 @@ static int run(const struct server_config *cfg)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	srv = server_start(cfg, err, sizeof(err));

@@ -56,7 +56,8 @@ static long long wait_for_load(const struct test_server *s, long long n, int tim
 }
 
 /*
- * Stop a loaded server STOPS times, SIGTERM and SIGINT in turn: each time a
+ * Stop a loaded server STOPS times, SIGTERM, SIGINT and SIGHUP (a closed
+ * terminal; it killed the server outright) in turn: each time a
  * hammer keeps 16 connections busy, and the stop comes once the server has
  * answered 300 requests.  Every exit is 0 (an abort in the drain is 134).
  */
@@ -81,7 +82,7 @@ START_TEST(stops_under_load)
 		h = testutil_spawn_quiet(hargs);
 		ck_assert_int_gt(h, 0);
 		ck_assert_msg(wait_for_load(&s, 300, 5000) >= 300, "round %d: the hammer got no answers", i);
-		rc = testutil_server_kill(&s, i % 2 ? SIGINT : SIGTERM, 10000);
+		rc = testutil_server_kill(&s, i % 3 == 0 ? SIGTERM : i % 3 == 1 ? SIGINT : SIGHUP, 10000);
 		kill(h, SIGKILL);
 		testutil_wait(h, 5000);
 		if (rc != 0) {
