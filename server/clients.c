@@ -379,17 +379,19 @@ static void shard_collect(struct shard *sh, struct entry *all, size_t *n, struct
 	pthread_mutex_unlock(&sh->lock);
 }
 
-/* One entry per identity: the shards' rows of one client summed.  Returns the count left. */
+/* One entry per identity: the shards' rows of one client summed, still one client.  Returns the count left. */
 static size_t merge_same(struct entry *all, size_t n)
 {
 	size_t m = 0;
 
 	qsort(all, n, sizeof(*all), by_hash);
 	for (size_t i = 0; i < n; i++) {
-		if (m > 0 && all[m - 1].hash == all[i].hash)
+		if (m > 0 && all[m - 1].hash == all[i].hash) {
 			row_add(&all[m - 1].row, &all[i].row);
-		else
+			all[m - 1].row.clients = 1;
+		} else {
 			all[m++] = all[i];
+		}
 	}
 	return m;
 }
