@@ -105,7 +105,9 @@ static void add_ratelimit(const struct responses *rs, const struct route *rt, co
                           uint64_t wall_ns, struct MHD_Response *r)
 {
 	struct headers_field f[HEADERS_MAX_FIELDS];
-	size_t n = headers_fields(rs->headers, &rt->params, rt->ops->layered, rt->policy, d, wall_ns, f);
+	/* a limiter that admits everything (none) has no quota to tell: its 0 of 0 would stop a polite client */
+	size_t n = rt->ops->stateless ? 0 : headers_fields(rs->headers, &rt->params, rt->ops->layered, rt->policy, d,
+	                                                       wall_ns, f);
 
 	for (size_t i = 0; i < n; i++)
 		MHD_add_response_header(r, f[i].name, f[i].value);
@@ -136,7 +138,7 @@ enum MHD_Result responses_admitted(struct responses *rs, struct MHD_Connection *
 	struct responses_slot *sl;
 	struct MHD_Response *r;
 
-	if ((rs->headers & ~(unsigned)HEADERS_SILENT) == HEADERS_NONE)
+	if ((rs->headers & ~(unsigned)HEADERS_SILENT) == HEADERS_NONE || rt->ops->stateless)
 		return MHD_queue_response(c, MHD_HTTP_OK, rs->ok);
 	wall_ns = fields_wall_ns(rs);
 	gh = github_reset(rs, d, wall_ns);

@@ -167,6 +167,33 @@ END_TEST
 
 
 
+/*
+ * --limiter none has no quota to tell: no rate-limit fields in any dialect.
+ * It sent q=10 (the default --limit) with r=0 and t=0, or RateLimit-Remaining:
+ * 0, on every answer, and a client that reads them holds off from a server
+ * with no limit.
+ */
+START_TEST(none_tells_no_quota)
+{
+	const char *const args[] = { "--limiter", "none", "--headers", "ietf,draft-03,github", NULL };
+	struct test_server s;
+	struct test_reply r;
+	CURL *c = curl_easy_init();
+	char url[128], lines[FIELDS_LEN];
+
+	ck_assert_msg(testutil_server_start(&s, args, 5000) == 0, "server did not start (bin %s)", testutil_bin());
+	snprintf(url, sizeof(url), "%s/", s.url);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(testutil_fire(c, "GET", url, NULL, &r), CURLE_OK);
+		ck_assert_int_eq(r.status, 200);
+		limit_lines(r.headers, lines, sizeof(lines));
+		ck_assert_msg(lines[0] == '\0', "answer %d: %s", i, lines);
+	}
+	curl_easy_cleanup(c);
+	ck_assert_int_eq(testutil_server_stop(&s, 5000), 0);
+}
+END_TEST
+
 Suite *dialects_suite(void)
 {
 	Suite *s = suite_create("dialects");
@@ -174,6 +201,7 @@ Suite *dialects_suite(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, ietf);
+	tcase_add_test(tc, none_tells_no_quota);
 	tcase_add_loop_test(tc, fixed_fields, 0, (int)(sizeof(DIALECTS) / sizeof(DIALECTS[0])));
 	tcase_add_test(tc, github);
 	suite_add_tcase(s, tc);
