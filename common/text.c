@@ -4,6 +4,8 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t text_utf8_char(const char *str, size_t n)
@@ -65,6 +67,54 @@ void text_label_value(const char *v, char *buf, size_t len)
 		buf[j++] = *v == '\n' ? 'n' : *v;
 	}
 	buf[j] = '\0';
+}
+
+char *text_read_file(const char *path, size_t max, size_t *len, enum text_read_error *why)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL, *grown;
+	size_t n = 0, cap = 0;
+
+	if (f == NULL) {
+		*why = TEXT_READ_OPEN;
+		return NULL;
+	}
+	for (;;) {
+		if (n == cap) {
+			size_t want = cap ? 2 * cap : 16u << 10;
+
+			if (cap == max + 1) {
+				*why = TEXT_READ_TOO_BIG;
+				goto fail;
+			}
+			cap = want > max + 1 ? max + 1 : want;
+			if ((grown = realloc(buf, cap + 1)) == NULL) {
+				*why = TEXT_READ_NOMEM;
+				goto fail;
+			}
+			buf = grown;
+		}
+		n += fread(buf + n, 1, cap - n, f);
+		if (ferror(f)) {
+			*why = TEXT_READ_FAILED;
+			goto fail;
+		}
+		if (feof(f))
+			break;
+	}
+	if (n > max) {
+		*why = TEXT_READ_TOO_BIG;
+		goto fail;
+	}
+	buf[n] = '\0';
+	fclose(f);
+	if (len != NULL)
+		*len = n;
+	return buf;
+fail:
+	free(buf);
+	fclose(f);
+	return NULL;
 }
 
 size_t text_fit(const char *s, size_t max)

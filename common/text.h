@@ -25,6 +25,18 @@ void text_printable(const char *s, size_t n, char *buf, size_t len);
  */
 void text_label_value(const char *v, char *buf, size_t len);
 
+/* Why text_read_file gave NULL. */
+enum text_read_error { TEXT_READ_OPEN = 1, TEXT_READ_TOO_BIG, TEXT_READ_FAILED, TEXT_READ_NOMEM };
+
+/*
+ * The whole of path (a file, a pipe such as <(cat f), a FIFO once it has a
+ * writer), NUL-terminated, read up to EOF; its length in *len when len is not
+ * NULL.  NULL with *why set when it cannot be opened, holds more than max
+ * bytes, fails to read, or memory runs out.  The buffer grows with what is
+ * read, never past max + 1 bytes.
+ */
+char *text_read_file(const char *path, size_t max, size_t *len, enum text_read_error *why);
+
 /* The bytes of s's head that fit in max bytes without cutting a UTF-8 letter. */
 size_t text_fit(const char *s, size_t max);
 

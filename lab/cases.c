@@ -12,6 +12,7 @@
 #include "common/cli_help.h"
 #include "common/clock.h"
 #include "common/junit.h"
+#include "common/text.h"
 #include "common/prng.h"
 #include "common/retry/retry.h"
 #include "lab/cases_impl.h"
@@ -116,49 +117,19 @@ static int run_row(struct case_row *c, uint64_t seed, unsigned index, const stru
 	return pass ? 1 : 0;
 }
 
-/* The whole file as a NUL-terminated string, or NULL with err.  The buffer grows
- * with the file (a table is a few kB), up to CASES_MAX_BYTES. */
+/* The whole file as a NUL-terminated string, or NULL with err: at most CASES_MAX_BYTES. */
 static char *read_text(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL, *grown;
-	size_t n = 0, cap = 0;
+	enum text_read_error why;
+	char *text = text_read_file(path, CASES_MAX_BYTES, NULL, &why);
 
-	if (f == NULL) {
+	if (text == NULL && why == TEXT_READ_OPEN)
 		snprintf(err, errlen, "%s: cannot open", path);
-		return NULL;
-	}
-	for (;;) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64u << 10;
-			if (cap > CASES_MAX_BYTES + 1)
-				cap = CASES_MAX_BYTES + 1;
-			if (n == cap || !(grown = realloc(buf, cap + 1))) {
-				snprintf(err, errlen, n == cap ? "%s: unreadable or larger than %u bytes"
-				                               : "%s: out of memory", path, CASES_MAX_BYTES);
-				goto fail;
-			}
-			buf = grown;
-		}
-		n += fread(buf + n, 1, cap - n, f);
-		if (ferror(f)) {
-			snprintf(err, errlen, "%s: unreadable or larger than %u bytes", path, CASES_MAX_BYTES);
-			goto fail;
-		}
-		if (feof(f))
-			break;
-	}
-	if (n > CASES_MAX_BYTES) {
+	else if (text == NULL && why == TEXT_READ_NOMEM)
+		snprintf(err, errlen, "%s: out of memory", path);
+	else if (text == NULL)
 		snprintf(err, errlen, "%s: unreadable or larger than %u bytes", path, CASES_MAX_BYTES);
-		goto fail;
-	}
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-fail:
-	free(buf);
-	fclose(f);
-	return NULL;
+	return text;
 }
 
 /* The rows array (root array, or root object's "cases") and the RNG seed (a given one wins). */

@@ -162,11 +162,11 @@ static void sim_open(void *model, sim_reply_fn reply, void *ctx, uint64_t t0, ui
 static void rejection(struct simserver *m, const struct limiter_decision *d, const struct fault_pick *fp, uint64_t now,
                       struct sim_reply *r)
 {
-	int64_t wall_s = (int64_t)((m->wall0_ns + (now - m->t0)) / NS_PER_SEC);
+	uint64_t wall_ns = m->wall0_ns + (now - m->t0);
 
 	r->status = m->reject_status ? m->reject_status : 429;
 	if (fp->no_retry_after ||
-	    !headers_retry_after(m->ra_mode, d->wait_ns, wall_s, r->retry_after, sizeof(r->retry_after)))
+	    !headers_retry_after(m->ra_mode, d->wait_ns, wall_ns, r->retry_after, sizeof(r->retry_after)))
 		r->retry_after[0] = '\0';
 	if ((m->headers & HEADERS_IETF) &&
 	    headers_ratelimit(&m->route.params, m->ops->layered, d, r->ratelimit, sizeof(r->ratelimit)) != 0)

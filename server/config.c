@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/text.h"
 #include "server/http/path.h"
 
 int config_parse_key(const char *s, enum config_key *key, char *header, size_t hlen, char *err, size_t errlen)
@@ -225,28 +226,17 @@ int config_parse(const char *text, const char *name, struct config_route *routes
 
 int config_load(const char *path, struct config_route *routes, size_t max, size_t *n, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	char *text;
-	long len;
-	int rc = -1;
+	enum text_read_error why;
+	char *text = text_read_file(path, 1 << 20, NULL, &why);
+	int rc;
 
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open", path);
+	if (!text) {
+		snprintf(err, errlen, "%s: %s", path,
+		         why == TEXT_READ_OPEN ? "cannot open" : why == TEXT_READ_TOO_BIG ? "over 1 MiB"
+		         : why == TEXT_READ_NOMEM ? "out of memory" : "unreadable");
 		return -1;
 	}
-	if (fseek(f, 0, SEEK_END) < 0 || (len = ftell(f)) < 0 || len > (1 << 20) || fseek(f, 0, SEEK_SET) < 0) {
-		snprintf(err, errlen, "%s: unreadable or over 1 MiB", path);
-		goto close_file;
-	}
-	text = calloc(1, (size_t)len + 1);
-	if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-		snprintf(err, errlen, "%s: read failed", path);
-		goto free_text;
-	}
 	rc = config_parse(text, path, routes, max, n, err, errlen);
-free_text:
 	free(text);
-close_file:
-	fclose(f);
 	return rc;
 }

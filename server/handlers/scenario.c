@@ -132,31 +132,15 @@ struct scenario *scenario_parse(const char *json, const char *name, char *err, s
 
 static char *read_file(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n;
+	enum text_read_error why;
+	char *text = text_read_file(path, 65535, NULL, &why);
 
-	if (!f) {
+	if (text == NULL && why == TEXT_READ_OPEN)
 		snprintf(err, errlen, "'%s' is neither a built-in scenario (ratelab verify --list names them) "
 		         "nor a readable file", path);
-		return NULL;
-	}
-	buf = malloc(65537);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		goto close_f;
-	}
-	n = fread(buf, 1, 65536, f);
-	if (n == 65536 || ferror(f)) {
-		snprintf(err, errlen, "%s: unreadable or over 64 KiB", path);
-		free(buf);
-		buf = NULL;
-		goto close_f;
-	}
-	buf[n] = '\0';
-close_f:
-	fclose(f);
-	return buf;
+	else if (text == NULL)
+		snprintf(err, errlen, "%s: %s", path, why == TEXT_READ_NOMEM ? "out of memory" : "unreadable or over 64 KiB");
+	return text;
 }
 
 struct scenario *scenario_new(const char *name_or_file, char *err, size_t errlen)
