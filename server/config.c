@@ -178,6 +178,11 @@ static int parse_route(struct cfg_ctx *c, json_t *o, struct config_route *r)
 	if (get_strings(c, o, r) < 0 || get_u64(c, o, "limit", &r->params.limit) < 0 ||
 	    get_u64(c, o, "burst", &r->params.burst) < 0 || get_layers(c, o, r) < 0)
 		return -1;
+	/* as on the command line: layers alone mean the layered limiter, a burst only where it means something */
+	if (r->params.nlayers > 0 && json_object_get(o, "limiter") == NULL)
+		snprintf(r->limiter, sizeof(r->limiter), "layered");
+	if (r->params.burst != 0 && limiter_find(r->limiter) && !limiter_find(r->limiter)->burst)
+		return fail(c, "burst", "goes with token-bucket, leaky-bucket and gcra only");
 	if (limiter_params_check(limiter_find(r->limiter), &r->params, why, sizeof(why)) < 0)
 		return fail(c, NULL, why);
 	return 0;

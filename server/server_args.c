@@ -282,7 +282,8 @@ const struct cli_option server_args_options[] = {
 	  .help = "a request body must be in within DUR of its head, else it gets 408 and the "
 	          "connection closes (default 30s)" },
 	{ "--max-body", CLI_BYTES, SA(cfg.max_body), .max = 1ULL << 30, .section = CLI_SEC_ADVANCED, .arg = "SIZE",
-	  .help = "larger request bodies get 413, e.g. 64K, 1M (default 64K)" },
+	  .help = "larger request bodies get 413, e.g. 64K, 1M (default 64K); a chunked body is cut "
+	          "where it passes the limit: the connection closes unanswered" },
 	{ "--faults", CLI_CUSTOM, .fn = opt_faults, .section = CLI_SEC_DOES, .arg = "SPEC",
 	  .help = "faults in percent of answers, e.g. 503:5,502:2,reset:1,delay=50ms:20 "
 	          "(statuses replace admitted answers, reset closes the connection unanswered, "
@@ -354,6 +355,9 @@ static int finish_default_route(struct server_args *a, char *err, size_t errlen)
 		return cli_bad_value(err, errlen, "serve", "--limiter", r->limiter, "does not take --layer (only layered does)");
 	if (strcmp(r->limiter, "layered") == 0 && r->params.nlayers == 0)
 		return cli_bad_value(err, errlen, "serve", "--limiter", "layered", "needs at least one --layer RATE");
+	if (r->params.burst != 0 && limiter_find(r->limiter) && !limiter_find(r->limiter)->burst)
+		return cli_bad_value(err, errlen, "serve", "--limiter", r->limiter,
+		                     "takes no --burst (token-bucket, leaky-bucket and gcra do)");
 	if (r->capacity.ntriggers > 0 && r->capacity.workers == 0)
 		return cli_fail(err, errlen, "serve", "--trigger needs --capacity (a trigger takes capacity away)");
 	/* A burst below the limit is legitimate (a bucket smaller than one window's quota): allowed. */
@@ -362,8 +366,12 @@ static int finish_default_route(struct server_args *a, char *err, size_t errlen)
 	return 0;
 }
 
-/* Routes of --config go after "/"; a "/" route in the file replaces the command line's. */
-static int load_config(struct server_args *a, char *err, size_t errlen)
+/*
+ * Routes of --config go after "/"; a "/" route in the file replaces the
+ * command line's, which must then have been left as it was: a --capacity or
+ * --limit given too would be dropped without a word.
+ */
+static int load_config(struct server_args *a, bool root_flags, char *err, size_t errlen)
 {
 	struct config_route routes[CONFIG_MAX_ROUTES];
 	struct server_config *c = &a->cfg;
@@ -373,6 +381,10 @@ static int load_config(struct server_args *a, char *err, size_t errlen)
 	if (config_load(a->config_path, routes, CONFIG_MAX_ROUTES, &n, why, sizeof(why)) < 0)
 		return cli_fail(err, errlen, "serve", "--config: %s", why);
 	for (size_t i = 0; i < n; i++) {
+		if (strcmp(routes[i].prefix, "/") == 0 && root_flags)
+			return cli_fail(err, errlen, "serve", "--config: %s has a \"/\" route, which replaces the flags "
+			                "given for \"/\" (--limiter, --limit, --window, --burst, --layer, --capacity, "
+			                "--trigger): put them in that route, or leave it out", a->config_path);
 		if (strcmp(routes[i].prefix, "/") == 0)
 			c->routes[0] = routes[i];
 		else
@@ -383,9 +395,15 @@ static int load_config(struct server_args *a, char *err, size_t errlen)
 
 int server_args_finish(struct server_args *a, char *err, size_t errlen)
 {
+	struct config_route untouched;
+	bool root_flags;
+
+	/* whether a flag set the route "/", before its defaults are filled in */
+	config_route_defaults(&untouched, "/");
+	root_flags = memcmp(&a->cfg.routes[0], &untouched, sizeof(untouched)) != 0;
 	if (finish_default_route(a, err, errlen) < 0)
 		return -1;
-	return a->config_path ? load_config(a, err, errlen) : 0;
+	return a->config_path ? load_config(a, root_flags, err, errlen) : 0;
 }
 
 static void serve_usage_only(FILE *f)

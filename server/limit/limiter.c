@@ -77,6 +77,10 @@ int limiter_params_check(const struct limiter_ops *ops, struct limiter_params *p
 		         limiter_names());
 		return -1;
 	}
+	if (p->nlayers > 0 && !ops->layered) {
+		snprintf(err, errlen, "%s takes no layers (only layered does)", ops->name);
+		return -1;
+	}
 	if (p->window_ns == 0)
 		p->window_ns = NS_PER_SEC;
 	return ops->check_params(ops, p, err, errlen);

@@ -45,6 +45,8 @@ struct limiter_ops {
 	bool stateless;
 	/* A policy of several layers (one RateLimit-Policy item per layer, binding layer in d->layer). */
 	bool layered;
+	/* Takes a burst (a bucket's capacity, GCRA's tolerance); serve and --config refuse one for the others. */
+	bool burst;
 	/* Check p (window_ns already defaulted) and fill this limiter's defaults; 0, or -1 with a
 	 * one-line reason in err.  limiter_params_check calls it. */
 	int (*check_params)(const struct limiter_ops *ops, struct limiter_params *p, char *err, size_t errlen);

@@ -95,6 +95,7 @@ static const char REDIS_SCRIPT[] =
 
 const struct limiter_ops limiter_gcra_ops = {
 	.name = "gcra",
+	.burst = true,
 	.check_params = limiter_check_rate,
 	.state_size = gcra_state_size,
 	.init = gcra_init,

@@ -103,6 +103,7 @@ static const char REDIS_SCRIPT[] =
 
 const struct limiter_ops limiter_leaky_bucket_ops = {
 	.name = "leaky-bucket",
+	.burst = true,
 	.check_params = limiter_check_rate,
 	.state_size = lb_state_size,
 	.init = lb_init,

@@ -101,6 +101,7 @@ static const char REDIS_SCRIPT[] =
 
 const struct limiter_ops limiter_token_bucket_ops = {
 	.name = "token-bucket",
+	.burst = true,
 	.check_params = limiter_check_rate,
 	.state_size = tb_state_size,
 	.init = tb_init,

@@ -89,6 +89,11 @@ START_TEST(errors_name_line_and_problem)
 		  "routes[0].limit: must be a whole number from 1 to 4294967295" },
 		{ "{\"routes\": [{\"prefix\": \"/a\", \"burst\": 4294967296}]}",
 		  "routes[0].burst: must be a whole number from 1 to 4294967295" },
+		/* what the command line refuses, a route refuses too: it was accepted and ignored */
+		{ "{\"routes\": [{\"prefix\": \"/a\", \"limiter\": \"gcra\", \"layers\": [\"1/10s\"]}]}",
+		  "routes.json:1: routes[0]: gcra takes no layers (only layered does)" },
+		{ "{\"routes\": [{\"prefix\": \"/a\", \"limiter\": \"sliding-log\", \"burst\": 3}]}",
+		  "routes.json:1: routes[0].burst: goes with token-bucket, leaky-bucket and gcra only" },
 		{ "{\"routes\": []}", "routes.json:1: needs an object with a non-empty \"routes\" list" },
 		{ "{\"routes\": [{\"prefix\": \"/a\"}], \"extra\": 1}", "only \"routes\"" },
 		{ "", "routes.json:1:" },
@@ -122,6 +127,13 @@ START_TEST(load_file)
 	ck_assert_msg(config_load(path, r, CONFIG_MAX_ROUTES, &n, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(r[0].limiter, "fixed-window");
+	/* layers alone mean the layered limiter, as --layer alone does */
+	f = fopen(path, "w");
+	fputs("{\"routes\": [{\"prefix\": \"/x\", \"layers\": [\"1/10s\", \"5/1m\"]}]}\n", f);
+	fclose(f);
+	ck_assert_msg(config_load(path, r, CONFIG_MAX_ROUTES, &n, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(r[0].limiter, "layered");
+	ck_assert_uint_eq(r[0].params.nlayers, 2);
 	unlink(path);
 	ck_assert_int_eq(config_load(path, r, CONFIG_MAX_ROUTES, &n, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, path));

@@ -1,7 +1,9 @@
 /* `ratelab serve` options parsed into a config: the messages a bad value gets. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/server.h"
 #include "server/server_args.h"
@@ -19,6 +21,42 @@ START_TEST(bad_burst_names_value)
 	ck_assert_int_eq(server_config_from_args(&cfg, 3, zero, err, sizeof(err)), -1);
 	/* the value once, after the flag */
 	ck_assert_str_eq(err, "ratelab serve: --burst: '0' is not a number from 1 to 4294967295");
+}
+END_TEST
+
+/*
+ * What serve would ignore it refuses: a --burst to a limiter without one, and
+ * flags for "/" beside a --config whose own "/" route replaces them (a
+ * --capacity so given was dropped without a word).
+ */
+START_TEST(ignored_flags_are_refused)
+{
+	char path[] = "/tmp/ratelab-serve-args-XXXXXX";
+	char *burst[] = { "serve", "--limiter", "fixed-window", "--burst", "1", NULL };
+	char *both[] = { "serve", "--config", path, "--capacity", "workers=1,service=500ms", NULL };
+	char *alone[] = { "serve", "--config", path, "--key", "global", NULL };
+	struct server_config *cfg = malloc(sizeof(*cfg));
+	char err[512] = "", want[640];
+	int fd = mkstemp(path);
+	FILE *f;
+
+	ck_assert_int_eq(server_config_from_args(cfg, 5, burst, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "ratelab serve: --limiter: 'fixed-window' takes no --burst (token-bucket, leaky-bucket and gcra "
+	                      "do)");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_ptr_nonnull(f = fdopen(fd, "w"));
+	fputs("{\"routes\": [{\"prefix\": \"/\", \"limit\": 50}]}\n", f);
+	fclose(f);
+	ck_assert_int_eq(server_config_from_args(cfg, 5, both, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "ratelab serve: --config: %s has a \"/\" route, which replaces the flags given for "
+	         "\"/\" (--limiter, --limit, --window, --burst, --layer, --capacity, --trigger): put them in that route, "
+	         "or leave it out", path);
+	ck_assert_str_eq(err, want);
+	/* flags that are not the route's go with it */
+	ck_assert_msg(server_config_from_args(cfg, 5, alone, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(cfg->routes[0].params.limit, 50);
+	unlink(path);
+	free(cfg);
 }
 END_TEST
 
@@ -193,6 +231,7 @@ Suite *serve_args_suite(void)
 	TCase *tc = tcase_create("serve_args");
 
 	tcase_add_test(tc, bad_burst_names_value);
+	tcase_add_test(tc, ignored_flags_are_refused);
 	tcase_add_test(tc, key_memory_lowers_default_cap);
 	tcase_add_test(tc, key_memory_refuses_explicit_cap);
 	tcase_add_test(tc, key_memory_counts_every_route);
