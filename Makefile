@@ -49,6 +49,7 @@ endif
 COMMON_SRC := \
 	common/cli.c \
 	common/cli_help.c \
+	common/cli_output.c \
 	common/clock.c \
 	common/heap.c \
 	common/histogram.c \

@@ -173,8 +173,8 @@ int cli_bad_value(char *err, size_t errlen, const char *cmd, const char *flag, c
 int cli_fail(char *err, size_t errlen, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /*
- * Whether a result file given to flag can be written, found before a run
- * rather than after it: path is writable, or absent in a writable
+ * Result files (common/cli_output.c).  Whether a result file given to flag
+ * can be written, found before a run rather than after it: path is writable, or absent in a writable
  * directory ("-", stdout, and NULL, not given, are fine).  Returns 0, or -1
  * with "ratelab CMD: FLAG: 'PATH' cannot be written (why)" in err.  Creates
  * nothing; only stat(2) and access(2).
