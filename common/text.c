@@ -128,3 +128,12 @@ size_t text_fit(const char *s, size_t max)
 		n--;
 	return n;
 }
+
+size_t text_field_len(const char *v)
+{
+	size_t n = strlen(v);
+
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	return n;
+}

@@ -37,6 +37,13 @@ enum text_read_error { TEXT_READ_OPEN = 1, TEXT_READ_TOO_BIG, TEXT_READ_FAILED, 
  */
 char *text_read_file(const char *path, size_t max, size_t *len, enum text_read_error *why);
 
+/*
+ * The length of header field value v without its trailing whitespace (spaces
+ * and tabs): RFC 9110 5.5 makes them no part of the value, and libmicrohttpd
+ * drops only the leading ones.  "a " and "a" are one client, one name.
+ */
+size_t text_field_len(const char *v);
+
 /* The bytes of s's head that fit in max bytes without cutting a UTF-8 letter. */
 size_t text_fit(const char *s, size_t max);
 

@@ -78,7 +78,7 @@ static const struct cli_help SERVE_HELP = {
 	         "it against /, compare runs), /room (the room herd: GET, POST to arm it, admin), "
 	         "/events (its figures as Server-Sent Events; ?only=announcements: only the room herd's), /stats (JSON), "
 	         "/metrics (Prometheus), POST /reset (clear limiter state and stats; loopback or "
-	         "--admin-token only) and /healthz.  A client may name itself in the dashboard with "
+	         "--admin-token only), /occ (one versioned record: see --delay) and /healthz.  A client may name itself in the dashboard with "
 	         "an X-Client-Name header.  Prints 'listening on http://ADDR:PORT' when ready, then "
 	         "the dashboard's URL (with --bind 0.0.0.0 or ::, first one URL per LAN address for "
 	         "the attendees, their /play page).",

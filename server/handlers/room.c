@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/siphash.h"
+#include "common/text.h"
 #include "server/clients.h"
 #include "server/live.h"
 #include "server/stats.h"
@@ -48,8 +49,8 @@ uint64_t room_page_of(const struct room *r, const char *name, const struct socka
 	size_t n;
 	uint64_t h;
 
-	if (name && *name) {
-		n = strlen(name) < ROOM_NAME_LEN ? strlen(name) : ROOM_NAME_LEN;
+	if (name && (n = text_field_len(name)) > 0) {
+		n = n < ROOM_NAME_LEN ? n : ROOM_NAME_LEN;
 		in[0] = 'n';
 		memcpy(in + 1, name, n);
 	} else if (client && client->sa_family == AF_INET) {

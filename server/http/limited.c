@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/prng.h"
+#include "common/text.h"
 #include "server/http/backend.h"
 #include "server/http/daemon.h"
 #include "server/http/proxied.h"
@@ -155,6 +156,7 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 	                          .announced_ns = announced_ns, .remaining = rq->d.remaining, .limit = rq->d.limit };
 	const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Request");
 	char own[CLIENT_KEY_LEN];
+	size_t namelen;
 
 	e.said = attempt_said(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Retry-Attempt"));
 	if (!idem)
@@ -163,8 +165,8 @@ static void count_client(struct server *s, struct MHD_Connection *c, const struc
 		e.request = idem;
 		e.requestlen = strnlen(idem, CLIENT_KEY_LEN);
 	}
-	if (name) {
-		e.idlen = client_key_named(own, name, strlen(name));
+	if (name && (namelen = text_field_len(name)) > 0) {
+		e.idlen = client_key_named(own, name, namelen);
 		e.id = own;
 	} else if (rq->keylen == 0 || rt->key == CONFIG_KEY_GLOBAL) {
 		e.idlen = routes_client_address(c, s->cfg.ipv6_prefix, own);

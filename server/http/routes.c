@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/prng.h"
+#include "common/text.h"
 #include "server/http/backend.h"
 #include "server/http/path.h"
 
@@ -104,7 +105,7 @@ size_t routes_client_key(const struct route *rt, struct MHD_Connection *c, char 
 	if (rt->key == CONFIG_KEY_GLOBAL)
 		return client_key_global(key);
 	if (rt->key == CONFIG_KEY_HEADER && (v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, rt->key_header)))
-		return client_key_header(key, v, strlen(v));
+		return client_key_header(key, v, text_field_len(v));
 	return routes_client_address(c, rt->v6_prefix, key);
 }
 

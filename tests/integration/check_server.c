@@ -749,6 +749,63 @@ START_TEST(long_header_keys_stay_distinct)
 }
 END_TEST
 
+/* One raw request to port with the extra header line hdr; the status of its answer (0: none). */
+static long raw_status(int port, const char *hdr)
+{
+	char req[256], buf[1024];
+	int fd = testutil_raw_connect(port, 1);
+	long status = 0;
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(req, sizeof(req), "GET /k HTTP/1.1\r\nHost: x\r\n%s\r\nConnection: close\r\n\r\n", hdr);
+	ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	testutil_raw_read(fd, buf, sizeof(buf), 5000);
+	close(fd);
+	if (sscanf(buf, "HTTP/1.1 %ld", &status) != 1)
+		return 0;
+	return status;
+}
+
+/*
+ * A header's trailing spaces and tabs are no part of its value (RFC 9110 5.5):
+ * "a \t" and "a" are one key and one client name, and a name of spaces alone is none.
+ */
+START_TEST(header_values_lose_trailing_whitespace)
+{
+	struct server_config cfg;
+	struct server *srv;
+	char base[64], url[128];
+	char *argv[] = { "serve", "--key", "header:X-K", "--limit", "1", "--window", "1h", NULL };
+	char err[256], *body = NULL;
+	long status;
+	json_t *j, *rows;
+
+	ck_assert_msg(server_config_from_args(&cfg, 7, argv, err, sizeof(err)) == 0, "%s", err);
+	srv = start_inproc(&cfg, base, sizeof(base));
+	int port = atoi(strrchr(base, ':') + 1);
+
+	ck_assert_int_eq(raw_status(port, "X-K: a \t\r\nX-Client-Name: ada  "), 200);
+	ck_assert_int_eq(raw_status(port, "X-K: a\r\nX-Client-Name: ada"), 429);
+	ck_assert_int_eq(raw_status(port, "X-K: b\r\nX-Client-Name:   "), 200);
+	snprintf(url, sizeof(url), "%s/stats", base);
+	ck_assert_int_eq(testutil_http("GET", url, NULL, &status, NULL, &body), 0);
+	j = json_loads(body, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	rows = json_object_get(json_object_get(j, "clients"), "rows");
+	ck_assert_uint_eq(json_array_size(rows), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const char *name = json_string_value(json_object_get(json_array_get(rows, i), "name"));
+
+		ck_assert_ptr_nonnull(name);
+		snprintf(err, sizeof(err), "%s %lld", name, testutil_jint_req(json_array_get(rows, i), "requests", NULL));
+		ck_assert_msg(strcmp(err, "ada 2") == 0 || strcmp(err, "b 1") == 0, "row %zu: %s", i, err);
+	}
+	json_decref(j);
+	free(body);
+	server_stop(srv);
+}
+END_TEST
+
 Suite *server_suite(void)
 {
 	Suite *s = suite_create("server");
@@ -775,6 +832,7 @@ Suite *server_suite(void)
 	tcase_add_test(tc, oversized_requests_refused);
 	tcase_add_test(tc, bad_query_faults_are_400);
 	tcase_add_test(tc, long_header_keys_stay_distinct);
+	tcase_add_test(tc, header_values_lose_trailing_whitespace);
 	suite_add_tcase(s, tc);
 	return s;
 }

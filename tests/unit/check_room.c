@@ -100,6 +100,9 @@ START_TEST(each_page_counts_once)
 	ck_assert(ada != bob && at1 != at2 && ada != at1);
 	ck_assert_uint_eq(room_page_of(r, "ada", (struct sockaddr *)&a2), ada);   /* the name, wherever from */
 	ck_assert_uint_eq(room_page_of(r, NULL, NULL), 0);
+	/* trailing spaces and tabs are no part of a header's value: "ada \t" is ada, "  " is no name */
+	ck_assert_uint_eq(room_page_of(r, "ada \t", NULL), ada);
+	ck_assert_uint_eq(room_page_of(r, "  ", (struct sockaddr *)&a1), at1);
 	ck_assert_int_eq(room_arm(r, T0, 1000, "", 0, 0, NULL, 0), 0);
 	ck_assert(room_started(r, 1, ada, T0 + 1000));
 	ck_assert(!room_started(r, 1, ada, T0 + 1001));

@@ -19,6 +19,10 @@ START_TEST(printable_keeps_letters)
 	ck_assert_uint_eq(text_fit("Jos\xc3\xa9", 4), 3);
 	ck_assert_uint_eq(text_fit("Jos\xc3\xa9", 5), 5);
 	ck_assert_uint_eq(text_fit("ab", 40), 2);
+	/* a header's value without its trailing spaces and tabs; inner ones stay */
+	ck_assert_uint_eq(text_field_len("a b \t "), 3);
+	ck_assert_uint_eq(text_field_len(" \t"), 0);
+	ck_assert_uint_eq(text_field_len(""), 0);
 }
 END_TEST
 
