@@ -36,6 +36,31 @@ const char *upstream_result_name(enum upstream_result r)
 	return (unsigned)r < UPSTREAM_RESULTS ? RESULT_NAMES[r] : "?";
 }
 
+/*
+ * Whether libcurl reads url with a host and a port it can connect to (one
+ * it refuses would make every call a 502); false with the reason in why.
+ */
+static bool url_parts_ok(const char *url, char *why, size_t len)
+{
+	CURLU *h = curl_url();
+	CURLUcode rc;
+	char *port = NULL;
+	bool ok;
+
+	if (!h)
+		return snprintf(why, len, "cannot be read: out of memory"), false;
+	rc = curl_url_set(h, CURLUPART_URL, url, 0);
+	if (rc == CURLUE_OK && curl_url_get(h, CURLUPART_PORT, &port, 0) == CURLUE_OK && strcmp(port, "0") == 0)
+		snprintf(why, len, "has port 0, which no server listens on");
+	else if (rc == CURLUE_NO_HOST)
+		snprintf(why, len, "has no host");
+	else if (rc != CURLUE_OK)
+		snprintf(why, len, "is not a URL: %s", curl_url_strerror(rc));
+	ok = rc == CURLUE_OK && !(port && strcmp(port, "0") == 0);
+	curl_free(port);
+	curl_url_cleanup(h);
+	return ok;
+}
 
 bool upstream_url_ok(const char *url, char *why, size_t len)
 {
@@ -53,7 +78,7 @@ bool upstream_url_ok(const char *url, char *why, size_t len)
 		return snprintf(why, len, "has no host"), false;
 	if (strpbrk(url, "?# \t\r\n"))
 		return snprintf(why, len, "may not hold a query, a fragment or white space"), false;
-	return true;
+	return url_parts_ok(url, why, len);
 }
 
 /* ---- the thread ---- */

@@ -51,8 +51,9 @@ struct upstream;
 const char *upstream_result_name(enum upstream_result r);
 
 /*
- * Whether url is one the proxy takes (http:// or https://, a host, no
- * query or fragment, under UPSTREAM_URL_CAP bytes); false with the reason in why.
+ * Whether url is one the proxy takes (http:// or https://, a host and a
+ * port, not 0, that libcurl reads, no query or fragment, under
+ * UPSTREAM_URL_CAP bytes); false with the reason in why.
  */
 bool upstream_url_ok(const char *url, char *why, size_t len);
 

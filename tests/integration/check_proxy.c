@@ -671,6 +671,7 @@ START_TEST(bad_flags)
 	const char *const cases[][3] = {
 		{ "--upstream", "ftp://127.0.0.1/", "--upstream" },
 		{ "--upstream", "http://127.0.0.1:1/a?b", "--upstream" },
+		{ "--upstream", "http://127.0.0.1:99999", "--upstream" },
 		{ "--upstream-timeout", "soon", "--upstream-timeout" },
 		{ "--upstream-max-body", "lots", "--upstream-max-body" },
 		{ "--upstream-connections", "0", "--upstream-connections" },

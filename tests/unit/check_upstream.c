@@ -15,6 +15,10 @@ START_TEST(urls)
 		{ "127.0.0.1:9000", false },         { "http://", false },
 		{ "http:///path", false },           { "http://h/a?b=1", false },
 		{ "http://h/a#frag", false },        { "http://h/a b", false },
+		{ "http://[::1]:8080/x", true },     { "http://:80", false },
+		{ "http://127.0.0.1:99999", false }, { "http://127.0.0.1:abc", false },
+		{ "http://[::1", false },            { "http://@", false },
+		{ "http://127.0.0.1:0", false },     { "http://h:1:2/", false },
 	};
 	char why[128];
 
@@ -22,6 +26,12 @@ START_TEST(urls)
 		ck_assert_msg(upstream_url_ok(cases[i].url, why, sizeof(why)) == cases[i].ok, "%s", cases[i].url);
 	ck_assert(!upstream_url_ok("gopher://x", why, sizeof(why)));
 	ck_assert_str_eq(why, "must start with http:// or https://");
+	ck_assert(!upstream_url_ok("http://:80", why, sizeof(why)));
+	ck_assert_str_eq(why, "has no host");
+	ck_assert(!upstream_url_ok("http://127.0.0.1:99999", why, sizeof(why)));
+	ck_assert_str_eq(why, "is not a URL: Port number was not a decimal number between 0 and 65535");
+	ck_assert(!upstream_url_ok("http://127.0.0.1:0/", why, sizeof(why)));
+	ck_assert_str_eq(why, "has port 0, which no server listens on");
 }
 END_TEST
 
