@@ -181,7 +181,7 @@ LIB_SRC  := $(COMMON_SRC) $(SERVER_SRC) $(HAMMER_SRC) $(LAB_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LAYER_LIBS := $(BUILD)/liblab.a $(BUILD)/libserver.a $(BUILD)/libhammer.a $(BUILD)/libcommon.a
 MAIN_OBJ := $(BUILD)/main.o
-HARNESS_SRC := tests/harness/testutil.c tests/harness/redis_proc.c
+HARNESS_SRC := tests/harness/testutil.c tests/harness/redis_proc.c tests/harness/upstream_proc.c
 UNIT_SRC := $(sort $(wildcard tests/unit/check_*.c))
 INTEG_SRC := $(sort $(wildcard tests/integration/check_*.c))
 UNIT_BIN := $(BUILD)/check_unit
