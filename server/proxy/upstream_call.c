@@ -168,16 +168,38 @@ int upstream_call_status(const struct upstream_call *c)
 	return c->status;
 }
 
+/* The next header of c's kept ones after offset *i: its name and value; false past the last. */
+static bool next_header(const struct upstream_call *c, size_t *i, const char **name, const char **value)
+{
+	if (*i >= c->hlen)
+		return false;
+	*name = c->hbuf + *i;
+	*value = *name + strlen(*name) + 1;
+	*i = (size_t)(*value + strlen(*value) + 1 - c->hbuf);
+	return true;
+}
+
+/* Whether one of the answer's Connection headers names `name` (or it is Connection itself). */
+static bool connection_option(const struct upstream_call *c, const char *name)
+{
+	const char *n, *v;
+
+	if (strcasecmp(name, "Connection") == 0)
+		return true;
+	for (size_t i = 0; next_header(c, &i, &n, &v);)
+		if (strcasecmp(n, "Connection") == 0 && upstream_connection_lists(v, name))
+			return true;
+	return false;
+}
+
 void upstream_call_headers(const struct upstream_call *c, void (*fn)(void *ctx, const char *name, const char *value),
                            void *ctx)
 {
-	for (size_t i = 0; i < c->hlen;) {
-		const char *name = c->hbuf + i;
-		const char *value = name + strlen(name) + 1;
+	const char *name, *value;
 
-		fn(ctx, name, value);
-		i = (size_t)(value + strlen(value) + 1 - c->hbuf);
-	}
+	for (size_t i = 0; next_header(c, &i, &name, &value);)
+		if (!connection_option(c, name))
+			fn(ctx, name, value);
 }
 
 int64_t upstream_call_content_length(const struct upstream_call *c)
@@ -260,7 +282,8 @@ static bool keep_header(struct upstream_call *c, const char *line, size_t n)
 		c->content_length = vl && vl < 20 && v[0] >= '0' && v[0] <= '9' ? strtoll(v, NULL, 10) : -1;
 		return true;
 	}
-	if (upstream_hop_by_hop(c->hbuf + c->hlen))
+	/* Connection is kept, unsent: the headers it names are hop-by-hop too (upstream_call_headers). */
+	if (upstream_hop_by_hop(c->hbuf + c->hlen) && strcasecmp(c->hbuf + c->hlen, "Connection") != 0)
 		return true;
 	memcpy(c->hbuf + c->hlen + nl + 1, v, vl);
 	c->hbuf[c->hlen + nl + 1 + vl] = '\0';

@@ -67,7 +67,8 @@ int upstream_call_status(const struct upstream_call *c);
 
 /*
  * Call fn(ctx, name, value) for each header of the answer, hop-by-hop
- * headers and Content-Length left out, in the order sent.
+ * headers (those its Connection header names too) and Content-Length left
+ * out, in the order sent.
  */
 void upstream_call_headers(const struct upstream_call *c, void (*fn)(void *ctx, const char *name, const char *value),
                            void *ctx);

@@ -14,6 +14,7 @@ Prints "listening on PORT" once bound, then serves until stdin closes
   /interim   a 100 Continue carrying Content-Length: 5, then a chunked 200 of "hello world"
   /late      200, Content-Length 11: "first\n" once /release was asked, never the rest
              (the connection closes after 30 s at most)
+  /raw/BYTES the percent-decoded BYTES as they are (a whole answer, or not), then closes
 Every answer carries "X-Upstream: test"; /stats counts requests per path kind,
 and "connections" the connections accepted.
 """
@@ -21,6 +22,7 @@ import json
 import socketserver
 import sys
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 COUNTS = {}
@@ -108,6 +110,11 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\n"
                              b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Upstream: test\r\n\r\n"
                              b"b\r\nhello world\r\n0\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+        elif path.startswith("/raw/"):
+            self.count("raw")
+            self.wfile.write(urllib.parse.unquote_to_bytes(path[len("/raw/"):]))
             self.wfile.flush()
             self.close_connection = True
         elif path.startswith("/release"):
