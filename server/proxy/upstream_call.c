@@ -377,7 +377,8 @@ static bool body_buffer(struct upstream_call *c, size_t len)
  * Body bytes as libcurl hands them over (at most CURL_MAX_WRITE_SIZE at a
  * time): kept until the reader takes them, the transfer paused while the
  * buffer is full.  0 (the exchange fails) past max_body, when the budget is
- * spent, or once the caller let go (its client went away).
+ * spent, before a final status (not 1xx), or once the caller let go (its
+ * client went away).
  */
 static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 {
@@ -387,6 +388,9 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 	pthread_mutex_lock(&c->lock);
 	if (c->released) {
 		c->gone = true;
+		ret = 0;
+	} else if (!c->head) {
+		/* Bytes after a 1xx alone (a 101's other protocol): no final answer, a bad one. */
 		ret = 0;
 	} else if (c->body_total + len > c->max_body || len > UPSTREAM_WINDOW || !body_buffer(c, c->body_len + len)) {
 		c->over = true;

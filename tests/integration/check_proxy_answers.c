@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +82,52 @@ START_TEST(connection_options_are_not_passed_on)
 }
 END_TEST
 
+/* The upstream's calls in flight now (/stats "upstream" "in_flight"), once 0 (at most 10 s); -1 when never. */
+static long long in_flight_settles(const struct test_server *px)
+{
+	for (int i = 0; i < 1000; i++) {
+		json_t *j = testutil_stats(px);
+		long long n = testutil_jint(j, "upstream", "in_flight");
+
+		json_decref(j);
+		if (n == 0)
+			return 0;
+		poll(NULL, 0, 10);
+	}
+	return -1;
+}
+
+/*
+ * A 101 Switching Protocols the proxy did not ask for, then bytes of
+ * another protocol: no final answer, so 502 and a bad answer in /stats
+ * (not a client that went away: the client is there and gets the 502).
+ */
+START_TEST(switching_protocols_is_a_bad_answer)
+{
+	struct py_upstream u;
+	struct test_server px;
+	char *b = NULL;
+
+	ck_assert_int_eq(py_start(&u), 0);
+	proxy_start(&px, &u);
+	ck_assert_int_eq(get_raw(&px, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nrawbytes",
+	                         NULL, &b),
+	                 502);
+	ck_assert_msg(strstr(b, "\"detail\":\"the upstream's answer is not HTTP or ended early\"") != NULL, "%s", b);
+	free(b);
+	ck_assert_int_eq(in_flight_settles(&px), 0);
+	ck_assert_int_eq(upstream_results(&px, "bad_answer"), 1);
+	ck_assert_int_eq(upstream_results(&px, "client_gone"), 0);
+	ck_assert_int_eq(testutil_server_stop(&px, 5000), 0);
+	py_stop(&u);
+}
+END_TEST
+
 Suite *proxy_answers_suite(void)
 {
 	const struct testutil_case tests[] = {
 		{ "connection_options_are_not_passed_on", connection_options_are_not_passed_on },
+		{ "switching_protocols_is_a_bad_answer", switching_protocols_is_a_bad_answer },
 	};
 
 	return testutil_suite_per_test("proxy_answers", tests, sizeof(tests) / sizeof(tests[0]), 60);
