@@ -61,7 +61,7 @@ static struct upstream_call *build_call(struct MHD_Connection *c, const struct r
 {
 	struct upstream_call *call = upstream_call_new(rq->method ? rq->method : "GET", rq->target ? rq->target : "/",
 	                                               rq->body, rq->body_len);
-	const union MHD_ConnectionInfo *peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS), *sock;
 	char addr[NI_MAXHOST];
 	struct forward fw = { call, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION) };
 
@@ -78,6 +78,9 @@ static struct upstream_call *build_call(struct MHD_Connection *c, const struct r
 		upstream_call_release(call);
 		return NULL;
 	}
+	/* A connection suspended while it waits is not watched by MHD: the call watches it (unwatched when none is left). */
+	if ((sock = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)))
+		upstream_call_watch(call, sock->connect_fd);
 	return call;
 }
 
@@ -134,6 +137,8 @@ static const char *failure_detail(enum upstream_result r)
 		return "the upstream's answer is over the size bound";
 	case UPSTREAM_BUSY:
 		return "too many requests wait for the upstream";
+	case UPSTREAM_CLIENT_GONE:
+		return "the client hung up before the upstream answered";
 	default:
 		return "the upstream's answer is not HTTP or ended early";
 	}

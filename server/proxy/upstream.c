@@ -2,11 +2,15 @@
 #include "server/proxy/upstream.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "server/proxy/upstream_call_impl.h"
 
@@ -21,6 +25,7 @@ struct upstream {
 	struct upstream_call *pending;
 	bool stopping;
 	struct upstream_call *active;       /* the thread's only */
+	int epfd;                           /* the active calls' clients' sockets, for their hang-ups (the thread's) */
 	CURL *pool[64];                     /* idle easy handles, kept for reuse (the thread's only) */
 	size_t npool;
 	_Atomic unsigned in_flight;
@@ -133,9 +138,21 @@ static void detach(struct upstream *u, struct upstream_call *c)
 	c->easy = NULL;
 }
 
+/* Stop watching c's client (its duplicate socket closed). */
+static void unwatch(struct upstream *u, struct upstream_call *c)
+{
+	if (c->watch_fd < 0)
+		return;
+	/* Taken out first: the client's own descriptor keeps the socket, and so the watch, alive. */
+	epoll_ctl(u->epfd, EPOLL_CTL_DEL, c->watch_fd, NULL);
+	close(c->watch_fd);
+	c->watch_fd = -1;
+}
+
 /* c's exchange is over: counted, its done function called (unless its caller left), the thread's hold dropped. */
 static void finish(struct upstream *u, struct upstream_call *c, bool call_done)
 {
+	unwatch(u, c);
 	atomic_fetch_add(&u->results[c->result], 1);
 	atomic_fetch_sub(&u->in_flight, 1);
 	pthread_mutex_lock(&c->lock);
@@ -172,6 +189,13 @@ static void start(struct upstream *u, struct upstream_call *c)
 	}
 	c->easy = e;
 	active_link(u, c);
+	/* Edge-triggered on the hang-up alone: bytes a client sends ahead (its next request) do not wake the thread. */
+	if (c->watch_fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET, .data.ptr = c };
+
+		if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, c->watch_fd, &ev) != 0)
+			unwatch(u, c);
+	}
 }
 
 /* What a finished exchange's CURLcode means. */
@@ -270,6 +294,29 @@ static void let_go(struct upstream *u, struct upstream_call *c)
 }
 
 /*
+ * End, as client_gone, every exchange whose client hung up (closed or
+ * reset its socket; not one that sent bytes ahead), its request woken.
+ */
+static void hangups(struct upstream *u)
+{
+	struct epoll_event ev[64];
+	int n = epoll_wait(u->epfd, ev, 64, 0);
+
+	for (int i = 0; i < n; i++) {
+		struct upstream_call *c = ev[i].data.ptr;
+		char b;
+		ssize_t r = recv(c->watch_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+			continue;
+		detach(u, c);
+		c->gone = true;
+		c->result = UPSTREAM_CLIENT_GONE;
+		finish(u, c, true);
+	}
+}
+
+/*
  * Resume every transfer whose reader made room (curl_easy_pause may hand
  * bytes to on_body at once), and end every one whose caller let go.
  */
@@ -322,14 +369,17 @@ static void *run(void *arg)
 	struct upstream *u = arg;
 	int running;
 
+	struct curl_waitfd hup = { .fd = u->epfd, .events = CURL_WAIT_POLLIN };
+
 	while (take_pending(u)) {
+		hangups(u);
 		resume_paused(u);
 		/* A failed perform or poll leaves the exchanges to their timeouts; the loop goes on, bounded by POLL_MS. */
 		if (curl_multi_perform(u->hub.multi, &running) != CURLM_OK)
 			fprintf(stderr, "ratelab: upstream: curl_multi_perform failed\n");
 		reap(u);
 		notify_kicked(u);
-		if (curl_multi_poll(u->hub.multi, NULL, 0, POLL_MS, NULL) != CURLM_OK)
+		if (curl_multi_poll(u->hub.multi, &hup, 1, POLL_MS, NULL) != CURLM_OK)
 			fprintf(stderr, "ratelab: upstream: curl_multi_poll failed\n");
 	}
 	abandon_active(u);
@@ -366,6 +416,10 @@ struct upstream *upstream_new(const struct upstream_config *c, char *err, size_t
 		u->cfg.max_buffered = u->cfg.max_body;
 	u->hub.max_buffered = u->cfg.max_buffered;
 	pthread_mutex_init(&u->lock, NULL);
+	if ((u->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "cannot watch the upstream's clients: %s", strerror(errno));
+		goto fail;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !setup_multi(u)) {
 		snprintf(err, errlen, "cannot set up libcurl for the upstream");
 		goto fail;
@@ -406,6 +460,8 @@ void upstream_free(struct upstream *u)
 		curl_easy_cleanup(u->pool[--u->npool]);
 	if (u->hub.multi && curl_multi_cleanup(u->hub.multi) != CURLM_OK)
 		fprintf(stderr, "ratelab: upstream: curl_multi_cleanup failed\n");
+	if (u->epfd >= 0)
+		close(u->epfd);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }

@@ -45,6 +45,15 @@ struct upstream_call *upstream_call_new(const char *method, const char *target, 
 int upstream_call_header(struct upstream_call *c, const char *name, const char *value);
 
 /*
+ * Watch fd, the socket of c's client, while c is in flight (before
+ * upstream_submit): the client closing or resetting it ends the exchange
+ * at once as UPSTREAM_CLIENT_GONE (done is called), not at its timeout.
+ * fd is duplicated; the caller's stays its own.  Returns 0, or -1 (not
+ * watched) when no descriptor is left.
+ */
+int upstream_call_watch(struct upstream_call *c, int fd);
+
+/*
  * The caller is done with c: after this returns, its done function is not
  * running and will not be called, and an exchange still going is stopped
  * (its client went away).  Frees c when the thread and every hold are

@@ -54,6 +54,7 @@ struct upstream_call {
 	bool paused;                 /* under lock: the buffer was full, the thread paused the transfer */
 	bool resume;                 /* under lock: the reader made room; the thread resumes the transfer */
 	bool kick;                   /* the thread's: the head or bytes came this round; notify after it */
+	int watch_fd;                /* a dup of the client's socket, watched for its hang-up from start; -1 none */
 };
 
 /* Wake the client's thread out of curl_multi_poll (its poll bound covers a failed wakeup).  Thread-safe. */
