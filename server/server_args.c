@@ -315,14 +315,14 @@ const struct cli_option server_args_options[] = {
 	          "(http:// or https://, maybe with a path prefix) and get its answer plus the "
 	          "RateLimit headers; rejections get the limiter's answer.  Its failures are 502, "
 	          "its timeouts 504 (/stats \"upstream\")" },
-	{ "--upstream-connections", CLI_U64, SA(cfg.upstream_max_conns), .min = 1, .max = 4096, .section = CLI_SEC_ADVANCED, .arg = "N",
+	{ "--upstream-connections", CLI_U64, SA(cfg.upstream_max_conns), .min = 1, .max = 4096, .needs = "--upstream", .section = CLI_SEC_ADVANCED, .arg = "N",
 	  .help = "connections to the upstream at once (default 64)" },
-	{ "--upstream-connect-timeout", CLI_DURATION, SA(cfg.upstream_connect_timeout_ns), .min = NS_PER_MS,
+	{ "--upstream-connect-timeout", CLI_DURATION, SA(cfg.upstream_connect_timeout_ns), .min = NS_PER_MS, .needs = "--upstream",
 	  .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "the upstream's connection set-up (default 5s)" },
-	{ "--upstream-timeout", CLI_DURATION, SA(cfg.upstream_timeout_ns), .min = NS_PER_MS, .max = 3600 * NS_PER_SEC, .section = CLI_SEC_ADVANCED, .arg = "DUR",
+	{ "--upstream-timeout", CLI_DURATION, SA(cfg.upstream_timeout_ns), .min = NS_PER_MS, .max = 3600 * NS_PER_SEC, .needs = "--upstream", .section = CLI_SEC_ADVANCED, .arg = "DUR",
 	  .help = "the whole exchange with the upstream, then 504 (default 30s)" },
-	{ "--upstream-max-body", CLI_BYTES, SA(cfg.upstream_max_body), .min = 1, .max = 1ULL << 30, .section = CLI_SEC_ADVANCED, .arg = "SIZE",
+	{ "--upstream-max-body", CLI_BYTES, SA(cfg.upstream_max_body), .min = 1, .max = 1ULL << 30, .needs = "--upstream", .section = CLI_SEC_ADVANCED, .arg = "SIZE",
 	  .help = "largest upstream answer body, e.g. 8M; larger is 502 (default 1M; request "
 	          "bodies are bounded by --max-body); one announced larger is 502, one that grows past "
 	          "it is cut.  Answers are streamed: 64 KiB of each is held while its client is behind" },

@@ -35,6 +35,7 @@ START_TEST(ignored_flags_are_refused)
 	char *burst[] = { "serve", "--limiter", "fixed-window", "--burst", "1", NULL };
 	char *both[] = { "serve", "--config", path, "--capacity", "workers=1,service=500ms", NULL };
 	char *alone[] = { "serve", "--config", path, "--key", "global", NULL };
+	char *unproxied[] = { "serve", "--upstream-timeout", "5s", NULL };
 	struct server_config *cfg = malloc(sizeof(*cfg));
 	char err[512] = "", want[640];
 	int fd = mkstemp(path);
@@ -55,6 +56,9 @@ START_TEST(ignored_flags_are_refused)
 	/* flags that are not the route's go with it */
 	ck_assert_msg(server_config_from_args(cfg, 5, alone, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_eq(cfg->routes[0].params.limit, 50);
+	/* an --upstream-* flag without --upstream bounds nothing */
+	ck_assert_int_eq(server_config_from_args(cfg, 3, unproxied, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "ratelab serve: --upstream-timeout goes with --upstream");
 	unlink(path);
 	free(cfg);
 }
