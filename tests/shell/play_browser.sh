@@ -7,7 +7,8 @@
 # run that shares the wait sends no new request while told to wait; a
 # wait function that throws, one that returns nonsense and one that never
 # returns each end the run with a clear message within the page's bounds, and
-# the page still answers afterwards; nothing scrolls sideways.
+# the page still answers afterwards; a name with letters beyond Latin-1 (an
+# emoji) reaches the server as that name; nothing scrolls sideways.
 set -eu
 
 ROOT=${RATELAB_ROOT:-.}
@@ -87,6 +88,14 @@ own_run "for (;;) {}"
 check "an endless wait: stopped with a message" msg_has "did not answer within 500 ms"
 check "an endless wait: the page answers afterwards" [ "$(cdp_eval "String(1 + 1)")" = 2 ]
 check "an endless wait: over within 20 s" [ $(($(date +%s) - start)) -lt 20 ]
+
+# 4. a name beyond Latin-1 (an e with diaeresis, a rocket): its requests reach the server under that name
+zoe=$(printf 'Zo\303\253 \360\237\232\200')
+cdp_eval "document.getElementById('name').value = 'Zo\\u00eb \\ud83d\\ude80'; document.getElementById('policy').value = 'give-up'; document.getElementById('requests').value = '3'; document.getElementById('conc').value = '1'; window.ratelabPlay.run(); 1" >/dev/null
+check "run 4 (a name with an emoji) ends in a card" [ "$(cdp_until "String(document.querySelectorAll('.run').length)" 4 20)" = 4 ]
+check "run 4: 3 calls, every one answered 200 or 429 (no 'errors')" \
+	[ "$(cdp_eval "String(+document.querySelector('.run').getAttribute('data-200') + +document.querySelector('.run').getAttribute('data-429'))")" = 3 ]
+check "/stats has the page's 3 requests under its name" [ "$(field "$zoe" requests)" = 3 ]
 
 w=$(cdp_eval "document.documentElement.scrollWidth")
 check "no sideways scroll at 390 px ($w)" [ "${w:-9999}" -le 390 ]
