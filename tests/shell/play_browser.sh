@@ -5,8 +5,9 @@
 # figures equal what /stats says of the page's client (requests, rejections,
 # retries, each retry paired, polite); a second run sits beside the first; a
 # run that shares the wait sends no new request while told to wait; a
-# wait function that throws, one that returns nonsense and one that never
-# returns each end the run with a clear message within the page's bounds, and
+# wait function that throws, one that returns nonsense or nothing, one that
+# never returns, code that does not compile and code with no function named
+# wait each end the run with a clear message within the page's bounds, and
 # the page still answers afterwards; a name with letters beyond Latin-1 (an
 # emoji) reaches the server as that name; nothing scrolls sideways.
 set -eu
@@ -88,6 +89,20 @@ own_run "for (;;) {}"
 check "an endless wait: stopped with a message" msg_has "did not answer within 500 ms"
 check "an endless wait: the page answers afterwards" [ "$(cdp_eval "String(1 + 1)")" = 2 ]
 check "an endless wait: over within 20 s" [ $(($(date +%s) - start)) -lt 20 ]
+
+# code_run 'CODE': the same run with CODE as it stands in the box
+code_run() {
+	cdp_eval "document.getElementById('policy').value = 'own'; document.getElementById('code').value = '$1'; document.getElementById('requests').value = '20'; document.getElementById('conc').value = '10'; window.ratelabPlay.run(); 1" >/dev/null
+	cdp_until "String(document.getElementById('run').disabled)" false 20 >/dev/null
+}
+code_run "function wait(attempt) { return attempt * }"
+check "a syntax error: told as one, not as an endless loop" msg_has "your code does not compile: SyntaxError"
+code_run "var delay = 1000;"
+check "no function named wait: told so" msg_has "your code has no function named wait"
+own_run "var x = 1;"
+check "a wait that returns nothing: told so" msg_has "your wait function returned nothing (undefined): return milliseconds"
+check "a phone's keyboard neither capitalises nor corrects the code" \
+	[ "$(cdp_eval "document.getElementById('code').getAttribute('autocapitalize') + '/' + document.getElementById('code').getAttribute('autocorrect')")" = off/off ]
 
 # 4. a name beyond Latin-1 (an e with diaeresis, a rocket): its requests reach the server under that name
 zoe=$(printf 'Zo\303\253 \360\237\232\200')
