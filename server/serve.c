@@ -81,7 +81,8 @@ static const struct cli_help SERVE_HELP = {
 	         "--admin-token only), /occ (one versioned record: see --delay) and /healthz.  A client may name itself in the dashboard with "
 	         "an X-Client-Name header.  Prints 'listening on http://ADDR:PORT' when ready, then "
 	         "the dashboard's URL (with --bind 0.0.0.0 or ::, first one URL per LAN address for "
-	         "the attendees, their /play page).",
+	         "the attendees, their /play page; the dashboard's on loopback, where its room herd "
+	         "button, an admin action, works).",
 	.tables = SERVE_TABLES,
 	.notes = "SIGINT, SIGTERM or SIGHUP (the terminal closed) drains: no new connections,\n"
 	         "requests in flight answered (a body still arriving gets 503), at most 5 s.\n",
@@ -213,13 +214,16 @@ static bool lan_address(const struct ifaddrs *a, bool v6, char *buf, size_t len)
  * The banner.  The first line says where the server listens, as it always
  * has (scripts read it).  Bound to every address (0.0.0.0 or ::), one line
  * per LAN address for the attendees (their page, /play) follows; then the dashboard's URL, on
- * the first LAN address when there is one.
+ * loopback then: the instructor opens it on the server's machine, and only there (or with
+ * --admin-token) does its room herd button, an admin action, work; a browser on that machine
+ * that opened a LAN address connects from that address, not from loopback.
  */
 static void banner(const struct server_config *cfg, int port)
 {
 	bool v6 = strchr(cfg->bind, ':') != NULL, any = strcmp(cfg->bind, "0.0.0.0") == 0 || strcmp(cfg->bind, "::") == 0;
-	char first[80] = "", addr[64];
+	char addr[64];
 	struct ifaddrs *ifs = NULL;
+	const char *at = any ? (v6 ? "::1" : "127.0.0.1") : cfg->bind;
 
 	/* An IPv6 address goes in brackets in a URL. */
 	printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", cfg->bind[0] == '0' && cfg->bind[1] == '.' ? "127.0.0.1" : cfg->bind,
@@ -232,14 +236,10 @@ static void banner(const struct server_config *cfg, int port)
 				continue;
 			br = strchr(addr, ':') != NULL;
 			printf("attendees:   http://%s%s%s:%d/play\n", br ? "[" : "", addr, br ? "]" : "", port);
-			if (first[0] == '\0')
-				snprintf(first, sizeof(first), "%s%s%s", br ? "[" : "", addr, br ? "]" : "");
 		}
 		freeifaddrs(ifs);
 	}
-	if (first[0] == '\0')
-		snprintf(first, sizeof(first), "%s%s%s", v6 ? "[" : "", any ? (v6 ? "::1" : "127.0.0.1") : cfg->bind, v6 ? "]" : "");
-	printf("dashboard:   http://%s:%d/dashboard\n", first, port);
+	printf("dashboard:   http://%s%s%s:%d/dashboard\n", v6 ? "[" : "", at, v6 ? "]" : "", port);
 	fflush(stdout);
 }
 

@@ -752,7 +752,9 @@ static int lan_ipv4(char list[][INET_ADDRSTRLEN], int max)
 
 /*
  * --bind 0.0.0.0: the first line as ever (testutil reads it), then one URL
- * per LAN address, each of which answers, then the dashboard's URL.
+ * per LAN address, each of which answers, then the dashboard's URL, on
+ * loopback: a browser there can arm the room herd (POST /room, admin), where
+ * one at a LAN address of the same machine connects from it and gets 403.
  */
 START_TEST(workshop_banner)
 {
@@ -772,12 +774,20 @@ START_TEST(workshop_banner)
 		ck_assert_int_eq(code, 200);
 	}
 	ck_assert(next_line(&s, line, sizeof(line)));
-	snprintf(want, sizeof(want), "dashboard:   http://%s:%d/dashboard", n > 0 ? lan[0] : "127.0.0.1", s.port);
+	snprintf(want, sizeof(want), "dashboard:   http://127.0.0.1:%d/dashboard", s.port);
 	ck_assert_str_eq(line, want);
 	ck_assert_int_eq(testutil_http("GET", want + 13, NULL, &code, NULL, &body), 0);
 	ck_assert_int_eq(code, 200);
 	ck_assert_ptr_nonnull(strstr(body, "data-metric=\"rejected_total\""));
 	free(body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/room?in=0&policy=at-once", s.port);
+	ck_assert_int_eq(testutil_http("POST", url, "", &code, NULL, NULL), 0);
+	ck_assert_int_eq(code, 200);
+	if (n > 0) {
+		snprintf(url, sizeof(url), "http://%s:%d/room?in=0&policy=at-once", lan[0], s.port);
+		ck_assert_int_eq(testutil_http("POST", url, "", &code, NULL, NULL), 0);
+		ck_assert_int_eq(code, 403);
+	}
 	ck_assert_int_eq(testutil_server_stop(&s, 10000), 0);
 }
 END_TEST
