@@ -4,7 +4,8 @@
 # re-fire (three quick requests each, `ignores Retry-After`) and thirty who sent
 # one request (polite, and the least active, so the last rows).  At 1024x768 and
 # at 1920x1080 every one of the 40 rows is on the screen, the page does not
-# scroll, and no verdict is cut or runs under the next table.
+# scroll, no verdict is cut or runs under the next table, and the columns are
+# the ones chapter 14 names.
 set -eu
 
 ROOT=${RATELAB_ROOT:-.}
@@ -56,6 +57,8 @@ for size in 1024x768 1920x1080; do
 	check "$size: the 30 polite ones among them ($p)" [ "$p" = 30 ]
 	check "$size: no verdict cut" [ "$(cdp_eval "$CUT")" = 0 ]
 	check "$size: the page does not scroll" [ "$(cdp_eval "$SCROLLS")" = false ]
+	check "$size: the columns chapter 14 names" \
+		[ "$(cdp_eval "[].map.call(document.querySelectorAll('#clients table:first-child th'), function (h) { return h.textContent; }).join('/')")" = "client/requests/429s/retries/early/new in wait/verdict" ]
 	check "$size: the verdicts read in full" \
 		[ "$(cdp_eval "String(document.querySelector('#clients tr[data-client=attendee-1-with-a-long-name]').lastChild.textContent.indexOf('ignores Retry-After') > 0)")" = true ]
 done
