@@ -90,11 +90,16 @@ void room_free(struct room *r)
 	free(r);
 }
 
+/* "" or a name in /play's list of policies (server/handlers/play.html, POLICIES). */
 static bool policy_ok(const char *p)
 {
-	size_t n = strlen(p);
+	static const char *const NAMES[] = { "", "retry-after", "give-up", "at-once", "fixed", "exponential",
+		                             "full", "signaldb", "httpclient", "own" };
 
-	return n < ROOM_POLICY_LEN && strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+	for (size_t i = 0; i < sizeof(NAMES) / sizeof(NAMES[0]); i++)
+		if (strcmp(p, NAMES[i]) == 0)
+			return true;
+	return false;
 }
 
 /* What each of now's clients did since base: those with requests since, at most ROOM_NAMES, into out; returns how many. */

@@ -94,8 +94,8 @@ struct room *room_new(void);
 void room_free(struct room *r);
 
 /*
- * Arm herd id+1 at now_ms + lead_ms running `policy` ("" or a /play policy
- * name of at most ROOM_POLICY_LEN - 1 letters, digits and dashes), requests
+ * Arm herd id+1 at now_ms + lead_ms running `policy` ("" or the name of one
+ * of /play's policies, such as "at-once" or "full"), requests
  * and concurrency (0: the page's own).  clients (n of them, NULL when 0) are
  * the server's counters now: the new herd's tally counts from them, and the
  * previous herd's run, if any, is closed with its tally up to them.

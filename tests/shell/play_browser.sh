@@ -115,4 +115,14 @@ check "/stats has the page's 3 requests under its name" [ "$(field "$zoe" reques
 w=$(cdp_eval "document.documentElement.scrollWidth")
 check "no sideways scroll at 390 px ($w)" [ "${w:-9999}" -le 390 ]
 
+# The room herd runs any policy the page offers, and no other (a name the page lacks is a 400, not a herd in which
+# every page runs its own policy under that name).  Last: an armed herd sets the page's policy.
+policies=$(cdp_eval "[].map.call(document.querySelectorAll('#policy option'), function (o) { return o.value; }).join(' ')")
+check "the page offers 9 policies ($policies)" [ "$(echo "$policies" | wc -w)" = 9 ]
+for p in $policies; do
+	check "a room herd may run the page's $p" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/room?in=60000&policy=$p")" = 200 ]
+done
+check "a room herd may not run full-jitter, which the page lacks" \
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/room?in=60000&policy=full-jitter")" = 400 ]
+
 check_done play_browser

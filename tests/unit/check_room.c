@@ -38,6 +38,10 @@ START_TEST(arm_refuses_bad_input)
 	ck_assert_int_eq(room_arm(r, T0, ROOM_LEAD_MS_MAX + 1, "", 0, 0, NULL, 0), -1);
 	ck_assert_int_eq(room_arm(r, T0, 1000, "Full\"", 0, 0, NULL, 0), -1);
 	ck_assert_int_eq(room_arm(r, T0, 1000, "a-very-long-policy-name-x", 0, 0, NULL, 0), -1);
+	/* a name /play does not have: every page would run its own policy under the herd's row for it */
+	ck_assert_int_eq(room_arm(r, T0, 1000, "full-jitter", 0, 0, NULL, 0), -1);
+	ck_assert_int_eq(room_arm(r, T0, 1000, "2", 0, 0, NULL, 0), -1);
+	ck_assert_int_eq(room_arm(r, T0, 1000, "httpclient", 0, 0, NULL, 0), 0);
 	ck_assert_int_eq(room_arm(r, T0, 1000, "", 0, 0, NULL, 0), 0);
 	room_free(r);
 }
