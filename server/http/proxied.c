@@ -78,7 +78,7 @@ static struct upstream_call *build_call(struct MHD_Connection *c, const struct r
 		upstream_call_release(call);
 		return NULL;
 	}
-	/* A connection suspended while it waits is not watched by MHD: the call watches it (unwatched when none is left). */
+	/* A connection suspended while it waits is not watched by MHD: a call that goes on watches it for a hang-up. */
 	if ((sock = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)))
 		upstream_call_watch(call, sock->connect_fd);
 	return call;

@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,9 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "server/proxy/upstream_call_impl.h"
 
 #define POLL_MS 200  /* the thread's poll bound: a lost wakeup costs at most this */
+#define WATCH_MS 50  /* a call in flight for one to two of these has its client watched for a hang-up */
 
 struct upstream {
 	struct upstream_config cfg;
@@ -26,6 +29,7 @@ struct upstream {
 	bool stopping;
 	struct upstream_call *active;       /* the thread's only */
 	int epfd;                           /* the active calls' clients' sockets, for their hang-ups (the thread's) */
+	uint64_t next_scan_ns;              /* when watch_slow next looks at the active calls (the thread's) */
 	CURL *pool[64];                     /* idle easy handles, kept for reuse (the thread's only) */
 	size_t npool;
 	_Atomic unsigned in_flight;
@@ -188,12 +192,41 @@ static void start(struct upstream *u, struct upstream_call *c)
 		return;
 	}
 	c->easy = e;
+	c->scanned = false;
 	active_link(u, c);
-	/* Edge-triggered on the hang-up alone: bytes a client sends ahead (its next request) do not wake the thread. */
-	if (c->watch_fd >= 0) {
+}
+
+/*
+ * Every WATCH_MS, watch the client of each call that was in flight at the
+ * last scan too (so 50-100 ms): a hang-up matters to a call that goes on,
+ * and a quick one (the most) costs no system call.  The socket is
+ * duplicated under the call's lock, and only while its caller holds it:
+ * after upstream_call_release the server may have closed it.
+ */
+static void watch_slow(struct upstream *u)
+{
+	uint64_t now = clock_monotonic_ns();
+
+	if (now < u->next_scan_ns)
+		return;
+	u->next_scan_ns = now + (uint64_t)WATCH_MS * 1000000u;
+	for (struct upstream_call *c = u->active; c; c = c->next) {
+		/* Edge-triggered on the hang-up alone: bytes a client sends ahead (its next request) do not wake the thread. */
 		struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET, .data.ptr = c };
 
-		if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, c->watch_fd, &ev) != 0)
+		if (c->client_fd < 0 || c->watch_fd >= 0)
+			continue;
+		if (!c->scanned) {
+			c->scanned = true;
+			continue;
+		}
+		pthread_mutex_lock(&c->lock);
+		if (!c->released)
+			c->watch_fd = fcntl(c->client_fd, F_DUPFD_CLOEXEC, 0);
+		pthread_mutex_unlock(&c->lock);
+		c->client_fd = -1;
+		/* A hang-up before this is reported too: adding a socket that is already shut reports it at once. */
+		if (c->watch_fd >= 0 && epoll_ctl(u->epfd, EPOLL_CTL_ADD, c->watch_fd, &ev) != 0)
 			unwatch(u, c);
 	}
 }
@@ -372,6 +405,7 @@ static void *run(void *arg)
 	struct curl_waitfd hup = { .fd = u->epfd, .events = CURL_WAIT_POLLIN };
 
 	while (take_pending(u)) {
+		watch_slow(u);
 		hangups(u);
 		resume_paused(u);
 		/* A failed perform or poll leaves the exchanges to their timeouts; the loop goes on, bounded by POLL_MS. */
@@ -379,7 +413,7 @@ static void *run(void *arg)
 			fprintf(stderr, "ratelab: upstream: curl_multi_perform failed\n");
 		reap(u);
 		notify_kicked(u);
-		if (curl_multi_poll(u->hub.multi, &hup, 1, POLL_MS, NULL) != CURLM_OK)
+		if (curl_multi_poll(u->hub.multi, &hup, 1, u->active ? WATCH_MS : POLL_MS, NULL) != CURLM_OK)
 			fprintf(stderr, "ratelab: upstream: curl_multi_poll failed\n");
 	}
 	abandon_active(u);

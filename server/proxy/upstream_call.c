@@ -1,12 +1,10 @@
 /* One upstream call: its request, its answer as libcurl hands it over, and the window its reader takes bytes from. */
 #include "server/proxy/upstream_call.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "server/proxy/upstream_call_impl.h"
@@ -68,6 +66,7 @@ struct upstream_call *upstream_call_new(const char *method, const char *target, 
 	c->result = UPSTREAM_BUSY;
 	c->content_length = -1;
 	c->watch_fd = -1;
+	c->client_fd = -1;
 	/* "Expect:" with nothing after it: libcurl sends no Expect: 100-continue of its own. */
 	if (!c->method || !c->target || !c->req_body || !(c->hdrs = curl_slist_append(NULL, "Expect:"))) {
 		upstream_call_release(c);
@@ -97,9 +96,9 @@ int upstream_call_header(struct upstream_call *c, const char *name, const char *
 	return 0;
 }
 
-int upstream_call_watch(struct upstream_call *c, int fd)
+void upstream_call_watch(struct upstream_call *c, int fd)
 {
-	return (c->watch_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 ? -1 : 0;
+	c->client_fd = fd;
 }
 
 /* Drop one hold on c; the last frees it and gives its window back to the budget. */
@@ -109,9 +108,6 @@ static void call_unref(struct upstream_call *c)
 		return;
 	if (c->hub)
 		atomic_fetch_sub(&c->hub->buffered, c->body_cap);
-	/* A call never started keeps its watch: no thread took it. */
-	if (c->watch_fd >= 0)
-		close(c->watch_fd);
 	curl_slist_free_all(c->hdrs);
 	free(c->method);
 	free(c->target);

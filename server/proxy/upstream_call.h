@@ -46,12 +46,13 @@ int upstream_call_header(struct upstream_call *c, const char *name, const char *
 
 /*
  * Watch fd, the socket of c's client, while c is in flight (before
- * upstream_submit): the client closing or resetting it ends the exchange
- * at once as UPSTREAM_CLIENT_GONE (done is called), not at its timeout.
- * fd is duplicated; the caller's stays its own.  Returns 0, or -1 (not
- * watched) when no descriptor is left.
+ * upstream_submit): once c has gone on for 50-100 ms, the client closing
+ * or resetting it ends the exchange as UPSTREAM_CLIENT_GONE (done is
+ * called), not at its timeout.  A quicker call costs no system call.  fd
+ * must stay open until upstream_call_release; the thread watches a
+ * duplicate of it, taken under c's lock while c is not released.
  */
-int upstream_call_watch(struct upstream_call *c, int fd);
+void upstream_call_watch(struct upstream_call *c, int fd);
 
 /*
  * The caller is done with c: after this returns, its done function is not
