@@ -7,7 +7,9 @@
 # run that shares the wait sends no new request while told to wait; a
 # wait function that throws, one that returns nonsense or nothing, one that
 # never returns, code that does not compile and code with no function named
-# wait each end the run with a clear message within the page's bounds, and
+# wait each end the run with a clear message within the page's bounds (my own
+# function is tried before its run, so this holds for a run that meets no 429
+# too, and then no request goes out), and
 # the page still answers afterwards; a name with letters beyond Latin-1 (an
 # emoji) reaches the server as that name; nothing scrolls sideways.
 set -eu
@@ -44,6 +46,16 @@ check "the page names no other resource" [ -z "$(others)" ]
 cdp_start "$TMP"
 cdp_page "$URL/play" 390 844
 check "the page is up" [ "$(cdp_until "String(!!window.ratelabPlay)" true 20)" = true ]
+
+# 0. my own function is tried before its run: one that throws is told of even when the run would meet no 429 (a
+# full bucket of 5, one request), and no request goes out
+cdp_eval "document.getElementById('name').value = 'tryout'; document.getElementById('policy').value = 'own'; document.getElementById('code').value = 'function wait(attempt, retryAfter, status) { return null.x; }'; document.getElementById('requests').value = '1'; document.getElementById('conc').value = '1'; window.ratelabPlay.run(); 1" >/dev/null
+check "a throwing wait in a run without a 429: told before the run" \
+	[ "$(cdp_until "String(document.getElementById('msg').textContent.indexOf('tried before the run as wait(1, 1, 429): your wait function threw TypeError') >= 0)" true 20)" = true ]
+check "a throwing wait in a run without a 429: no card" [ "$(cdp_eval "String(document.querySelectorAll('.run').length)")" = 0 ]
+check "a throwing wait in a run without a 429: the button is back" [ "$(cdp_eval "String(document.getElementById('run').disabled)")" = false ]
+check "a throwing wait in a run without a 429: no request went out" \
+	[ "$(curl -s "$URL/stats" | jq '[.clients.rows[] | select(.name == "tryout")] | length')" = 0 ]
 
 # 1. wait for Retry-After, 12 requests, 3 at once: the card's figures are the server's
 cdp_eval "document.getElementById('name').value = 'pat'; document.getElementById('policy').value = 'retry-after'; document.getElementById('requests').value = '12'; document.getElementById('conc').value = '3'; window.ratelabPlay.run(); 1" >/dev/null
