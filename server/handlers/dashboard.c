@@ -261,7 +261,7 @@ static const char *const PAGE[] = {
 	"function herdShow(j) {\n"
 	"\tif (!j.herd || !j.herd.id) return;\n"
 	"\tvar left = j.herd.start_ms - j.now_ms;\n"
-	"\t$('herd').textContent = 'herd #' + j.herd.id + (left > 0 ? ' in ' + (left / 1000).toFixed(1) + ' s' : ': ' + j.started + ' pages started within ' + j.spread_ms + ' ms');\n"
+	"\t$('herd').textContent = 'herd #' + j.herd.id + (left > 0 ? ' in ' + (left / 1000).toFixed(1) + ' s' : ': ' + j.started + (j.started === 1 ? ' page' : ' pages') + ' started within ' + j.spread_ms + ' ms');\n"
 	"\tvar t = $('runs-table'), rs = j.runs || [];\n"
 	"\tt.hidden = rs.length === 0; t.textContent = '';\n"
 	"\tvar hr = t.insertRow();\n"
