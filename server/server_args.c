@@ -296,7 +296,8 @@ const struct cli_option server_args_options[] = {
 	  .help = "admin endpoints (POST /reset) also answer clients that are not on loopback "
 	          "when they send Authorization: Bearer T (by default they answer loopback "
 	          "clients only; a form or text/plain body or a foreign Origin is refused either "
-	          "way)" },
+	          "way); the dashboard's room herd button sends T when the page's address ends in "
+	          "#token=T" },
 	{ "--config", CLI_STRING, SA(config_path), .section = CLI_SEC_RUN, .arg = "FILE",
 	  .help = "JSON routes, e.g. {\"routes\":[{\"prefix\":\"/api\", \"limiter\":\"gcra\", "
 	          "\"limit\":5, \"window\":\"1s\", \"burst\":10, \"key\":\"ip\"}]}" },

@@ -6,19 +6,24 @@
 # admitted bars, and nothing scrolls sideways at 1024x768 or 1920x1080.
 # The page needs no network: it names no other resource.  The server takes one
 # /events stream (--max-subscribers 1), so a second page is refused one and
-# polls /stats instead, showing the same figures.
+# polls /stats instead, showing the same figures.  From an address that is not
+# loopback (the machine's own LAN address), the room herd button is refused
+# without a token, and arms the herd with the --admin-token given after the
+# page's address as #token=T, which the page takes off its address bar.
 set -eu
 
 ROOT=${RATELAB_ROOT:-.}
 BIN=${RATELAB_BIN:-$ROOT/ratelab}
 TMP=$(mktemp -d)
 SRV=
+LAN=
 . "$ROOT/tests/harness/cdp.sh"
 . "$ROOT/tests/harness/check.sh"
 
 cleanup() {
 	cdp_stop 2>/dev/null || true
 	[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+	[ -n "$LAN" ] && kill "$LAN" 2>/dev/null && wait "$LAN" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -80,5 +85,45 @@ state=$(cdp_until "document.getElementById('state').textContent.indexOf('polling
 got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textContent" "$want")
 [ "$state" = polling ] && [ "$got" = "$want" ] && check_that "a second page, refused a stream, polls /stats: rejected_total $got" ok \
 	|| check_that "a second page polls /stats" "state $state, rejected_total $got (want $want)"
+
+# The herd button off loopback: the server on every address, the page at its LAN address (a browser there is not on
+# loopback), so arming takes the --admin-token, given after the address as #token=T.
+"$BIN" serve --port 0 --bind 0.0.0.0 --admin-token s3cret --quiet >"$TMP/lan.out" &
+LAN=$!
+i=0
+while ! grep -q '^dashboard: ' "$TMP/lan.out" && [ "$i" -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
+LANURL=$(sed -n 's/^attendees: *\(http:[^ ]*\)\/play$/\1/p' "$TMP/lan.out" | head -1)
+# arm: click the button of the page just opened; the herd line it shows then (its commas as semicolons: cdp_eval's
+# value ends at a comma)
+arm() {
+	cdp_until "String(!!document.getElementById('arm'))" true >/dev/null
+	cdp_eval "document.getElementById('arm').click(); 1" >/dev/null
+	cdp_until "String(document.getElementById('herd').textContent.indexOf('not armed') == 0 || document.getElementById('herd').textContent.indexOf('herd #') == 0)" true >/dev/null
+	cdp_eval "document.getElementById('herd').textContent.split(',').join(';')"
+}
+if [ -z "$LANURL" ]; then
+	echo "     no LAN address on this machine: the herd button's token is not checked"
+else
+	cdp_page "$LANURL/dashboard" 1024 768
+	got=$(arm)
+	[ "$got" = "not armed: 403 (an admin action: open this page on loopback; or add #token=T to its address for --admin-token T)" ] \
+		&& check_that "at $LANURL without a token: refused, and told how" ok || check_that "without a token" "'$got'"
+	cdp_page "$LANURL/dashboard#token=wrong" 1024 768
+	got=$(arm)
+	[ "$got" = "not armed: 403 (is #token= the server's --admin-token?)" ] \
+		&& check_that "with a wrong #token: refused, and told so" ok || check_that "with a wrong #token" "'$got'"
+	cdp_page "$LANURL/dashboard#token=s3cret" 1024 768
+	hash=$(cdp_until "String(!!document.getElementById('arm') && location.hash === '')" true)
+	[ "$hash" = true ] && check_that "the token is taken off the address bar" ok || check_that "the token off the address bar" "$(cdp_eval "location.href")"
+	got=$(arm)
+	id=$(curl -s "$LANURL/room" | jq -r '.herd.id')
+	case $got in
+	"herd #1 in "*) [ "$id" = 1 ] && check_that "with #token=s3cret: armed ($got; /room herd.id $id)" ok || check_that "/room herd.id" "$id" ;;
+	*) check_that "with #token=s3cret: armed" "'$got'" ;;
+	esac
+fi
 
 check_done dashboard_browser
