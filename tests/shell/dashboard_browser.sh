@@ -16,14 +16,15 @@ ROOT=${RATELAB_ROOT:-.}
 BIN=${RATELAB_BIN:-$ROOT/ratelab}
 TMP=$(mktemp -d)
 SRV=
-LAN=
+PIDS=""
 . "$ROOT/tests/harness/cdp.sh"
+. "$ROOT/tests/harness/serve.sh"
 . "$ROOT/tests/harness/check.sh"
 
 cleanup() {
 	cdp_stop 2>/dev/null || true
 	[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
-	[ -n "$LAN" ] && kill "$LAN" 2>/dev/null && wait "$LAN" 2>/dev/null
+	for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -88,13 +89,8 @@ got=$(cdp_until "document.querySelector('[data-metric=rejected_total]').textCont
 
 # The herd button off loopback: the server on every address, the page at its LAN address (a browser there is not on
 # loopback), so arming takes the --admin-token, given after the address as #token=T.
-"$BIN" serve --port 0 --bind 0.0.0.0 --admin-token s3cret --quiet >"$TMP/lan.out" &
-LAN=$!
-i=0
-while ! grep -q '^dashboard: ' "$TMP/lan.out" && [ "$i" -lt 100 ]; do
-	i=$((i + 1))
-	sleep 0.05
-done
+# (The banner's lines come out together, in one write: the attendees' are in once 'listening on' is.)
+serve_start lan --bind 0.0.0.0 --admin-token s3cret --quiet || { check_that "serve --bind 0.0.0.0 starts" "$SERVE_ERROR"; check_done dashboard_browser; exit 1; }
 LANURL=$(sed -n 's/^attendees: *\(http:[^ ]*\)\/play$/\1/p' "$TMP/lan.out" | head -1)
 # arm: click the button of the page just opened; the herd line it shows then (its commas as semicolons: cdp_eval's
 # value ends at a comma)
