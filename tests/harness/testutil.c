@@ -784,10 +784,15 @@ size_t testutil_raw_read_until(int fd, char *buf, size_t cap, const char *end, i
 	buf[0] = '\0';
 	while (used + 1 < cap && !(end && strstr(buf, end))) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		int left = (int)((deadline - now_s()) * 1000);
+		int left = (int)((deadline - now_s()) * 1000), ready;
 		ssize_t r;
 
-		if (left <= 0 || poll(&p, 1, left) <= 0)
+		if (left <= 0)
+			break;
+		/* A signal is no answer: poll again for what is left of the bound. */
+		if ((ready = poll(&p, 1, left)) < 0 && errno == EINTR)
+			continue;
+		if (ready <= 0)
 			break;
 		r = recv(fd, buf + used, cap - 1 - used, 0);
 		if (r < 0 && errno == EINTR)
