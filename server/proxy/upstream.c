@@ -211,9 +211,6 @@ static void watch_slow(struct upstream *u)
 		return;
 	u->next_scan_ns = now + (uint64_t)WATCH_MS * 1000000u;
 	for (struct upstream_call *c = u->active; c; c = c->next) {
-		/* Edge-triggered on the hang-up alone: bytes a client sends ahead (its next request) do not wake the thread. */
-		struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET, .data.ptr = c };
-
 		if (c->client_fd < 0 || c->watch_fd >= 0)
 			continue;
 		if (!c->scanned) {
@@ -225,9 +222,16 @@ static void watch_slow(struct upstream *u)
 			c->watch_fd = fcntl(c->client_fd, F_DUPFD_CLOEXEC, 0);
 		pthread_mutex_unlock(&c->lock);
 		c->client_fd = -1;
-		/* A hang-up before this is reported too: adding a socket that is already shut reports it at once. */
-		if (c->watch_fd >= 0 && epoll_ctl(u->epfd, EPOLL_CTL_ADD, c->watch_fd, &ev) != 0)
-			unwatch(u, c);
+		if (c->watch_fd >= 0) {
+			/*
+			 * Edge-triggered on the hang-up alone: bytes a client sends ahead (its next request) do not
+			 * wake the thread.  A hang-up before this is reported too: adding a shut socket reports it.
+			 */
+			struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET, .data.ptr = c };
+
+			if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, c->watch_fd, &ev) != 0)
+				unwatch(u, c);
+		}
 	}
 }
 

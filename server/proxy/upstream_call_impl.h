@@ -54,7 +54,8 @@ struct upstream_call {
 	bool paused;                 /* under lock: the buffer was full, the thread paused the transfer */
 	bool resume;                 /* under lock: the reader made room; the thread resumes the transfer */
 	bool kick;                   /* the thread's: the head or bytes came this round; notify after it */
-	int client_fd;               /* the client's socket, to watch if the call goes on (the caller's; -1 none) */
+	int client_fd;               /* the client's socket, to watch if the call goes on: set by the caller before
+	                              * submit, then the thread's (-1 once tried, or none) */
 	bool scanned;                /* the thread's: a watch scan saw c in flight; the next one watches it */
 	int watch_fd;                /* the thread's: a dup of client_fd, watched for its hang-up; -1 none */
 };
